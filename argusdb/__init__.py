@@ -1,0 +1,26 @@
+"""argusdb: an evidence database with a checked query language for GPU performance measurement.
+
+Example:
+    >>> import argusdb
+    >>> db = argusdb.connect("argus.duckdb")
+    >>> db.query("SELECT region_id, sum(value) FROM evidence GROUP BY region_id")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from argusdb.api import Connection, connect
+
+__all__ = ["Connection", "connect"]
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so that collectors can import argusdb.errors without importing the store.
+    if name in __all__:
+        from argusdb import api
+
+        return getattr(api, name)
+    raise AttributeError(name)

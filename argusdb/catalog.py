@@ -1,0 +1,149 @@
+"""The catalog: documented SQL modules of ``schema/`` and ``queries/``.
+
+A module is a ``.sql`` file; its path (``queries/attribution/region.sql`` →
+``attribution.region``) is its name. A module only declares tables, views and macros. The comment
+block above each ``CREATE`` describes the object; the ``--`` comment above each column line
+describes that column (meaning, unit, provenance). The store copies these into DuckDB with
+``COMMENT ON`` so ``duckdb_columns()`` and ``argus describe`` show them, and a test fails on an
+undocumented column.
+
+Example:
+    >>> [m.name for m in schema_modules()][:2]
+    ['00_program', '10_run']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+_CREATE = re.compile(
+    r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    r"([A-Za-z_][A-Za-z0-9_]*)", re.I)
+_TABLE_COL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+[A-Z]")
+_VIEW_COL = re.compile(r"(?:\bAS\s+|\.|^\s*)([A-Za-z_][A-Za-z0-9_]*)\s*,?\s*$", re.I)
+_KEYWORDS = {"PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT"}
+_CLAUSE = re.compile(r"^\s*(FROM|WHERE|GROUP|UNION|ORDER|HAVING|WINDOW|QUALIFY|JOIN|LEFT|SELECT)\b",
+                     re.I)
+
+
+@dataclass
+class SqlObject:
+    """A table, view or macro declared by a module, with its documentation."""
+
+    kind: str
+    name: str
+    description: str
+    columns: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Module:
+    """One SQL module: its name, text and the objects it declares."""
+
+    name: str
+    path: str
+    text: str
+    objects: list[SqlObject] = field(default_factory=list)
+
+
+def _parse(name: str, path: str, text: str) -> Module:
+    mod = Module(name, path, text)
+    doc: list[str] = []          # the run of '--' lines just read
+    col_doc: str | None = None   # doc that applies to the column lines that follow it
+    current: SqlObject | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("--"):
+            doc.append(line[2:].strip())
+            continue
+        if doc:
+            col_doc, doc = " ".join(doc), []
+        m = _CREATE.match(raw)
+        if m:
+            current = SqlObject(m.group(1).lower(), m.group(2), col_doc or "")
+            mod.objects.append(current)
+            col_doc = None
+            continue
+        if current is None or not line:
+            continue
+        if current.kind == "table":
+            t = _TABLE_COL.match(raw)
+            if t and t.group(1).upper() not in _KEYWORDS and col_doc:
+                current.columns.setdefault(t.group(1), col_doc)
+        elif current.kind == "view" and _CLAUSE.match(raw):
+            col_doc = None
+        elif current.kind == "view" and col_doc:
+            v = _VIEW_COL.search(line)
+            if v and v.group(1).upper() not in {"SELECT", "DISTINCT"}:
+                current.columns.setdefault(v.group(1), col_doc)
+        if line.endswith(";"):
+            current, col_doc = None, None
+    return mod
+
+
+def _modules(package: str) -> list[Module]:
+    root = resources.files(package)
+    out: list[Module] = []
+
+    def walk(node: object, prefix: str) -> None:
+        for child in sorted(node.iterdir(), key=lambda c: c.name):  # type: ignore[attr-defined]
+            if child.is_dir() and not child.name.startswith("_"):
+                walk(child, f"{prefix}{child.name}.")
+            elif child.name.endswith(".sql"):
+                out.append(_parse(prefix + child.name[:-4], f"{package}/{prefix.replace('.', '/')}"
+                                  f"{child.name}", child.read_text(encoding="utf-8")))
+
+    walk(root, "")
+    return out
+
+
+def schema_modules() -> list[Module]:
+    """Modules of ``schema/`` (tables), in file-name order."""
+    return _modules("schema")
+
+
+def query_modules() -> list[Module]:
+    """Modules of ``queries/`` (views and macros), in dependency-friendly name order.
+
+    A module may name the modules it needs in a first-line comment ``-- requires: a.b, c``.
+    """
+    mods = _modules("queries")
+    by_name = {m.name: m for m in mods}
+    from graphlib import TopologicalSorter
+
+    deps: dict[str, set[str]] = {}
+    for m in mods:
+        first = m.text.lstrip().splitlines()[0] if m.text.strip() else ""
+        req = re.match(r"--\s*requires:\s*(.+)$", first)
+        deps[m.name] = {r.strip() for r in req.group(1).split(",")} if req else set()
+        deps[m.name] &= set(by_name)
+    return [by_name[n] for n in TopologicalSorter(deps).static_order()]
+
+
+def all_objects() -> dict[str, SqlObject]:
+    """Every documented object of every module, by name."""
+    return {o.name: o for m in schema_modules() + query_modules() for o in m.objects}
+
+
+def comment_statements() -> list[str]:
+    """``COMMENT ON`` statements that copy the module docs into DuckDB."""
+
+    def q(s: str) -> str:
+        return "'" + s.replace("'", "''") + "'"
+
+    stmts: list[str] = []
+    for obj in all_objects().values():
+        if obj.kind == "macro":
+            continue
+        stmts.append(f"COMMENT ON {obj.kind.upper()} {obj.name} IS {q(obj.description)}")
+        for col, doc in obj.columns.items():
+            stmts.append(f"COMMENT ON COLUMN {obj.name}.{col} IS {q(doc)}")
+    return stmts
+
+
+def sql_root() -> Path:
+    """Directory of the ``queries`` package (for docs and tests)."""
+    return Path(str(resources.files("queries")))

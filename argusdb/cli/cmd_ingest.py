@@ -1,0 +1,43 @@
+"""``argus ingest STORE PATH...``: read artefacts into runs."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.cli.output import handle_errors
+from argusdb.ingest import ingest_path, parse_options
+from argusdb.regions import ProgramSource
+from argusdb.store import Store
+
+
+@click.command("ingest")
+@click.argument("store")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--program", "program_path", help="Triton source file the kernels come from.")
+@click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Compile option, constexpr or toolchain fact the artefact cannot tell "
+                   "(repeatable); enters the program version.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(store: str, paths: tuple[str, ...], program_path: str | None,
+            options: tuple[str, ...], as_json: bool) -> None:
+    """Ingest artefacts (kind detected from content), each as one run, atomically.
+
+    Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
+    """
+    opts = parse_options(options)
+    program = ProgramSource.from_path(program_path) if program_path else None
+    results = []
+    with Store.open(store, create=True) as st:
+        for p in paths:
+            r = ingest_path(st, p, program, opts)
+            results.append(r)
+            if not as_json:
+                what = "already ingested" if r.already else ", ".join(
+                    f"{n} {t}" for t, n in r.rows.items())
+                click.echo(f"{p}: run {r.run_id} (version {r.program_version}, {r.kind}): "
+                           f"{what}")
+    if as_json:
+        click.echo(json.dumps({"runs": [r.to_json() for r in results]}))

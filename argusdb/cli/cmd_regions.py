@@ -1,0 +1,25 @@
+"""``argus regions SOURCE_FILE``: list the regions a source file declares."""
+
+from __future__ import annotations
+
+import click
+
+from argusdb.cli.output import handle_errors, print_table
+from argusdb.regions import ProgramSource, parse_regions
+
+
+@click.command("regions")
+@click.argument("source_file")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(source_file: str, as_json: bool) -> None:
+    """List the regions of SOURCE_FILE ('# region <name>' markers in @triton.jit functions)."""
+    regions = parse_regions(ProgramSource.from_path(source_file))
+    if as_json:
+        import json
+
+        click.echo(json.dumps([{"region_id": r.region_id, "start_line": r.start_line,
+                                "end_line": r.end_line} for r in regions]))
+        return
+    print_table(["region_id", "start_line", "end_line"],
+                [(r.region_id, r.start_line, r.end_line) for r in regions])

@@ -1,0 +1,47 @@
+"""The demo: a store built from real artefacts recorded on an H200, and an answer from it.
+
+The artefacts in ``argusdb/demo/h200/`` were recorded on an NVIDIA H200 (driver 580.159,
+CUDA 13.0, Triton 3.6.0) for two Triton kernels; see ``tests/data/H200.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from argusdb.ingest import IngestResult, ingest_path
+from argusdb.regions import ProgramSource
+from argusdb.store import Store
+
+DATA = Path(__file__).parent / "h200"
+KERNELS = ("softmax", "matmul")
+#: What the recordings cannot tell about the toolchain; enters every demo program version.
+OPTIONS = {"target": "sm_90", "triton": "3.6.0", "cuda": "13.0"}
+
+#: The demo's question: per-region launch timing of the Triton kernels, from clean runs.
+QUESTION = """
+SELECT region_id, count(*) AS launches, median(value) / 1000 AS median_us,
+       min(value) / 1000 AS min_us, max(value) / 1000 AS max_us
+FROM evidence
+WHERE signal = 'duration' AND region_id IS NOT NULL
+GROUP BY region_id, program_version
+ORDER BY region_id
+""".strip()
+
+
+#: Artefact kinds the demo ingests, by file suffix.
+SUFFIXES = (".cupti.jsonl",)
+
+
+def artefacts(kernel: str) -> list[Path]:
+    """The recorded artefacts of one demo kernel that the demo ingests."""
+    return sorted(p for s in SUFFIXES if (p := DATA / kernel / f"{kernel}{s}").is_file())
+
+
+def build(store: Store) -> list[IngestResult]:
+    """Ingest every demo artefact (idempotent: a second build writes nothing)."""
+    out = []
+    for k in KERNELS:
+        program = ProgramSource.from_path(DATA / "kernels" / f"{k}.py")
+        for p in artefacts(k):
+            out.append(ingest_path(store, p, program, dict(OPTIONS)))
+    return out

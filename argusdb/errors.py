@@ -1,0 +1,106 @@
+"""One error hierarchy for argusdb.
+
+Every user-facing error says *what* went wrong, *where* (a file, a line and column of a query)
+and *what to do*. The CLI prints them without a traceback and maps them to exit codes:
+``2`` for usage and input errors, ``1`` for questions the checker refused.
+
+Example:
+    >>> raise InputError("trace.json", "truncated JSON at byte 812", "re-export the trace")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ArgusError(Exception):
+    """Base of every error argusdb raises on purpose."""
+
+    exit_code = 2
+    code = "E000"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": str(self)}
+
+
+class UsageError(ArgusError):
+    """A command was called with arguments that cannot work."""
+
+    code = "E001"
+
+
+class InputError(ArgusError):
+    """An input file cannot be ingested. Nothing was written.
+
+    Args:
+        path: the file, as the user named it.
+        problem: what is wrong with it.
+        fix: what to do about it.
+    """
+
+    code = "E002"
+
+    def __init__(self, path: str, problem: str, fix: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{self.path}: {problem}. {fix}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": str(self), "file": self.path,
+                "problem": self.problem, "fix": self.fix}
+
+
+class StoreError(ArgusError):
+    """The store cannot be opened or is not an argusdb store."""
+
+    code = "E003"
+
+
+@dataclass
+class Finding:
+    """One result of a compatibility check.
+
+    Attributes:
+        code: stable rule code, e.g. ``AR01``.
+        name: dotted rule name, e.g. ``version.mixed``.
+        message: what is wrong.
+        remedy: what would make the question answerable.
+        line: 1-based line in the query text (0 when unknown).
+        col: 1-based column in the query text (0 when unknown).
+    """
+
+    code: str
+    name: str
+    message: str
+    remedy: str = ""
+    line: int = 0
+    col: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "name": self.name, "message": self.message,
+                               "remedy": self.remedy, "line": self.line, "col": self.col}
+        out.update(self.extra)
+        return out
+
+    def __str__(self) -> str:
+        where = f"line {self.line}, col {self.col}: " if self.line else ""
+        fix = f" Remedy: {self.remedy}" if self.remedy else ""
+        return f"{self.code} {self.name}: {where}{self.message}{fix}"
+
+
+class QueryRefused(ArgusError):
+    """The checker refused a query; ``findings`` says why and what to do."""
+
+    exit_code = 1
+    code = "E100"
+
+    def __init__(self, findings: list[Finding]) -> None:
+        self.findings = findings
+        super().__init__("\n".join(str(f) for f in findings))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": str(self),
+                "findings": [f.to_json() for f in self.findings]}

@@ -1,0 +1,179 @@
+"""The one contract every collector follows.
+
+A collector is a package under ``collectors/`` named after its tool (``ncu``, ``nvdisasm``,
+``triton``, ``cupti``, ``kineto``, ``proton``, ``nsys``). It exposes one module-level object
+``READERS``: a list of :class:`Reader`. A reader recognises an artefact from its content
+(``sniff``) and turns it into an :class:`Artefact`: metadata plus a stream of Arrow record batches
+named after the tables of ``schema/``. Collectors never import duckdb and never see the store;
+the store adds the keys (program version, task, run, region) when it writes the batches.
+
+Example:
+    >>> from collectors import detect
+    >>> art = detect("softmax.source.csv").read("softmax.source.csv")
+    >>> for table, batch in art.batches(): ...
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+#: Scope columns every evidence row carries; ``'all'`` where a coordinate does not apply.
+SCOPE_COLUMNS = ("launch", "cta", "sm", "warp", "warp_role", "loop_iter")
+
+#: Columns of the ``evidence`` batches a collector yields (keys are added by the store).
+EVIDENCE_SCHEMA = pa.schema([
+    ("kernel", pa.string()),
+    ("launch", pa.string()),
+    ("cta", pa.string()),
+    ("sm", pa.string()),
+    ("warp", pa.string()),
+    ("warp_role", pa.string()),
+    ("loop_iter", pa.string()),
+    ("pc", pa.int64()),
+    ("source_file", pa.string()),
+    ("source_line", pa.int32()),
+    ("signal", pa.string()),
+    ("value", pa.float64()),
+    ("unit", pa.string()),
+    ("replay_pass", pa.int32()),
+    ("src_row", pa.int64()),
+])
+
+
+@dataclass
+class Interference:
+    """What was active while a run was measured, as the tool reports it.
+
+    A clean timing run has only ``activity_tracing`` set. Anything else perturbs timing.
+    """
+
+    activity_tracing: bool = False
+    torch_profiler: bool = False
+    counter_replay: bool = False
+    replay_passes: int | None = None
+    section_set: str | None = None
+    pc_sampling: bool = False
+    instrumentation: bool = False
+    forced_wait: bool = False
+    serialized: bool = False
+    clock_control: str | None = None
+    cache_control: str | None = None
+
+    def signature(self) -> str:
+        """A canonical, human-readable signature, e.g. ``replay(38 passes, full)+clock:none``."""
+        parts: list[str] = []
+        if self.counter_replay:
+            parts.append(f"replay({self.replay_passes or '?'} passes, {self.section_set or '?'})")
+        for flag in ("instrumentation", "forced_wait", "pc_sampling", "serialized",
+                     "torch_profiler", "activity_tracing"):
+            if getattr(self, flag):
+                parts.append(flag)
+        if self.clock_control:
+            parts.append(f"clock:{self.clock_control}")
+        if self.cache_control:
+            parts.append(f"cache:{self.cache_control}")
+        return "+".join(parts) or "none"
+
+    def timing_clean(self) -> bool:
+        """True when durations from this run reflect unperturbed execution."""
+        return not (self.counter_replay or self.instrumentation or self.forced_wait
+                    or self.pc_sampling or self.serialized)
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A source line an artefact refers to: used to check ``--program`` against the artefact.
+
+    ``text`` is the quoted source line when the artefact quotes it (ncu does), else None.
+    """
+
+    file_name: str
+    line: int
+    text: str | None = None
+
+
+@dataclass
+class Artefact:
+    """What a reader knows about one artefact, and how to stream its rows."""
+
+    path: str
+    collector: str
+    kind: str
+    tool: str
+    adapter_version: str
+    batches: Callable[[], Iterator[tuple[str, pa.RecordBatch]]]
+    tool_version: str | None = None
+    export_schema: str | None = None
+    interference: Interference = field(default_factory=Interference)
+    target: str | None = None
+    device: dict[str, Any] = field(default_factory=dict)
+    kernels: list[str] = field(default_factory=list)
+    source_refs: list[SourceRef] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Reader(Protocol):
+    """One artefact format. ``sniff`` looks at the first bytes only; ``read`` may stream."""
+
+    kind: str
+
+    def sniff(self, path: Path, head: bytes) -> bool: ...
+
+    def read(self, path: Path) -> Artefact: ...
+
+
+def open_text(path: Path) -> Any:
+    """Open a possibly gzip-compressed text file."""
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def head_bytes(path: Path, n: int = 4096) -> bytes:
+    """The first ``n`` bytes of a file, decompressed when it is gzip."""
+    with open(path, "rb") as fh:
+        raw = fh.read(n)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(n)
+        except (OSError, EOFError):
+            return b""
+    return raw
+
+
+def evidence_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
+    """Build an ``evidence`` batch; missing scope columns become ``'all'``, others NULL."""
+    n = len(rows["signal"])
+    cols = []
+    for f in EVIDENCE_SCHEMA:
+        if f.name in rows:
+            cols.append(pa.array(rows[f.name], type=f.type))
+        elif f.name in SCOPE_COLUMNS:
+            cols.append(pa.array(["all"] * n, type=f.type))
+        else:
+            cols.append(pa.nulls(n, type=f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=EVIDENCE_SCHEMA)
+
+
+def normalize_target(value: str | None) -> str | None:
+    """Normalize a GPU target: ``cuda:90``, ``sm_90a``, ``9.0`` → ``sm_90``."""
+    if value is None:
+        return None
+    v = str(value).strip().lower()
+    for prefix in ("cuda:", "sm_", "compute_"):
+        if v.startswith(prefix):
+            v = v[len(prefix):]
+    v = v.rstrip("af")
+    if "." in v:
+        major, minor = v.split(".", 1)
+        v = f"{major}{minor[:1]}"
+    return f"sm_{v}" if v.isdigit() else None

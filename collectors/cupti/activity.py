@@ -1,0 +1,104 @@
+"""Reader for cupti-python activity records (JSON lines)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from argusdb.errors import InputError
+from collectors.base import Artefact, Interference, evidence_batch, open_text
+
+ADAPTER_VERSION = "cupti.activity/1"
+_BATCH = 50_000
+_LAUNCH_FIELDS = ("start", "end", "correlation_id", "grid_x", "grid_y", "grid_z", "block_x",
+                  "block_y", "block_z", "registers_per_thread", "static_shared_memory",
+                  "dynamic_shared_memory", "device_id", "stream_id")
+
+
+class ActivityJsonlReader:
+    """``*.cupti.jsonl``: one activity record per line with a ``kind`` field."""
+
+    kind = "cupti.activity_jsonl"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        first = head.lstrip().split(b"\n", 1)[0]
+        return first.startswith(b"{") and b'"kind"' in first and (
+            b'"RUNTIME"' in first or b'"CONCURRENT_KERNEL"' in first or b'"KERNEL"' in first
+            or b'"DRIVER"' in first)
+
+    def _records(self, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+        with open_text(path) as fh:
+            for i, line in enumerate(fh):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(str(path), f"line {i + 1} is not a JSON record ({exc.msg})",
+                                     "the file is truncated or corrupt; record it again") from exc
+                if not isinstance(rec, dict) or "kind" not in rec:
+                    raise InputError(str(path), f"line {i + 1} has no 'kind' field",
+                                     "pass a cupti-python activity JSONL file")
+                yield i, rec
+
+    def read(self, path: Path) -> Artefact:
+        kernels: set[str] = set()
+        devices: set[int] = set()
+        for _, rec in self._records(path):
+            if rec["kind"] in ("CONCURRENT_KERNEL", "KERNEL"):
+                for f in ("name", "start", "end"):
+                    if f not in rec:
+                        raise InputError(str(path), f"a kernel record lacks '{f}'",
+                                         "pass a complete cupti-python activity export")
+                kernels.add(rec["name"])
+                devices.add(int(rec.get("device_id", 0)))
+        return Artefact(
+            path=str(path), collector="cupti", kind=self.kind, tool="cupti-python",
+            adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path),
+            interference=Interference(activity_tracing=True),
+            kernels=sorted(kernels), meta={"devices": sorted(devices)})
+
+    def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
+        seen: dict[str, int] = {}
+        launches: list[dict[str, Any]] = []
+        ev: dict[str, list[Any]] = {k: [] for k in ("kernel", "launch", "signal", "value", "unit",
+                                                    "src_row")}
+        for row, rec in self._records(path):
+            if rec["kind"] not in ("CONCURRENT_KERNEL", "KERNEL"):
+                continue
+            name = rec["name"]
+            idx = seen.get(name, 0)
+            seen[name] = idx + 1
+            launch = {f: rec.get(f) for f in _LAUNCH_FIELDS}
+            launch.update(kernel=name, launch=idx)
+            launches.append(launch)
+            ev["kernel"].append(name)
+            ev["launch"].append(str(idx))
+            ev["signal"].append("duration")
+            ev["value"].append(float(rec["end"] - rec["start"]))
+            ev["unit"].append("ns")
+            ev["src_row"].append(row)
+            if len(launches) >= _BATCH:
+                yield from self._flush(launches, ev)
+        if launches:
+            yield from self._flush(launches, ev)
+
+    @staticmethod
+    def _flush(launches: list[dict[str, Any]], ev: dict[str, list[Any]]
+               ) -> Iterator[tuple[str, pa.RecordBatch]]:
+        yield "evidence", evidence_batch(ev)
+        yield "kernel_launch", pa.RecordBatch.from_pylist([{
+            "kernel": r["kernel"], "launch": r["launch"], "start_ns": r["start"],
+            "end_ns": r["end"], "dur_ns": (r["end"] - r["start"]),
+            "correlation_id": r["correlation_id"], "grid_x": r["grid_x"], "grid_y": r["grid_y"],
+            "grid_z": r["grid_z"], "block_x": r["block_x"], "block_y": r["block_y"],
+            "block_z": r["block_z"], "registers": r["registers_per_thread"],
+            "shared_bytes": (r["static_shared_memory"] or 0) + (r["dynamic_shared_memory"] or 0),
+            "device_id": r["device_id"], "stream_id": r["stream_id"]} for r in launches])
+        launches.clear()
+        for v in ev.values():
+            v.clear()

@@ -1,0 +1,120 @@
+-- Observed evidence: every value a collector read from an artefact, one row per value.
+-- Provenance: the collector named by run.collector; region_id is set at ingest when the row's
+-- kernel is a @triton.jit function of --program and the row is kernel-wide (no PC, no line),
+-- else NULL (attribution maps PCs and lines onto regions, see queries/attribution).
+CREATE TABLE IF NOT EXISTS observed_evidence (
+    -- Row identity: run_seq * 2^32 + src_row; stable across refreshes.
+    evidence_id BIGINT PRIMARY KEY,
+    -- Program version measured.
+    program_version VARCHAR NOT NULL,
+    -- Task that collected the value.
+    task_id VARCHAR NOT NULL,
+    -- Run the value was measured in.
+    run_id VARCHAR NOT NULL,
+    -- Region the value belongs to; NULL where not yet attributed (per-PC, per-line values).
+    region_id VARCHAR,
+    -- Kernel (function) name as the artefact gives it.
+    kernel VARCHAR,
+    -- Scope: launch index (0-based among launches of this kernel in the run) or 'all'.
+    launch VARCHAR NOT NULL,
+    -- Scope: CTA index or 'all'.
+    cta VARCHAR NOT NULL,
+    -- Scope: SM index or 'all'.
+    sm VARCHAR NOT NULL,
+    -- Scope: warp index within the CTA or 'all'.
+    warp VARCHAR NOT NULL,
+    -- Scope: warp role (e.g. 'producer') or 'all'.
+    warp_role VARCHAR NOT NULL,
+    -- Scope: loop iteration or range, or 'all'.
+    loop_iter VARCHAR NOT NULL,
+    -- Program counter (byte offset in the kernel's code) for instruction-level values, else NULL.
+    pc BIGINT,
+    -- Source file name (no directory) the artefact maps the value to, else NULL.
+    source_file VARCHAR,
+    -- Source line the artefact maps the value to (1-based), else NULL.
+    source_line INTEGER,
+    -- Signal name, snake_case (inst_executed, warp_stall_samples, stall_<reason>, duration, ...).
+    signal VARCHAR NOT NULL,
+    -- The value, in unit.
+    value DOUBLE,
+    -- Unit of value: 'ns', 'count', 'samples', 'bytes', 'percent', or the tool's own unit.
+    unit VARCHAR,
+    -- Replay pass the counter was collected in (Nsight Compute), else NULL.
+    replay_pass INTEGER,
+    -- Row (0-based) of the artefact record the value was read from: lineage to the artefact.
+    src_row BIGINT NOT NULL
+);
+
+-- Kernel launches seen in traces. Provenance: cupti, kineto, nsys, proton chrome traces.
+CREATE TABLE IF NOT EXISTS kernel_launch (
+    -- Run the launch was traced in.
+    run_id VARCHAR NOT NULL,
+    -- Kernel (function) name as traced; demangled where the tool demangles.
+    kernel VARCHAR NOT NULL,
+    -- 0-based index of this launch among launches of the same kernel in the run.
+    launch INTEGER NOT NULL,
+    -- Region of the kernel when it is a @triton.jit function of --program, else NULL.
+    region_id VARCHAR,
+    -- Start timestamp, ns, on the tool's clock.
+    start_ns BIGINT,
+    -- End timestamp, ns, on the tool's clock.
+    end_ns BIGINT,
+    -- Duration, ns (end_ns - start_ns).
+    dur_ns BIGINT,
+    -- Correlation ID linking the launch to its runtime API call.
+    correlation_id BIGINT,
+    -- Name of the host operator (torch op) that launched it, when traced.
+    host_op VARCHAR,
+    -- Grid dimensions (x, y, z).
+    grid_x INTEGER,
+    grid_y INTEGER,
+    grid_z INTEGER,
+    -- Block dimensions (x, y, z).
+    block_x INTEGER,
+    block_y INTEGER,
+    block_z INTEGER,
+    -- Registers per thread.
+    registers INTEGER,
+    -- Shared memory per block (static + dynamic), bytes.
+    shared_bytes BIGINT,
+    -- Device index.
+    device_id INTEGER,
+    -- Stream index.
+    stream_id BIGINT
+);
+
+-- Machine-code instructions with their source location.
+-- Provenance: Nsight Compute source page (SASS view) or nvdisasm -g.
+CREATE TABLE IF NOT EXISTS instruction (
+    -- Run (artefact) the listing came from.
+    run_id VARCHAR NOT NULL,
+    -- Kernel (function) name.
+    kernel VARCHAR NOT NULL,
+    -- Program counter: byte offset from the start of the kernel's code.
+    pc BIGINT NOT NULL,
+    -- SASS text of the instruction.
+    sass VARCHAR,
+    -- Source file name (no directory) the instruction maps to.
+    source_file VARCHAR,
+    -- Source line (1-based) the instruction maps to.
+    source_line INTEGER
+);
+
+-- Inlining call sites from Triton IR: a location in library code reached from a kernel line.
+-- Provenance: TTGIR callsite(callee at caller) locations.
+CREATE TABLE IF NOT EXISTS inline_site (
+    -- Run (artefact) the IR came from.
+    run_id VARCHAR NOT NULL,
+    -- Kernel (function) name.
+    kernel VARCHAR NOT NULL,
+    -- File name (no directory) of the inlined code, e.g. 'standard.py'.
+    callee_file VARCHAR NOT NULL,
+    -- Line of the inlined code.
+    callee_line INTEGER NOT NULL,
+    -- File name (no directory) of the kernel line that calls it.
+    caller_file VARCHAR NOT NULL,
+    -- Kernel line that calls it (outermost call site in the kernel's own file).
+    caller_line INTEGER NOT NULL,
+    -- Number of IR operations with this (callee, caller) pair.
+    n_ops INTEGER NOT NULL
+);

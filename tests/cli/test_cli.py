@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from argusdb.cli import main
+from tests.conftest import DEMO, KERNELS
+
+JSONL = str(DEMO / "softmax" / "softmax.cupti.jsonl")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_ingest_json_contract(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.duckdb")
+    assert run("init", db)[0] == 0
+    code, out, _ = run("ingest", db, JSONL, "--program", str(KERNELS / "softmax.py"),
+                       "--option", "num_warps=4", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["runs"][0]["rows"]["evidence"] == 27
+    assert len(doc["runs"][0]["program_version"]) == 16
+
+
+def test_query_json_contract(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.duckdb")
+    run("ingest", db, JSONL, "--program", str(KERNELS / "softmax.py"))
+    code, out, _ = run("query", db, "SELECT count(*) AS n FROM evidence WHERE region_id = "
+                       "'softmax/softmax_fwd'", "--json")
+    assert code == 0 and json.loads(out) == {"ok": True, "columns": ["n"], "rows": [[20]]}
+
+
+def test_bad_input_exit_2_with_file_problem_fix(tmp_path: Path) -> None:
+    bad = tmp_path / "x.bin"
+    bad.write_bytes(b"\x00\x01garbage")
+    db = str(tmp_path / "s.duckdb")
+    code, _, err = run("ingest", db, str(bad))
+    assert code == 2 and "x.bin" in err and "unknown artefact format" in err
+    assert "Traceback" not in err
+
+
+def test_bad_option_is_usage_error(tmp_path: Path) -> None:
+    code, out, _ = run("ingest", str(tmp_path / "s.duckdb"), JSONL, "--option", "nonsense",
+                       "--json")
+    assert code == 2 and json.loads(out)["ok"] is False
+
+
+def test_regions_json(tmp_path: Path) -> None:
+    code, out, _ = run("regions", str(KERNELS / "softmax.py"), "--json")
+    assert code == 0
+    assert {"region_id": "softmax/softmax_fwd/load", "start_line": 12,
+            "end_line": 13} in json.loads(out)
+
+
+def test_demo_answers(tmp_path: Path) -> None:
+    code, out, _ = run("demo", str(tmp_path / "d.duckdb"))
+    assert code == 0 and "softmax/softmax_fwd" in out and "matmul/matmul_kernel" in out

@@ -1,0 +1,36 @@
+"""Shared fixtures: recorded real artefacts and fresh stores."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from argusdb.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+DEMO = ROOT / "argusdb" / "demo" / "h200"
+KERNELS = DEMO / "kernels"
+
+
+def _has_gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    st = Store.open(tmp_path / "t.duckdb", create=True)
+    yield st
+    st.close()

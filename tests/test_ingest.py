@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from argusdb.errors import InputError
+from argusdb.ingest import ingest_path
+from argusdb.regions import ProgramSource
+from argusdb.store import Store
+from tests.conftest import DEMO, KERNELS, ROOT
+
+JSONL = DEMO / "softmax" / "softmax.cupti.jsonl"
+
+
+def test_ingest_keys_rows_and_binds_kernel_region(store: Store) -> None:
+    r = ingest_path(store, JSONL, ProgramSource.from_path(KERNELS / "softmax.py"),
+                    {"target": "sm_90"})
+    assert r.rows["evidence"] == 27 and not r.already
+    rows = store.rows("SELECT region_id, count(*) AS n FROM evidence WHERE signal = 'duration' "
+                      "GROUP BY ALL ORDER BY n")
+    assert rows == [{"region_id": None, "n": 7}, {"region_id": "softmax/softmax_fwd", "n": 20}]
+    run = store.rows("SELECT * FROM run")[0]
+    assert run["signature"] == "activity_tracing" and run["timing_clean"]
+    ver = store.rows("SELECT * FROM program_version")[0]
+    assert ver["target"] == "sm_90" and ver["program"] == "softmax"
+
+
+def test_same_artefact_twice_does_not_duplicate(store: Store) -> None:
+    prog = ProgramSource.from_path(KERNELS / "softmax.py")
+    ingest_path(store, JSONL, prog)
+    again = ingest_path(store, JSONL, prog)
+    assert again.already
+    assert store.sql("SELECT count(*) FROM observed_evidence").fetchone() == (27,)
+
+
+def test_changed_source_is_a_new_version(store: Store) -> None:
+    prog = ProgramSource.from_path(KERNELS / "softmax.py")
+    a = ingest_path(store, JSONL, prog)
+    b = ingest_path(store, JSONL, ProgramSource(prog.name, prog.text + "\n# tweak\n"))
+    assert a.program_version != b.program_version and not b.already
+
+
+def test_program_without_the_kernel_is_refused(store: Store) -> None:
+    with pytest.raises(InputError, match="none of its kernels"):
+        ingest_path(store, JSONL, ProgramSource.from_path(KERNELS / "matmul.py"))
+    assert store.sql("SELECT count(*) FROM run").fetchone() == (0,)
+
+
+def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
+    """A process killed inside the ingest transaction leaves the store without that run."""
+    db = tmp_path / "k.duckdb"
+    Store.open(db, create=True).close()
+    big = tmp_path / "big.cupti.jsonl"
+    lines = JSONL.read_text().splitlines()
+    kern = [ln for ln in lines if "CONCURRENT_KERNEL" in ln]
+    with open(big, "w") as fh:
+        for _ in range(8000):
+            fh.write("\n".join(kern) + "\n")
+    script = (
+        "import sys, collectors.cupti.activity as a\n"
+        "from argusdb.store import Store\nfrom argusdb.ingest import ingest_path\n"
+        "a._BATCH = 1000\n"
+        "orig = Store.append_batch\n"
+        "def slow(self, *args, **kw):\n"
+        "    n = orig(self, *args, **kw); print('batch', flush=True)\n"
+        "    import time; time.sleep(0.05); return n\n"
+        "Store.append_batch = slow\n"
+        f"ingest_path(Store.open({str(db)!r}), {str(big)!r})\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    for _ in range(5):
+        assert proc.stdout.readline().startswith("batch")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.1)
+    with Store.open(db, read_only=True) as st:
+        assert st.sql("SELECT count(*) FROM run").fetchone() == (0,)
+        assert st.sql("SELECT count(*) FROM observed_evidence").fetchone() == (0,)
+        assert st.sql("SELECT count(*) FROM kernel_launch").fetchone() == (0,)
