@@ -1,0 +1,5 @@
+"""``python -m argusdb``: the same as the ``argus`` command."""
+
+from argusdb.cli import main
+
+main()
