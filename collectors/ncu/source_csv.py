@@ -154,6 +154,7 @@ def _walk(path: Path) -> Iterator[tuple[str, Any, Any, Any]]:
     by Arrow in :func:`_flush`, which is what keeps ingest close to the speed of a raw append.
     """
     layout: _Layout | None = None
+    layouts: dict[tuple[str, ...], _Layout] = {}
     seen_file = False
     with open_text(path) as fh:
         for row_no, raw in enumerate(fh):
@@ -181,7 +182,9 @@ def _walk(path: Path) -> Iterator[tuple[str, Any, Any, Any]]:
                     raise InputError(str(path), f"line {row_no + 1} comes before any 'File "
                                      "Path' line", "pass a file written by ncu --page source --csv")
                 if tag == "Line No" or (layout is None and "Address" in rec):
-                    layout = _Layout.of(path, row_no, rec)
+                    key = tuple(rec)  # every section repeats the header: build its layout once
+                    layout = layouts.get(key) or layouts.setdefault(
+                        key, _Layout.of(path, row_no, rec))
                     continue
                 if layout is None:
                     raise InputError(str(path), f"line {row_no + 1}: a data row before the "
@@ -291,7 +294,7 @@ class SourceCsvReader:
                 line = a
             else:
                 addr, sass, lay = b
-                if layout is not None and lay.header != layout.header and chunk:
+                if layout is not None and lay is not layout and chunk:
                     yield from _flush(path, chunk, layout)  # columns differ between sections
                 layout = lay
                 assert kernel is not None
