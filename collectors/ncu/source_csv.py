@@ -148,7 +148,7 @@ def _split(path: Path, row_no: int, line: str) -> list[str]:
 
 def _walk(path: Path) -> Iterator[tuple[str, Any, Any, Any]]:
     """Classify lines: ('file', name, path, -), ('kernel', name, -, -), ('line', no, text, -),
-    ('sass', row_no, (address, sass), line text); validates the structure as it goes.
+    ('sass', row_no, (address, sass, layout), line text); validates the structure as it goes.
 
     SASS rows are only split up to their SASS field here: their metrics are parsed column-wise
     by Arrow in :func:`_flush`, which is what keeps ingest close to the speed of a raw append.
