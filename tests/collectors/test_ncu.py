@@ -248,3 +248,23 @@ def test_source_page_streams_in_bounded_batches(tmp_path: Path,
     assert sum(ins) == 6 * 184 and max(ins) <= 100 and len(ins) >= 12
     assert sum(n for t, n in sizes if t == "evidence") == 6 * 10_856
     assert art.kernels == [f"k{i}" for i in range(6)]
+
+
+def test_cli_ingest_of_a_report_exits_2_with_the_export_command(tmp_path: Path) -> None:
+    import json
+
+    from tests.cli.test_cli import run
+
+    db = str(tmp_path / "s.duckdb")
+    code, out, _ = run("ingest", db, str(DATA / "ncu" / "softmax.ncu-rep"), "--json")
+    assert code == 2
+    err = json.loads(out)["errors"][0]
+    assert err["file"].endswith("softmax.ncu-rep") and "ncu_report" in err["problem"]
+    assert err["fix"].startswith("export it with `ncu -i softmax.ncu-rep --page source")
+    code, out, _ = run("ingest", db, str(SOURCE), str(RAW), "--program",
+                       str(KERNELS / "softmax.py"), "--option", "target=sm_90", "--json")
+    assert code == 0
+    runs = json.loads(out)["runs"]
+    assert [r["rows"] for r in runs] == [{"instruction": 184, "evidence": 10_856},
+                                         {"evidence": 2026}]
+    assert runs[0]["program_version"] == runs[1]["program_version"]
