@@ -54,12 +54,12 @@ from collectors.base import (
     kernel_launch_batch,
     normalize_target,
 )
-from collectors.chrome import iter_events, open_binary, read_errors, us_to_ns
+from collectors.chrome import BUF_SIZE, iter_events, open_binary, read_errors, us_to_ns
 from collectors.kineto.hostops import LaunchIndex, ResolvedLaunches
 
 ADAPTER_VERSION = "kineto.trace/1"
 #: Rows per Arrow batch; memory of the batches pass is bounded by this, not by the file.
-BATCH_ROWS = 10_000
+BATCH_ROWS = 4096
 _KINETO_CATS = (b'"cpu_op"', b'"kernel"', b'"cuda_runtime"', b'"cuda_driver"', b'"ac2g"',
                 b'"python_function"', b'"user_annotation"', b'"cuda_profiler_range"')
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
@@ -144,7 +144,7 @@ def _scan(path: Path) -> _Scan:
             sc.header[key] = builder.value
 
     with read_errors(path, "Kineto trace"), open_binary(path) as fh:
-        for prefix, event, value in ijson.parse(fh):
+        for prefix, event, value in ijson.parse(fh, buf_size=BUF_SIZE):
             if prefix.startswith("traceEvents."):
                 if prefix == "traceEvents.item":
                     if event == "start_map":
@@ -231,6 +231,7 @@ class KinetoTraceReader:
                 raise InputError(str(path), f"traceEvents[{i}] ({cat}) has no name",
                                  "export the trace again")
             args = ev.get("args") or {}
+            name = out.names.setdefault(name, name)
             if cat == "kernel":
                 idx = seen.get(name, 0)
                 seen[name] = idx + 1
@@ -252,6 +253,9 @@ class _Out:
         self.kl: dict[str, list[Any]] = {}
         self.ev: dict[str, list[Any]] = {}
         self.ordinal = 0
+        # One string object per distinct kernel name: C++ template names run to kilobytes,
+        # and a batch would otherwise hold one copy per launch.
+        self.names: dict[str, str] = {}
         self._reset()
 
     def _reset(self) -> None:

@@ -49,7 +49,7 @@ from collectors.base import (
 )
 
 ADAPTER_VERSION = "nsys.sqlite/1"
-BATCH_ROWS = 10_000
+BATCH_ROWS = 4096
 _KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid",
                    "demangledName", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ",
                    "registersPerThread", "staticSharedMemory", "dynamicSharedMemory")

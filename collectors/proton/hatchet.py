@@ -47,7 +47,7 @@ from collectors.base import Artefact, Interference, evidence_batch, normalize_ta
 from collectors.chrome import open_binary, read_errors
 
 ADAPTER_VERSION = "proton.hatchet/1"
-BATCH_ROWS = 10_000
+BATCH_ROWS = 4096
 _LINE_FRAME = re.compile(r"^(?P<file>.*):(?P<line>\d+)@(?P<func>.+)$")
 _UNIT_SUFFIX = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]*)\)$")
 _NOT_SNAKE = re.compile(r"[^0-9a-z_]+")

@@ -39,7 +39,7 @@ from argusdb.errors import InputError
 from collectors.base import Artefact, Interference, evidence_batch, kernel_launch_batch
 from collectors.chrome import iter_events, us_to_ns
 
-BATCH_ROWS = 10_000
+BATCH_ROWS = 4096
 _CORE_CTA = re.compile(r"^(?P<kernel>.*?)\s*Core(?P<sm>\d+)\s+CTA(?P<cta>\d+)$")
 _WARP = re.compile(r"^warp\s+(?P<warp>\d+)")
 _INSTR_MARK = re.compile(rb'"Frequency \(MHz\)"|Core\d+ CTA\d+')
