@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +16,9 @@ from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from collectors import detect
 from collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
+from collectors.chrome import us_to_ns
 from collectors.kineto import KinetoTraceReader
+from collectors.kineto.hostops import LaunchIndex
 from collectors.kineto.trace import counter_signal
 from tests.conftest import DATA
 
@@ -160,3 +163,23 @@ def test_trace_without_gpu_events_is_refused(tmp_path: Path, store: Store) -> No
     with pytest.raises(InputError, match=r"ProfilerActivity\.CUDA"):
         ingest_path(store, cpu)
     assert _nothing_written(store)
+
+
+def test_innermost_enclosing_cpu_op_on_the_same_thread() -> None:
+    ix = LaunchIndex()
+    ix.add_cpu_op(1, 10, 0, 1000, "aten::linear")
+    ix.add_cpu_op(1, 10, 100, 400, "aten::addmm")        # inner op: wins for calls inside it
+    ix.add_cpu_op(1, 11, 0, 1000, "other_thread_op")
+    ix.add_runtime(1, 10, 200, 7, "cudaLaunchKernel")    # inside addmm
+    ix.add_runtime(1, 10, 600, 8, "cudaLaunchKernel")    # inside linear only
+    ix.add_runtime(1, 10, 5000, 9, "cudaMemcpyAsync")    # inside nothing
+    hosts, apis = ix.resolve().lookup([8, 7, 9, 42, None])
+    assert hosts == ["aten::linear", "aten::addmm", None, None, None]
+    assert apis == ["cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync", None, None]
+
+
+def test_microseconds_to_exact_nanoseconds() -> None:
+    assert us_to_ns(Decimal("1694039994139246")) == 1694039994139246000
+    assert us_to_ns(Decimal("2413669097444.592")) == 2413669097444592
+    assert us_to_ns(Decimal("0.0005")) == 0 and us_to_ns(Decimal("0.0015")) == 2  # half-even
+    assert us_to_ns(3) == 3000 and us_to_ns(None) is None

@@ -110,3 +110,15 @@ def test_truncated_export(tmp_path: Path, store: Store) -> None:
         ingest_path(store, db)
     assert err.value.path == str(db) and "truncated or corrupt" in err.value.fix
     assert _no_run(store)
+
+
+def test_export_with_missing_kernel_columns(tmp_path: Path, store: Store) -> None:
+    db = tmp_path / "old.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
+        con.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER)")
+    with pytest.raises(InputError, match=r"lacks columns \['deviceId'") as err:
+        ingest_path(store, db)
+    assert err.value.path == str(db)
+    assert _no_run(store)
