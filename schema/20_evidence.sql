@@ -1,7 +1,8 @@
 -- Observed evidence: every value a collector read from an artefact, one row per value.
 -- Provenance: the collector named by run.collector; region_id is set at ingest when the row's
--- kernel is a @triton.jit function of --program and the row is kernel-wide (no PC, no line),
--- else NULL (attribution maps PCs and lines onto regions, see queries/attribution).
+-- kernel is a @triton.jit function of --program and the row is kernel-wide (no PC, no line,
+-- no scope_path below the kernel), else NULL (attribution maps PCs, lines and in-kernel scopes
+-- onto regions, see queries/attribution).
 CREATE TABLE IF NOT EXISTS observed_evidence (
     -- Row identity: run_seq * 2^32 + src_row; stable across refreshes.
     evidence_id BIGINT PRIMARY KEY,

@@ -115,6 +115,10 @@ def test_h200_trace_binds_the_triton_kernel_to_its_region(store: Store) -> None:
     assert res.rows == {"evidence": 5, "kernel_launch": 5}
     got = store.rows("SELECT region_id, value, signal FROM evidence WHERE kernel = 'k'")
     assert got == [{"region_id": "proton_probe/k", "value": 12576.0, "signal": "duration"}]
+    launch = store.rows("SELECT region_id, host_op, launch_api FROM kernel_launch "
+                        "WHERE region_id IS NOT NULL")
+    assert launch == [{"region_id": "proton_probe/k", "host_op": None,
+                       "launch_api": "cuLaunchKernelEx"}]
     run = store.rows("SELECT device, export_schema, torch_profiler, activity_tracing, timing_clean"
                      " FROM run")[0]
     assert run == {"device": "NVIDIA H200", "export_schema": "1", "torch_profiler": True,

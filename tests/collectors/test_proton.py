@@ -139,6 +139,9 @@ def test_ingest_binds_proton_kernel_rows_to_regions(store: Store) -> None:
         ("it0/k", 11232.0), ("it1/k", 12160.0), ("it2/k", 11775.0)]
     res = ingest_path(store, PROTON / "instr_trace.chrome_trace", program=PROBE)
     assert res.rows == {"evidence": 512}
+    # Scopes inside the kernel are not the kernel: their rows wait for attribution.
+    regions = store.rows("SELECT DISTINCT region_id FROM evidence WHERE signal = 'scope_cycles'")
+    assert regions == [{"region_id": None}]
     run = store.rows("SELECT signature, timing_clean FROM run WHERE kind = 'proton.instr_trace'")
     assert run == [{"signature": "instrumentation", "timing_clean": False}]
 
