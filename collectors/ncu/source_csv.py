@@ -16,6 +16,9 @@ its section and the line of the preceding source-line row. Addresses are absolut
 addresses of the profiled process; they are stored as byte offsets from the kernel's lowest
 address, which is what ``nvdisasm`` prints as ``/*0000*/`` (checked on the recorded H200 data).
 
+Lineage: a value's ``src_row`` is ``line * 4096 + column`` (0-based line of the file and column
+of the header; the stride is ``run.meta.src_row_stride``).
+
 What the source page cannot state: the number of replay passes, the section set, clock and
 cache control, the tool version and the device. Those come from the raw page of the same report
 (``--page raw --csv``, see :mod:`collectors.ncu.raw_csv`), which is a separate artefact and a
