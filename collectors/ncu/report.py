@@ -4,7 +4,9 @@ The report is a binary container (it starts with ``NVR\\0``) whose layout NVIDIA
 document. Where Nsight Compute is installed, the reader asks it for the two pages argusdb reads
 (``ncu -i R --page source --csv --print-source cuda,sass`` and ``ncu -i R --page raw --csv``)
 and reads those with :mod:`collectors.ncu.source_csv` and :mod:`collectors.ncu.raw_csv`, so a
-report and its exported pages give the same evidence. The two pages become one run: the raw
+report and its exported pages give the same evidence (checked with Nsight Compute 2025.3.1 on
+the H200 machine: both commands reproduce the shipped ``*.source.csv``/``*.raw.csv`` byte for
+byte from ``tests/data/ncu/*.ncu-rep``). The two pages become one run: the raw
 page supplies the replay pass count, device and target the source page lacks. Raw-page values
 take ``src_row`` ordinals from ``2**31`` on so they never meet the source page's. Where
 Nsight Compute is not installed, ingesting a report ends with an InputError that gives the
