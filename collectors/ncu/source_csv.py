@@ -46,19 +46,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from argusdb.errors import InputError
-from collectors.base import (
-    WIDE_ROW_STRIDE,
-    Artefact,
-    Interference,
-    SourceRef,
-    evidence_batch,
-    open_text,
-)
+from collectors.base import Artefact, Interference, SourceRef, evidence_batch, open_text
 from collectors.ncu._values import numeric
 
 ADAPTER_VERSION = "ncu.source_csv/1"
 #: SASS rows per batch: about 60 values each, so ~250k evidence rows per batch.
 BATCH_INSTRUCTIONS = 4096
+#: src_row = line * SRC_ROW_STRIDE + column (the source page has ~70 columns).
+SRC_ROW_STRIDE = 4096
+#: Ordinals stay below 2**31 (a report's raw-page values are numbered from there).
+_MAX_LINES = (1 << 31) // SRC_ROW_STRIDE
 
 #: Columns with a fixed signal name (and unit) in argusdb.
 _NAMED = {
@@ -122,6 +119,10 @@ class _Layout:
                     "collected with the SourceCounters section (e.g. --set full)")
             raise InputError(str(path), f"the header row at line {row_no + 1} lacks the "
                              f"column(s) {missing}", hint)
+        if len(header) > SRC_ROW_STRIDE:
+            raise InputError(str(path), f"the header row at line {row_no + 1} has "
+                             f"{len(header)} columns, more than this reader numbers "
+                             f"({SRC_ROW_STRIDE})", "export the source page with fewer metrics")
         addr = header.index("Address")
         if addr + 1 >= len(header):
             raise InputError(str(path), f"line {row_no + 1}: no SASS column after 'Address'",
@@ -213,6 +214,9 @@ def _walk(path: Path) -> Iterator[tuple[str, Any, Any, Any]]:
                                          "the file is corrupt; export it again") from exc
                     yield "line", line, rec[layout.line_no + 1], None
                 continue
+            if row_no >= _MAX_LINES:
+                raise InputError(str(path), f"has more than {_MAX_LINES:,} lines",
+                                 "export fewer kernels per file (ncu -i R --kernel-name K ...)")
             yield "sass", row_no, (addr, rec[layout.sass], layout), s
 
 
@@ -273,7 +277,7 @@ class SourceCsvReader:
             batches=lambda: self._batches(path, base),
             interference=Interference(counter_replay=True, pc_sampling=True),
             kernels=sorted(base), source_refs=list(refs.values()),
-            meta={"instructions": n_sass, "src_row_stride": WIDE_ROW_STRIDE,
+            meta={"instructions": n_sass, "src_row_stride": SRC_ROW_STRIDE,
                   "source_files": sorted(files),
                   "kernel_base_address": {k: hex(v) for k, v in sorted(base.items())},
                   "not_stated": ["replay_passes", "section_set", "clock_control",
@@ -365,5 +369,5 @@ def _flush(path: Path, chunk: list[_Row], layout: _Layout) -> Iterator[tuple[str
         "kernel": kernel_a.take(take), "pc": pc_a.take(take), "source_file": file_a.take(take),
         "source_line": line_a.take(take), "signal": signals.take(ci), "unit": units.take(ci),
         "value": pa.array(matrix[r, c], pa.float64()),
-        "src_row": pa.array(np.asarray(rows, dtype=np.int64)[r] * WIDE_ROW_STRIDE + colpos[c]),
+        "src_row": pa.array(np.asarray(rows, dtype=np.int64)[r] * SRC_ROW_STRIDE + colpos[c]),
     })
