@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from argusdb import materialize
 from argusdb.errors import InputError, UsageError
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
 from argusdb.store import Store
@@ -180,5 +181,7 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
                        "options": options},
             "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
             "finished_at": now})
+        # Attribution and derivation commit with the run that changes their inputs.
+        materialize.refresh(store)
     result.rows = rows
     return result

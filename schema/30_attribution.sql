@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS attribution_share (
     signal VARCHAR NOT NULL,
     -- The region's part of the source value, in unit: source value * share.
     value DOUBLE,
-    -- Unit of value (additive units only: count, samples, bytes, ns, cycles, sectors, requests).
+    -- Unit of value (additive units: count, samples, bytes, ns, cycles, sectors, requests, wavefronts).
     unit VARCHAR,
     -- Fraction (0..1) of the source value credited to this region; the shares of a row sum to 1.
     share DOUBLE NOT NULL,

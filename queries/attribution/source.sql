@@ -62,4 +62,4 @@ LEFT JOIN _attribution_pc_line AS l
     AND l.pc = e.pc
 WHERE e.region_id IS NULL AND e.kernel IS NOT NULL AND pv.program IS NOT NULL
     AND (e.pc IS NOT NULL OR e.source_line IS NOT NULL)
-    AND e.unit IN ('count', 'samples', 'bytes', 'ns', 'cycles', 'sectors', 'requests');
+    AND e.unit IN ('count', 'samples', 'bytes', 'ns', 'cycles', 'sectors', 'requests', 'wavefronts');
