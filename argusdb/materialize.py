@@ -1,7 +1,7 @@
 """Materialized views: attribution and derivation, refreshed so a stale result is never served.
 
 The logic lives in SQL modules (``queries/attribution/``, ``queries/derivation/``): their views
-say what the materialized tables ``attribution_share``, ``region_attribution`` and
+say what the materialized tables ``attribution_split``, ``region_attribution`` and
 ``derived_evidence`` should contain for the current inputs. This module only decides *when* to
 rebuild and writes the rows. Each build records, in ``materialization``, a fingerprint of its
 inputs (runs, region spans and version facts per program version; variant checks; and the SQL
@@ -38,6 +38,7 @@ class RefreshReport:
     """What a refresh rebuilt."""
 
     rebuilt_versions: list[str] = field(default_factory=list)
+    #: Attributed source rows (observed rows x signal) in the rebuilt versions.
     attribution_rows: int = 0
     derivation_rebuilt: bool = False
     derived_rows: int = 0
@@ -91,16 +92,16 @@ def refresh(store: Store) -> RefreshReport:
     versions, derivation = stale(store)
     now = datetime.now(UTC).replace(tzinfo=None)
     if versions:
-        store.sql("DELETE FROM attribution_share WHERE list_contains(?, program_version)",
-                  [versions])
-        store.sql("DELETE FROM region_attribution WHERE list_contains(?, program_version)",
-                  [versions])
-        store.sql("INSERT INTO attribution_share SELECT * FROM _attribution_share_build "
+        for table in ("attribution_split", "region_attribution"):
+            store.sql(f"DELETE FROM {table} WHERE list_contains(?, program_version)",
+                      [versions])
+        store.sql("INSERT INTO attribution_split BY NAME SELECT * FROM _attribution_split_build "
                   "WHERE list_contains(?, program_version)", [versions])
-        store.sql("INSERT INTO region_attribution SELECT * FROM _region_attribution_build "
-                  "WHERE list_contains(?, program_version)", [versions])
+        store.sql("INSERT INTO region_attribution BY NAME SELECT * FROM "
+                  "_region_attribution_build WHERE list_contains(?, program_version)",
+                  [versions])
         counts = dict(store.sql(
-            "SELECT program_version, count(*) FROM attribution_share "
+            "SELECT program_version, sum(n_source_rows) FROM region_attribution "
             "WHERE list_contains(?, program_version) GROUP BY ALL", [versions]).fetchall())
         store.sql("DELETE FROM materialization WHERE name = 'attribution' "
                   "AND list_contains(?, program_version)", [versions])

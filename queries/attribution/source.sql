@@ -44,8 +44,8 @@ SELECT
     e.loop_iter,
     -- Program counter (byte offset), NULL for line-level rows.
     e.pc,
-    -- Source file name: the row's own, else the instruction listing's for its pc.
-    coalesce(e.source_file, l.source_file) AS source_file,
+    -- Source file name: the row's own, else (row without a line) the listing's for its pc.
+    CASE WHEN e.source_line IS NULL THEN l.source_file ELSE e.source_file END AS source_file,
     -- Source line: the row's own, else the instruction listing's for its pc.
     coalesce(e.source_line, l.source_line) AS source_line,
     -- Signal name.
@@ -57,9 +57,9 @@ SELECT
 FROM observed_evidence AS e
 JOIN run AS r ON r.run_id = e.run_id
 JOIN program_version AS pv ON pv.program_version = e.program_version
+/* equality keys only, so DuckDB hashes the join (rows with a line ignore the match) */
 LEFT JOIN _attribution_pc_line AS l
-    ON e.source_line IS NULL AND l.program_version = e.program_version AND l.kernel = e.kernel
-    AND l.pc = e.pc
+    ON l.program_version = e.program_version AND l.kernel = e.kernel AND l.pc = e.pc
 WHERE e.region_id IS NULL AND e.kernel IS NOT NULL AND pv.program IS NOT NULL
     AND (e.pc IS NOT NULL OR e.source_line IS NOT NULL)
     AND e.unit IN ('count', 'samples', 'bytes', 'ns', 'cycles', 'sectors', 'requests', 'wavefronts');

@@ -1,5 +1,6 @@
 -- requires: attribution.line_region
--- How each source line of each run is split over regions. A line with one candidate region goes
+-- Rows of attribution_split as the current inputs define them (argusdb.materialize inserts them
+-- per stale program version): how each source line of each run is split over regions. A line with one candidate region goes
 -- to it whole. A shared line (n_regions > 1) is split by the execution counts of its candidate
 -- regions in an independent mapping run: the newest other run of the same program version with
 -- instruction counts (inst_executed) for the kernel, counting only instructions whose line has a
@@ -7,16 +8,22 @@
 -- back to the TTGIR operation counts of the call sites ('ttgir_n_ops'). A line with no candidate
 -- goes whole to '<program>/<kernel>/_unattributed'. The split is a contribution estimate; its
 -- entropy is a degree of sharing, not an error bound.
-CREATE OR REPLACE VIEW attribution_line_split AS
-WITH lines AS (
-    SELECT DISTINCT run_id, run_seq, program_version, program, kernel, source_file, source_line
+CREATE OR REPLACE VIEW _attribution_split_build AS
+WITH line_totals AS MATERIALIZED (
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line,
+           sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
     FROM attribution_source
+    GROUP BY ALL
+),
+lines AS (
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line
+    FROM line_totals
 ),
 counted AS (
     SELECT program_version, kernel, run_id,
            row_number() OVER (PARTITION BY program_version, kernel
                               ORDER BY max(run_seq) DESC) AS newest
-    FROM attribution_source WHERE signal = 'inst_executed'
+    FROM line_totals WHERE executed IS NOT NULL
     GROUP BY program_version, kernel, run_id
 ),
 runs AS (
@@ -32,12 +39,12 @@ mapping AS (
         AND c2.newest = 2
 ),
 region_counts AS (
-    SELECT s.run_id, s.kernel, lr.region_id, sum(s.value) AS executed
-    FROM attribution_source AS s
-    JOIN attribution_line_region AS lr ON lr.program_version = s.program_version
-        AND lr.kernel = s.kernel AND lr.source_file = s.source_file
-        AND lr.source_line = s.source_line AND lr.n_regions = 1
-    WHERE s.signal = 'inst_executed'
+    SELECT t.run_id, t.kernel, lr.region_id, sum(t.executed) AS executed
+    FROM line_totals AS t
+    JOIN attribution_line_region AS lr ON lr.program_version = t.program_version
+        AND lr.kernel = t.kernel AND lr.source_file = t.source_file
+        AND lr.source_line = t.source_line AND lr.n_regions = 1
+    WHERE t.executed IS NOT NULL
     GROUP BY ALL
 ),
 candidates AS (
