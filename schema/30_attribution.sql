@@ -16,8 +16,10 @@ CREATE TABLE IF NOT EXISTS attribution_split (
     kernel VARCHAR NOT NULL,
     -- File name of the line (the row's own, else the instruction listing's for its pc).
     source_file VARCHAR,
-    -- The line (1-based); NULL when no listing knows the instruction's line.
+    -- The line (1-based); NULL when no listing knows the instruction's line, and for scopes.
     source_line INTEGER,
+    -- In-kernel scope name of scope rows (Proton instrumentation, 'load'), else NULL.
+    scope VARCHAR,
     -- Region credited, '<program>/<kernel>/<name>'; '<program>/<kernel>/_unattributed' if none.
     region_id VARCHAR NOT NULL,
     -- Kernel lines in region_id that reach the line (the line itself, or TTGIR call sites).
@@ -28,7 +30,8 @@ CREATE TABLE IF NOT EXISTS attribution_split (
     association_entropy DOUBLE NOT NULL,
     -- Number of candidate regions of the line (1 = not shared; 0 = unattributed).
     n_candidates INTEGER NOT NULL,
-    -- How the region was found: 'line', 'callsite', 'mapping_run', 'ttgir_n_ops', 'unattributed'.
+    -- How the region was found: 'line', 'callsite', 'scope', 'mapping_run', 'ttgir_n_ops' or
+    -- 'unattributed'.
     basis VARCHAR NOT NULL,
     -- Independent run whose per-region instruction counts set the split ('mapping_run' basis).
     mapping_run_id VARCHAR

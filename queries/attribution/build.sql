@@ -30,8 +30,10 @@ SELECT
     s.pc,
     -- Source file name the instruction maps to.
     s.source_file,
-    -- Source line the instruction maps to; NULL when no listing knows the PC.
+    -- Source line the instruction maps to; NULL when no listing knows the PC, and for scopes.
     s.source_line,
+    -- In-kernel scope name of scope rows (Proton instrumentation), else NULL.
+    s.scope,
     -- Kernel lines in region_id that reach source_line (itself, or TTGIR call sites).
     t.caller_lines,
     -- Region credited ('<program>/<kernel>/<name>' or '<program>/<kernel>/_unattributed').
@@ -48,7 +50,7 @@ SELECT
     t.association_entropy,
     -- Number of candidate regions (0 = unattributed, 1 = one owner, > 1 = shared).
     t.n_candidates,
-    -- 'line', 'callsite', 'mapping_run', 'ttgir_n_ops' or 'unattributed'.
+    -- 'line', 'callsite', 'scope', 'mapping_run', 'ttgir_n_ops' or 'unattributed'.
     t.basis,
     -- Independent run whose counts set the split ('mapping_run' basis), else NULL.
     t.mapping_run_id
@@ -56,7 +58,8 @@ FROM attribution_source AS s
 /* plain equality on sentinel keys (a hash join); rows without a line match too */
 JOIN attribution_split AS t ON t.run_id = s.run_id AND t.kernel = s.kernel
     AND coalesce(t.source_file, '') = coalesce(s.source_file, '')
-    AND coalesce(t.source_line, -1) = coalesce(s.source_line, -1);
+    AND coalesce(t.source_line, -1) = coalesce(s.source_line, -1)
+    AND coalesce(t.scope, '') = coalesce(s.scope, '');
 
 -- Rows of region_attribution as the current inputs define them: attribution_share summed per
 -- run, kernel, region, scope and signal, with the value-weighted entropy of what went in and

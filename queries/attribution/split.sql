@@ -10,13 +10,13 @@
 -- entropy is a degree of sharing, not an error bound.
 CREATE OR REPLACE VIEW _attribution_split_build AS
 WITH line_totals AS MATERIALIZED (
-    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line,
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope,
            sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
     FROM attribution_source
     GROUP BY ALL
 ),
 lines AS (
-    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope
     FROM line_totals
 ),
 counted AS (
@@ -52,9 +52,11 @@ candidates AS (
            coalesce(lr.n_regions, 0) AS n_candidates, m.mapping_run_id,
            coalesce(rc.executed, 0) AS executed
     FROM lines AS l
+    /* sentinel keys: a line matches its line, a scope its scope (hash join) */
     LEFT JOIN attribution_line_region AS lr ON lr.program_version = l.program_version
-        AND lr.kernel = l.kernel AND lr.source_file = l.source_file
-        AND lr.source_line = l.source_line
+        AND lr.kernel = l.kernel AND coalesce(lr.source_file, '') = coalesce(l.source_file, '')
+        AND coalesce(lr.source_line, -1) = coalesce(l.source_line, -1)
+        AND coalesce(lr.scope, '') = coalesce(l.scope, '')
     LEFT JOIN mapping AS m ON m.run_id = l.run_id AND m.kernel = l.kernel
     LEFT JOIN region_counts AS rc ON rc.run_id = m.mapping_run_id AND rc.kernel = l.kernel
         AND rc.region_id = lr.region_id
@@ -64,7 +66,7 @@ totals AS (
            sum(executed) OVER w AS executed_total,
            sum(weight_ops) OVER w AS ops_total
     FROM candidates
-    WINDOW w AS (PARTITION BY run_id, kernel, source_file, source_line)
+    WINDOW w AS (PARTITION BY run_id, kernel, source_file, source_line, scope)
 ),
 shares AS (
     SELECT *,
@@ -86,8 +88,10 @@ SELECT
     kernel,
     -- File name of the line.
     source_file,
-    -- The line (1-based); NULL when no listing knows the instruction's line.
+    -- The line (1-based); NULL when no listing knows the instruction's line, and for scopes.
     source_line,
+    -- In-kernel scope name of scope rows (Proton instrumentation), else NULL.
+    scope,
     -- Region credited, or '<program>/<kernel>/_unattributed' when the line has no candidate.
     coalesce(candidate, program || '/' || kernel || '/_unattributed') AS region_id,
     -- Kernel lines in region_id that reach the line (NULL for _unattributed).
@@ -95,10 +99,10 @@ SELECT
     -- Fraction (0..1) of the line's values credited to region_id; sums to 1 over the line.
     share,
     -- Shannon entropy (bits) of the line's split; 0 with one owner.
-    -sum(CASE WHEN share > 0 THEN share * log2(share) ELSE 0 END) OVER (PARTITION BY run_id, kernel, source_file, source_line) + 0.0 AS association_entropy,
+    -sum(CASE WHEN share > 0 THEN share * log2(share) ELSE 0 END) OVER (PARTITION BY run_id, kernel, source_file, source_line, scope) + 0.0 AS association_entropy,
     -- Number of candidate regions of the line (0 = unattributed, 1 = one owner, > 1 = shared).
     n_candidates,
-    -- 'line', 'callsite', 'mapping_run', 'ttgir_n_ops' or 'unattributed'.
+    -- 'line', 'callsite', 'scope', 'mapping_run', 'ttgir_n_ops' or 'unattributed'.
     basis,
     -- The independent run whose counts set the split (basis 'mapping_run'), else NULL.
     CASE WHEN basis = 'mapping_run' THEN mapping_run_id END AS mapping_run_id
