@@ -84,16 +84,22 @@ CREATE TABLE IF NOT EXISTS region_attribution (
 );
 
 -- What each materialization was built from. A materialization is stale when the fingerprint of
--- its inputs (runs, spans, version facts, variant checks, and the SQL of its modules) differs
--- from the one recorded here; argusdb.materialize refreshes it before anything reads it.
+-- its inputs (runs, spans, version facts, listings, call sites, variant checks, and the SQL of
+-- its modules) differs from the one recorded here; argusdb.materialize refreshes it before
+-- anything reads it (attribution: the whole version, or only the runs added since).
 -- Provenance: argusdb.materialize.
 CREATE TABLE IF NOT EXISTS materialization (
     -- Materialization name: 'attribution' or 'derivation'.
     name VARCHAR NOT NULL,
     -- Program version the state covers ('' for a materialization built as a whole).
     program_version VARCHAR NOT NULL,
-    -- md5 of the inputs' state and of the module SQL the rows were built from.
+    -- md5 of the inputs every row depends on and of the module SQL the rows were built from
+    -- (attribution: attribution_input_state.static_fingerprint; derivation: all its inputs).
     fingerprint VARCHAR NOT NULL,
+    -- md5 of the run ids the rows were built from (attribution; '' for derivation).
+    runs_fingerprint VARCHAR NOT NULL,
+    -- Largest run_seq among those runs (0 when none): runs above it are new.
+    run_seq_built BIGINT NOT NULL,
     -- Rows the build wrote for this version.
     n_rows BIGINT NOT NULL,
     -- When the rows were built (UTC).

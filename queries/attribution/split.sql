@@ -1,29 +1,37 @@
 -- requires: attribution.line_region
--- Rows of attribution_split as the current inputs define them (argusdb.materialize inserts them
--- per stale program version): how each source line of each run is split over regions. A line with one candidate region goes
--- to it whole. A shared line (n_regions > 1) is split by the execution counts of its candidate
+-- Rows of attribution_split as the current inputs define them, for the program versions listed
+-- in `versions` and, unless `runs` is NULL, only for the runs listed in `runs` (a table macro,
+-- so the filters apply to the scan of observed_evidence; argusdb.materialize rebuilds stale
+-- versions, or only new runs and the runs whose split depends on the mapping run): how each
+-- source line of each run is split over regions. A line with one candidate region goes to it
+-- whole. A shared line (n_regions > 1) is split by the execution counts of its candidate
 -- regions in an independent mapping run: the newest other run of the same program version with
 -- instruction counts (inst_executed) for the kernel, counting only instructions whose line has a
 -- single owner. Without such a run (or when it counts nothing in any candidate) the split falls
 -- back to the TTGIR operation counts of the call sites ('ttgir_n_ops'). A line with no candidate
 -- goes whole to '<program>/<kernel>/_unattributed'. The split is a contribution estimate; its
 -- entropy is a degree of sharing, not an error bound.
-CREATE OR REPLACE VIEW _attribution_split_build AS
-WITH line_totals AS MATERIALIZED (
-    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope,
-           sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
+CREATE OR REPLACE MACRO _attribution_split_build(versions, runs) AS TABLE
+WITH line_totals AS (
+    /* instruction counts per line of every run of the versions: the mapping runs' counts */
+    SELECT run_id, run_seq, program_version, kernel, source_file, source_line,
+           sum(value) AS executed
     FROM attribution_source
+    WHERE list_contains(versions, program_version) AND signal = 'inst_executed'
     GROUP BY ALL
 ),
 lines AS (
-    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope
-    FROM line_totals
+    SELECT DISTINCT run_id, run_seq, program_version, program, kernel, source_file,
+           source_line, scope
+    FROM attribution_source
+    WHERE list_contains(versions, program_version)
+        AND (runs IS NULL OR list_contains(runs, run_id))
 ),
 counted AS (
     SELECT program_version, kernel, run_id,
            row_number() OVER (PARTITION BY program_version, kernel
                               ORDER BY max(run_seq) DESC) AS newest
-    FROM line_totals WHERE executed IS NOT NULL
+    FROM line_totals
     GROUP BY program_version, kernel, run_id
 ),
 runs AS (
@@ -44,7 +52,6 @@ region_counts AS (
     JOIN attribution_line_region AS lr ON lr.program_version = t.program_version
         AND lr.kernel = t.kernel AND lr.source_file = t.source_file
         AND lr.source_line = t.source_line AND lr.n_regions = 1
-    WHERE t.executed IS NOT NULL
     GROUP BY ALL
 ),
 candidates AS (
@@ -66,7 +73,7 @@ totals AS (
            sum(executed) OVER w AS executed_total,
            sum(weight_ops) OVER w AS ops_total
     FROM candidates
-    WINDOW w AS (PARTITION BY run_id, kernel, source_file, source_line, scope)
+    WINDOW w AS (PARTITION BY program_version, run_id, kernel, source_file, source_line, scope)
 ),
 shares AS (
     SELECT *,
@@ -99,7 +106,7 @@ SELECT
     -- Fraction (0..1) of the line's values credited to region_id; sums to 1 over the line.
     share,
     -- Shannon entropy (bits) of the line's split; 0 with one owner.
-    -sum(CASE WHEN share > 0 THEN share * log2(share) ELSE 0 END) OVER (PARTITION BY run_id, kernel, source_file, source_line, scope) + 0.0 AS association_entropy,
+    -sum(CASE WHEN share > 0 THEN share * log2(share) ELSE 0 END) OVER (PARTITION BY program_version, run_id, kernel, source_file, source_line, scope) + 0.0 AS association_entropy,
     -- Number of candidate regions of the line (0 = unattributed, 1 = one owner, > 1 = shared).
     n_candidates,
     -- 'line', 'callsite', 'scope', 'mapping_run', 'ttgir_n_ops' or 'unattributed'.
