@@ -119,8 +119,8 @@ def _built_derivation(store: Store) -> str | None:
     return str(row[0]) if row else None
 
 
-def _rebuild(store: Store, version: str, runs: list[str] | None) -> None:
-    """Rebuild one version's attribution, whole (``runs`` None) or for new runs only."""
+def _rebuild(store: Store, versions: list[str], runs: list[str] | None) -> None:
+    """Rebuild attribution of ``versions``, whole (``runs`` None) or for new runs of one."""
     if runs is not None:
         counted = store.sql("SELECT count(*) FROM attribution_source WHERE "
                             "list_contains(?, run_id) AND signal = 'inst_executed'",
@@ -128,16 +128,19 @@ def _rebuild(store: Store, version: str, runs: list[str] | None) -> None:
         if counted and counted[0]:
             # A new counted run is the newest mapping run: shared lines of older runs move.
             runs = sorted(set(runs) | {r for (r,) in store.sql(
-                "SELECT DISTINCT run_id FROM attribution_split WHERE program_version = ? "
-                "AND n_candidates > 1", [version]).fetchall()})
+                "SELECT DISTINCT run_id FROM attribution_split WHERE "
+                "list_contains(?, program_version) AND n_candidates > 1",
+                [versions]).fetchall()})
     for table in ("attribution_split", "region_attribution"):
-        store.sql(f"DELETE FROM {table} WHERE program_version = ? "
+        store.sql(f"DELETE FROM {table} WHERE list_contains(?, program_version) "
                   f"AND (?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], run_id))",
-                  [version, runs, runs])
+                  [versions, runs, runs])
     store.sql("INSERT INTO attribution_split BY NAME "
-              "SELECT * FROM _attribution_split_build([?], ?::VARCHAR[])", [version, runs])
+              "SELECT * FROM _attribution_split_build(?::VARCHAR[], ?::VARCHAR[])",
+              [versions, runs])
     store.sql("INSERT INTO region_attribution BY NAME "
-              "SELECT * FROM _region_attribution_build([?], ?::VARCHAR[])", [version, runs])
+              "SELECT * FROM _region_attribution_build(?::VARCHAR[], ?::VARCHAR[])",
+              [versions, runs])
 
 
 def refresh(store: Store) -> RefreshReport:
@@ -146,8 +149,13 @@ def refresh(store: Store) -> RefreshReport:
     current = _attribution_state(store)
     plan = _plan(store, current)
     now = datetime.now(UTC).replace(tzinfo=None)
+    whole = sorted(v for v, runs in plan.items() if runs is None)
+    if whole:
+        _rebuild(store, whole, None)
     for version, runs in sorted(plan.items()):
-        _rebuild(store, version, runs)
+        if runs is not None:
+            _rebuild(store, [version], runs)
+    for version in sorted(plan):
         store.sql("DELETE FROM materialization WHERE name = 'attribution' "
                   "AND program_version = ?", [version])
         state = current.get(version)

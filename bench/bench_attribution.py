@@ -91,8 +91,8 @@ def main() -> None:
     print(f"kernel runs: {args.runs} (replicated from the H200 softmax and matmul source pages)")
     print(f"attributable source rows: {rows:,} (build {t_build:.1f} s, DuckDB threads "
           f"{threads[0]})")
-    print(f"attribution (share + region rows, lineage): {t_attr:.2f} s, "
-          f"{rows / t_attr:,.0f} rows/s, {report.attribution_rows:,} share rows")
+    print(f"attribution (splits + region rows with lineage): {t_attr:.2f} s, "
+          f"{rows / t_attr:,.0f} rows/s, {report.attribution_rows:,} rows attributed")
     print(f"plain DuckDB aggregation (GROUP BY run, kernel, line, signal): {t_plain:.2f} s, "
           f"{rows / t_plain:,.0f} rows/s")
     print(f"ratio attribution / plain: {t_attr / t_plain:.1f}x")

@@ -12,35 +12,34 @@
 -- goes whole to '<program>/<kernel>/_unattributed'. The split is a contribution estimate; its
 -- entropy is a degree of sharing, not an error bound.
 CREATE OR REPLACE MACRO _attribution_split_build(versions, runs) AS TABLE
-WITH line_totals AS (
-    /* instruction counts per line of every run of the versions: the mapping runs' counts */
-    SELECT run_id, run_seq, program_version, kernel, source_file, source_line,
-           sum(value) AS executed
+WITH line_totals AS MATERIALIZED (
+    /* one scan: every line of every run of the versions, with its instruction count (the
+       mapping runs' counts come from here too) */
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope,
+           sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
     FROM attribution_source
-    WHERE list_contains(versions, program_version) AND signal = 'inst_executed'
+    WHERE list_contains(versions, program_version)
     GROUP BY ALL
 ),
 lines AS (
-    SELECT DISTINCT run_id, run_seq, program_version, program, kernel, source_file,
-           source_line, scope
-    FROM attribution_source
-    WHERE list_contains(versions, program_version)
-        AND (runs IS NULL OR list_contains(runs, run_id))
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope
+    FROM line_totals
+    WHERE runs IS NULL OR list_contains(runs, run_id)
 ),
 counted AS (
     SELECT program_version, kernel, run_id,
            row_number() OVER (PARTITION BY program_version, kernel
                               ORDER BY max(run_seq) DESC) AS newest
-    FROM line_totals
+    FROM line_totals WHERE executed IS NOT NULL
     GROUP BY program_version, kernel, run_id
 ),
-runs AS (
+run_kernels AS (
     SELECT DISTINCT run_id, program_version, kernel FROM lines
 ),
 mapping AS (
     SELECT u.run_id, u.kernel,
            CASE WHEN c1.run_id <> u.run_id THEN c1.run_id ELSE c2.run_id END AS mapping_run_id
-    FROM runs AS u
+    FROM run_kernels AS u
     LEFT JOIN counted AS c1 ON c1.program_version = u.program_version AND c1.kernel = u.kernel
         AND c1.newest = 1
     LEFT JOIN counted AS c2 ON c2.program_version = u.program_version AND c2.kernel = u.kernel
@@ -52,6 +51,7 @@ region_counts AS (
     JOIN attribution_line_region AS lr ON lr.program_version = t.program_version
         AND lr.kernel = t.kernel AND lr.source_file = t.source_file
         AND lr.source_line = t.source_line AND lr.n_regions = 1
+    WHERE t.executed IS NOT NULL
     GROUP BY ALL
 ),
 candidates AS (
