@@ -99,7 +99,7 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
     signals = _signals(task)
     checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(needs))
     runs = store.rows(
-        f"SELECT run_id, signature, collector, {checks} FROM run "
+        f"SELECT run_id, signature, collector, replay_passes, clock_control, {checks} FROM run "
         f"WHERE program_version IN ({', '.join('?' for _ in versions.ids)}) "
         f"ORDER BY ingested_at DESC, run_id", versions.ids)
     notes: list[str] = []
@@ -111,13 +111,17 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
         if failed:
             notes.append(f"run {r['run_id']} not reused: {'; '.join(failed)}")
             continue
-        missing = _missing(store, r["run_id"], signals, kernel_region, kernel, scope)
+        missing = (_missing(store, r["run_id"], signals, kernel_region, kernel, scope)
+                   or _not_simultaneous(store, task, r))
         if missing:
             notes.append(f"run {r['run_id']} not reused: {missing}")
             continue
+        unstated = (" (the artefact does not state its clock control)"
+                    if task.action == "ncu_source" and r["clock_control"] is None else "")
         return {"run_id": r["run_id"],
                 "why": f"run {r['run_id']} ({r['signature']}) of {versions.why} already holds "
-                       f"{', '.join(signals)} for {kernel} at launch={scope['launch']}"}, notes
+                       f"{', '.join(signals)} for {kernel} at launch={scope['launch']}"
+                       f"{unstated}"}, notes
     return None, notes
 
 
@@ -137,3 +141,23 @@ def _missing(store: Store, run_id: str, signals: list[str], kernel_region: str, 
         where = f" at launch={launch}" if cond else ""
         return f"has no {', '.join(lacking)} for {kernel}{where}"
     return None
+
+
+def _not_simultaneous(store: Store, task: Task, run: dict[str, Any]) -> str | None:
+    """Why a stored replay cannot stand for a group of counters planned in one pass, or None.
+
+    The plan packs counters into one pass so they are simultaneous; a stored run qualifies only
+    when it was a single pass or records one shared replay pass for all of them.
+    """
+    metrics = list(task.params.get("metrics") or [])
+    if len(metrics) < 2 or task.params.get("expected_passes") != 1 or run["replay_passes"] == 1:
+        return None
+    row = store.rows(
+        "SELECT count(DISTINCT replay_pass) AS passes, count(*) - count(replay_pass) AS unknown "
+        "FROM observed_evidence WHERE run_id = ? AND list_contains(?, signal)",
+        [run["run_id"], metrics])[0]
+    if row["passes"] == 1 and row["unknown"] == 0:
+        return None
+    return (f"it took {run['replay_passes'] or 'an unstated number of'} replay passes and does "
+            f"not record one shared pass for {', '.join(metrics)}, so they would not be known to "
+            f"be simultaneous")

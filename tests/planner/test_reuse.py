@@ -84,3 +84,35 @@ def test_timing_under_replay_is_not_reused_for_clean_timing(store: Store,
     assert t.reuse is None
     assert (f"run {res.run_id} not reused: its timing is not clean "
             f"(replay(38 passes, full)+activity_tracing)") in t.why
+
+
+def test_ncu_source_page_in_the_store_is_reused(demo_store: Store, table: TableCounter) -> None:
+    p = plan(SOFTMAX, "softmax/softmax_fwd", ["inst_executed", "stall_long_sb"],
+             store=demo_store, counter=table)
+    ncu = p.by_action("ncu_source")[0]
+    run_id = demo_store.rows(
+        "SELECT r.run_id FROM run r JOIN program_version v USING (program_version) "
+        "WHERE v.program = 'softmax' AND r.kind = 'ncu.source_csv'")[0]["run_id"]
+    assert ncu.reuse is not None and ncu.reuse["run_id"] == run_id
+    assert "already holds inst_executed, stall_long_sb for softmax_fwd" in ncu.reuse["why"]
+    assert "does not state its clock control" in ncu.reuse["why"]
+    # Attribution still runs (it reads the reused run).
+    assert p.by_action("attribute")[0].params["runs"] == [ncu.id]
+
+
+def test_counters_from_a_multi_pass_replay_are_reused_alone_not_as_a_simultaneous_group(
+        demo_store: Store, table: TableCounter) -> None:
+    raw = demo_store.rows(
+        "SELECT r.run_id FROM run r JOIN program_version v USING (program_version) "
+        "WHERE v.program = 'softmax' AND r.kind = 'ncu.raw_csv'")[0]["run_id"]
+    sol = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    p = plan(SOFTMAX, "softmax/softmax_fwd", [sol, "dram__bytes_read.sum",
+                                              "dram__bytes_write.sum"],
+             store=demo_store, counter=table)
+    alone, group = p.by_action("ncu_source")
+    assert alone.params["metrics"] == [sol]
+    assert alone.reuse is not None and alone.reuse["run_id"] == raw
+    # The --set full recording took 38 passes and does not say which pass each counter was in.
+    assert group.reuse is None
+    assert (f"run {raw} not reused: it took 38 replay passes and does not record one shared "
+            f"pass for dram__bytes_read.sum, dram__bytes_write.sum") in group.why
