@@ -120,8 +120,9 @@ def _pack_metrics(metrics: list[str], counter: PassCounter, chip: str) -> list[_
 
 def _split_reason(a: Task, b: Task, counter: PassCounter, chip: str) -> str:
     if a.params.get("version") != b.params.get("version") and a.action == b.action:
-        return (f"another program version ({b.params.get('version')}): one run measures one "
-                f"version")
+        version = str(b.params.get("version"))
+        which = "the parent" if version == "parent" else f"the {version.rsplit('.', 1)[-1]} variant"
+        return f"another program version ({which}): one run measures one version"
     pair = frozenset({a.action, b.action})
     if pair in CONFLICTS:
         return CONFLICTS[pair]
@@ -328,13 +329,21 @@ def _number_runs(p: Plan) -> None:
 
 
 def _explain_splits(p: Plan, counter: PassCounter, chip: str) -> None:
-    """Append to each collect task why it is a run apart from each other run of the plan."""
+    """Append to each collect task why it is a run apart from each other run of the plan.
+
+    Runs kept apart for the same reason are named together: ``r2, r3 (ncu_source): ...``.
+    """
     collects = [t for t in p.tasks if t.kind == "collect"]
     for a in collects:
-        others = [f"{b.run} ({b.action}): {_split_reason(a, b, counter, chip)}"
-                  for b in collects if b is not a]
-        if others:
-            a.why += ". Own run, apart from " + "; ".join(others)
+        by_reason: dict[tuple[str, str], list[str]] = {}
+        for b in collects:
+            if b is not a:
+                key = (b.action, _split_reason(a, b, counter, chip))
+                by_reason.setdefault(key, []).append(b.run or "")
+        if by_reason:
+            a.why += ". Own run, apart from " + "; ".join(
+                f"{', '.join(runs)} ({action}): {reason}"
+                for (action, reason), runs in by_reason.items())
         else:
             a.why += ". The plan's only run"
 

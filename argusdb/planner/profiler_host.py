@@ -50,7 +50,7 @@ class PassCounter(Protocol):
 class CuptiPythonCounter:
     """Pass counts through cupti-python's ``cupti.profiler_host`` (needs a CUDA driver)."""
 
-    name = "cupti-python profiler_host"
+    name = "CUPTI profiler host via cupti-python"
 
     def __init__(self) -> None:
         from cupti import profiler_host
@@ -132,7 +132,7 @@ def _new(struct: type[ctypes.Structure], **fields: Any) -> ctypes.Structure:
 class CtypesCounter:
     """Pass counts through ``libcupti``'s profiler host C API, via ctypes (no driver needed)."""
 
-    name = "libcupti profiler host (ctypes)"
+    name = "CUPTI profiler host via libcupti"
 
     def __init__(self, path: str) -> None:
         self.path = path

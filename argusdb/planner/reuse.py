@@ -111,8 +111,10 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
         if failed:
             notes.append(f"run {r['run_id']} not reused: {'; '.join(failed)}")
             continue
-        missing = (_missing(store, r["run_id"], signals, kernel_region, kernel, scope)
-                   or _not_simultaneous(store, task, r))
+        missing = _missing(store, r["run_id"], signals, kernel_region, kernel, scope)
+        if missing == "":
+            continue
+        missing = missing or _not_simultaneous(store, task, r)
         if missing:
             notes.append(f"run {r['run_id']} not reused: {missing}")
             continue
@@ -127,18 +129,20 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
 
 def _missing(store: Store, run_id: str, signals: list[str], kernel_region: str, kernel: str,
              scope: dict[str, str]) -> str | None:
-    """Why the run's rows do not cover the signals and scope, or None when they do."""
+    """Why the run's rows do not cover the signals and scope, None when they do, and ``""``
+    when the run holds none of the signals at all (so it is no candidate worth a note)."""
     launch = scope["launch"]
-    cond = "" if launch in ("all", "each") else " AND launch = ?"
-    args: list[Any] = [run_id, kernel, kernel_region]
+    specific = launch not in ("all", "each")
     rows = store.rows(
-        "SELECT signal, count(*) AS n FROM observed_evidence WHERE run_id = ? "
-        f"AND (kernel = ? OR region_id = ?){cond} GROUP BY signal",
-        args + ([launch] if cond else []))
-    have = {r["signal"] for r in rows}
+        "SELECT signal, count(*) FILTER (WHERE NOT ? OR launch = ?) AS covering "
+        "FROM observed_evidence WHERE run_id = ? AND (kernel = ? OR region_id = ?) "
+        "GROUP BY signal", [specific, launch, run_id, kernel, kernel_region])
+    if not {r["signal"] for r in rows} & set(signals):
+        return ""  # another kind of artefact of this collector (e.g. the raw page)
+    have = {r["signal"] for r in rows if r["covering"]}
     lacking = [s for s in signals if s not in have]
     if lacking:
-        where = f" at launch={launch}" if cond else ""
+        where = f" at launch={launch}" if specific else ""
         return f"has no {', '.join(lacking)} for {kernel}{where}"
     return None
 

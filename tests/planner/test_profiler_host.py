@@ -11,7 +11,7 @@ SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 
 def test_table_says_how_it_was_produced(table: TableCounter) -> None:
     made = table.doc["produced_by"]
-    assert made["counter"] == "libcupti profiler host (ctypes)"
+    assert made["counter"] == "CUPTI profiler host via libcupti"
     assert made["cupti"] == "CUPTI 13.0 (API 130001)"
     assert made["command"].startswith("python -m argusdb.planner.record_passes")
     assert table.doc["chip"] == "GH100"
