@@ -107,12 +107,19 @@ def _check_can_run() -> None:
     if not has_gpu():
         raise NoGpuError("no NVIDIA GPU on this machine: observe runs its plan on a GPU. Use "
                          "--dry-run (dry_run=True) to see the plan here, or run on a GPU host.")
-    import importlib.util
+    import importlib
 
-    if importlib.util.find_spec("argusdb.runner") is None:
+    try:
+        importlib.import_module("argusdb.runner")
+    except ImportError as exc:
+        if exc.name == "argusdb.runner":
+            raise RunnerMissingError(
+                "this build of argusdb has no GPU runner (argusdb.runner): a GPU runner is "
+                "needed to execute plans. Install argusdb with the runner (argusdb[gpu]) or use "
+                "--dry-run.") from exc
         raise RunnerMissingError(
-            "this build of argusdb has no GPU runner (argusdb.runner): a GPU runner is needed "
-            "to execute plans. Install argusdb with the runner (argusdb[gpu]) or use --dry-run.")
+            f"the GPU runner (argusdb.runner) cannot be imported: {exc}. Install the GPU "
+            f"dependencies (pip install 'argusdb[gpu]') or use --dry-run.") from exc
 
 
 def _plan_report(p: Plan) -> dict[str, Any]:
@@ -125,7 +132,7 @@ def _run(p: Plan, st: Store, source: Path, workdir: str | Path | None,
          progress: bool | None) -> Observation:
     import importlib
 
-    runner = importlib.import_module("argusdb.runner")  # branch gpu; checked by _check_can_run
+    runner = importlib.import_module("argusdb.runner")  # checked by _check_can_run
 
     collect = [t for t in p.tasks if t.kind == "collect"]
     st.insert_row("plan", {
@@ -143,13 +150,22 @@ def _run(p: Plan, st: Store, source: Path, workdir: str | Path | None,
 
 
 def evidence_of(p: Plan, st: Store) -> pa.Table:
-    """Evidence rows of the plan's tasks and of the runs it reused, for the requested signals."""
+    """Evidence of the plan's tasks and reused runs: requested signals, the region's rows.
+
+    The region's rows are those keyed to it, to a region inside it, to its kernel (a clean
+    kernel timing next to a region's), and the kernel's rows not yet attributed (per PC/line).
+    """
     tasks = [t.id for t in p.tasks]
     runs = [t.reuse["run_id"] for t in p.tasks if t.reuse]
     signals = [s.removesuffix("@proton") for s in p.request["signals"]]
+    region = p.request["region"]
+    kernel = p.task(tasks[0]).params["kernel"]
+    kernel_region = "/".join(region.split("/")[:2])
     return st.arrow(
         "SELECT * FROM evidence WHERE (list_contains(?, task_id) OR list_contains(?, run_id)) "
-        "AND list_contains(?, signal) ORDER BY evidence_id", [tasks, runs, signals])
+        "AND list_contains(?, signal) AND (region_id IN (?, ?) OR starts_with(region_id, ?) "
+        "OR (region_id IS NULL AND kernel = ?)) ORDER BY evidence_id",
+        [tasks, runs, signals, region, kernel_region, region + "/", kernel])
 
 
 def report(p: Plan, st: Store) -> dict[str, Any]:
