@@ -157,7 +157,9 @@ def evidence_of(p: Plan, st: Store) -> pa.Table:
     """
     tasks = [t.id for t in p.tasks]
     runs = [t.reuse["run_id"] for t in p.tasks if t.reuse]
-    signals = [s.removesuffix("@proton") for s in p.request["signals"]]
+    # What the tasks yield (e.g. scope_cycles for an instrumented 'duration'), and what was asked.
+    signals = sorted({s.removesuffix("@proton") for s in p.request["signals"]}
+                     | {s for t in p.tasks for s in t.params.get("signals", [])})
     region = p.request["region"]
     kernel = p.task(tasks[0]).params["kernel"]
     kernel_region = "/".join(region.split("/")[:2])

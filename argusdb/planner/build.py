@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argusdb.planner import cost, reuse
+from argusdb.errors import InputError
+from argusdb.planner import cost, ncu_passes, reuse
 from argusdb.planner.plan import Plan, PlanError, Task
 from argusdb.planner.profiler_host import CHIPS, PassCounter, TableCounter, live_counter, load_table
 from argusdb.planner.scope import intra_kernel, parse_scope
@@ -43,6 +44,10 @@ from argusdb.store import Store
 #: Launches run before measuring (compilation, caches, clocks settle) and launches measured.
 LAUNCHES_WARMUP = 5
 LAUNCHES_MEASURED = 20
+
+#: Nsight Compute sections of a source-page run: those recorded on the H200 by gpu/record.py,
+#: whose pass count is observed (data/ncu_passes.json).
+SOURCE_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "SourceCounters", "WarpStateStats")
 
 #: Why two collections cannot share a run, by (unordered) pair of actions.
 CONFLICTS: dict[frozenset[str], str] = {
@@ -128,9 +133,9 @@ def _split_reason(a: Task, b: Task, counter: PassCounter, chip: str) -> str:
         return CONFLICTS[pair]
     if a.action == b.action == "ncu_source":
         if a.params.get("sections") or b.params.get("sections"):
-            return ("the source page needs SASS patching and PC-sampling passes of its own; "
-                    "hardware counters are kept out of them so each run's replay is what "
-                    "it says")
+            return ("the source page's replay (SASS patching, PC sampling and its sections' "
+                    "counters) is scheduled by ncu; requested counters are kept out of it so "
+                    "their pass packing holds")
         both = [*a.params["metrics"], *b.params["metrics"]]
         n = counter.passes(chip, both)
         if n is None:
@@ -215,7 +220,7 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
             parent_timing = b.add("cupti_timing.parent", "collect", "cupti_timing",
                                   f"clean activity timing of {kernel} ({purpose})",
                                   {"version": "parent", "launches": measured,
-                                   "launch": launch}, [control])
+                                   "launch": launch, "signals": ["duration"]}, [control])
         elif purpose not in parent_timing.why:
             parent_timing.why += f"; also {purpose}"
         return parent_timing
@@ -225,54 +230,76 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
         if region.is_kernel and not intra:
             clean_timing("duration of every measured launch")
         else:
-            what = (f"region {region.name}" if not region.is_kernel else f"kernel {kernel}")
+            # Proton scopes sit at region markers: a kernel is timed through its regions.
+            targets = [region] if not region.is_kernel else [
+                r for r in parse_regions(src) if r.kernel == kernel and r.name
+                and r.name != "_entry"]
+            if not targets:
+                raise PlanError(f"{src.name}: kernel {kernel} has no '# region' markers, so "
+                                f"Proton scopes have nowhere to go for scope "
+                                f"{_fmt_scope(sc)}; mark its regions first")
+            ids = [r.region_id for r in targets]
+            label = _variant(src, "proton_scopes", {"region_ids": ids})
+            what = (f"region {region.name}" if not region.is_kernel
+                    else f"kernel {kernel} (through its regions {', '.join(ids)})")
             scopes = b.add("proton_scopes", "transform", "proton_scopes",
                            f"{what} has no clean duration of its own"
                            f"{' at ' + _fmt_scope(sc) if _fmt_scope(sc) else ''}: make a "
-                           f"variant with Proton "
-                           f"enter/exit scopes at its markers (per-CTA, per-warp events); "
-                           f"checked to compute the parent's result",
-                           {"region_ids": [region_id]}, [control])
+                           f"variant with Proton enter/exit scopes at the region markers "
+                           f"(per-CTA, per-warp events); checked to compute the parent's result",
+                           {"region_ids": ids, "transform": label}, [control])
             b.add("proton_instr", "collect", "proton_instr",
                   f"intra-kernel timing of {what} at {_fmt_scope(sc) or 'every launch'} "
-                  f"from the instrumented variant (evidence carries the instrumentation in its "
-                  f"signature)", {"version": scopes.id, "scope": sc}, [control, scopes])
+                  f"from the instrumented variant, in cycles per scope (scope_cycles; the "
+                  f"evidence carries the instrumentation in its signature)",
+                  {"version": scopes.id, "scope": sc, "signals": ["scope_cycles"]},
+                  [control, scopes])
             clean_timing("reference for the overhead of the instrumented run")
     if "derived" in families:
-        _check_forced_wait(src, region)
+        if region.is_kernel:
+            raise PlanError(f"exposed_latency of {region_id}: a forced wait needs a region "
+                            f"inside a kernel that issues global loads (tl.load); this one is "
+                            f"the whole kernel. Pick a load region (see 'argus regions "
+                            f"{src.name}')")
+        label = _variant(src, "forced_wait", {"region_id": region_id})
         parent = clean_timing("the parent side of exposed_latency")
         fw = b.add("forced_wait", "transform", "forced_wait",
                    f"variant whose global loads in region {region.name} complete before the "
                    f"next stage starts: the latency the pipeline hid becomes visible; checked "
-                   f"to compute the parent's result", {"region_id": region_id}, [control])
+                   f"to compute the parent's result", {"region_id": region_id,
+                                                       "transform": label}, [control])
         variant = b.add("cupti_timing.forced_wait", "collect", "cupti_timing",
                         "activity timing of the forced-wait variant, the same collection as "
                         "the parent's timing so the difference is the probe alone",
-                        {"version": fw.id, "launches": measured, "launch": launch},
-                        [control, fw])
+                        {"version": fw.id, "launches": measured, "launch": launch,
+                         "signals": ["duration"]}, [control, fw])
         b.add("derive_exposed_latency", "synthesize", "derive_exposed_latency",
               f"exposed latency of {region_id}: variant minus parent duration, per launch, "
               f"kept only where the probe still explains the kernel",
-              {"parent_task": parent.id, "variant_task": variant.id, "region_id": region_id},
-              [parent, variant])
+              {"parent_task": parent.id, "variant_task": variant.id, "region_id": region_id,
+               "signals": ["exposed_latency"]}, [parent, variant])
     mapped: list[Task] = []
     source_sigs = [s.name for s in sigs if s.family == "source"]
     if source_sigs:
+        seen = ncu_passes.observed(list(SOURCE_SECTIONS), kernel)
+        passes = (seen.describe(kernel) if seen else "pass count of this section list not "
+                  "observed yet")
         mapped.append(b.add(
             "ncu_source", "collect", "ncu_source",
             f"per-SASS-instruction {', '.join(source_sigs)} from the Nsight Compute source page "
             f"(SourceCounters: instruction counts by SASS patching, stall samples by PC "
-            f"sampling; ncu schedules their passes, not recorded here)",
-            {"version": "parent", "sections": ["SourceCounters"], "metrics": [],
+            f"sampling), with the sections recorded on the H200: {passes}",
+            {"version": "parent", "sections": list(SOURCE_SECTIONS), "metrics": [],
              "signals": source_sigs, "launch": launch, "clock_control": "none",
-             "expected_passes": None}, [control]))
+             "expected_passes": seen.passes if seen else None,
+             "passes_from": seen.source if seen else None}, [control]))
     metric_names = [s.name for s in sigs if s.family == "metric"]
     for i, g in enumerate(_pack_metrics(metric_names, counter, chip), start=1):
         b.add(f"ncu_metrics.{i}", "collect", "ncu_source",
               f"hardware counters {', '.join(g.metrics)} under replay: {g.basis}",
-              {"version": "parent", "sections": [], "metrics": g.metrics, "signals": [],
-               "launch": launch, "clock_control": "none", "expected_passes": g.passes,
-               "passes_from": counter.name}, [control])
+              {"version": "parent", "sections": [], "metrics": g.metrics,
+               "signals": list(g.metrics), "launch": launch, "clock_control": "none",
+               "expected_passes": g.passes, "passes_from": counter.name}, [control])
     pcs = [s.name for s in sigs if s.family == "pcsampling"]
     if pcs:
         mapped.append(b.add("proton_pcsampling", "collect", "proton_pcsampling",
@@ -307,13 +334,15 @@ def _check_scope(sigs: list[Signal], sc: dict[str, str], intra: list[str]) -> No
                         f"{', '.join(intra)} in its scope")
 
 
-def _check_forced_wait(src: ProgramSource, region: Region) -> None:
-    body = "\n".join(src.lines[region.start_line - 1: region.end_line])
-    if region.is_kernel or "tl.load" not in body:
-        raise PlanError(f"exposed_latency of {region.region_id}: a forced wait needs a region "
-                        f"inside a kernel that issues global loads (tl.load); this one "
-                        f"{'is the whole kernel' if region.is_kernel else 'has none'}. Pick a "
-                        f"load region (see 'argus regions {src.name}')")
+def _variant(src: ProgramSource, action: str, params: dict[str, Any]) -> str:
+    """Make the variant now (pure source transform) so a plan never promises one that cannot
+    be made; returns its transform label, e.g. ``forced_wait:softmax/softmax_fwd/load``."""
+    from argusdb.transforms import apply
+
+    try:
+        return apply(action, src, params).transform
+    except InputError as exc:
+        raise PlanError(f"cannot plan the {action} variant: {exc}") from exc
 
 
 def _fmt_scope(sc: dict[str, str]) -> str:
@@ -350,16 +379,25 @@ def _explain_splits(p: Plan, counter: PassCounter, chip: str) -> None:
 
 def _reuse(p: Plan, store: Store, src: ProgramSource, options: dict[str, str] | None,
            kernel_region: str, kernel: str, sc: dict[str, str]) -> None:
-    versions = reuse.parent_versions(store, src, options)
+    parents = reuse.parent_versions(store, src, options)
     for t in p.tasks:
         if t.kind != "collect":
             continue
+        version = t.params.get("version", "parent")
+        transform = None if version == "parent" else p.task(version)
+        versions = parents if transform is None else reuse.variant_versions(
+            store, parents, transform.params["transform"])
         found, notes = reuse.find(store, t, versions, kernel_region, kernel, sc)
         t.reuse = found
         if notes:
             t.why += ". " + "; ".join(notes)
-    if not versions.ids:
-        p.notes.append(f"nothing reused: {versions.why}")
+        # A variant needed by nothing else need not be made again.
+        if found and transform is not None and all(
+                d.reuse for d in p.tasks if transform.id in d.depends_on):
+            transform.reuse = {"run_id": None, "program_version": versions.ids[0],
+                               "why": f"its only consumer {t.id} reuses run {found['run_id']}"}
+    if not parents.ids:
+        p.notes.append(f"nothing reused: {parents.why}")
 
 
 def _estimate(p: Plan, store: Store) -> None:
