@@ -145,13 +145,13 @@ def test_metrics_are_packed_by_recorded_pass_counts(table: TableCounter) -> None
 
 
 def test_unknown_pass_count_splits_conservatively_and_says_so(table: TableCounter) -> None:
-    p = plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum", "l1tex__t_bytes.sum"],
+    p = plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum", "lts__t_sectors_op_read.sum"],
              counter=table)
     known, unknown = p.by_action("ncu_source")
     assert known.params["expected_passes"] == 1
-    assert unknown.params["metrics"] == ["l1tex__t_bytes.sum"]
+    assert unknown.params["metrics"] == ["lts__t_sectors_op_read.sum"]
     assert unknown.params["expected_passes"] is None
-    assert "pass count of l1tex__t_bytes.sum on GH100 is not known here" in unknown.why
+    assert "pass count of lts__t_sectors_op_read.sum on GH100 is not known here" in unknown.why
     assert "split conservatively" in known.why
 
 

@@ -23,7 +23,7 @@ def test_recorded_pass_counts(table: TableCounter) -> None:
     assert table.passes("GH100", ["dram__bytes_write.sum", "dram__bytes_read.sum"]) == 1
     assert table.passes("GH100", [SOL, "dram__bytes_read.sum"]) == 8
     # Not recorded, or another chip: unknown, never guessed.
-    assert table.passes("GH100", ["l1tex__t_bytes.sum"]) is None
+    assert table.passes("GH100", ["lts__t_sectors_op_read.sum"]) is None
     assert table.passes("AD102", ["dram__bytes_read.sum"]) is None
 
 
