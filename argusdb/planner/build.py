@@ -6,7 +6,8 @@ Which collection answers which signal (see :mod:`argusdb.planner.signals`):
 duration (kernel)         ``cupti_timing`` of the parent: activity tracing only, clean timing
 duration (inside kernel,  ``proton_scopes`` transform + ``proton_instr`` run (instrumented),
 CTA/warp/... scope)       plus a clean ``cupti_timing`` run to show what instrumentation costs
-source-page signals       ``ncu_source`` with the SourceCounters section, then ``attribute``
+source-page signals       ``ncu_source`` with the recorded section list (SourceCounters and
+                          four more, 20 passes observed on the H200), then ``attribute``
 metric names              ``ncu_source`` runs, metrics packed so that each run's counters come
                           from one replay pass where CUPTI's profiler host says they fit
 NAME@proton               ``proton_pcsampling``, then ``attribute``
@@ -15,7 +16,7 @@ exposed_latency           ``forced_wait`` transform + ``cupti_timing`` of parent
 ========================  ==============================================================
 
 Collections that interfere never share a run, and each collect task says in ``why`` which other
-runs of the plan it is kept apart from and for what reason.
+runs of the plan it is kept apart from and for what reason (:mod:`.interference`).
 
 Example:
     >>> p = plan("kernels/softmax.py", "softmax/softmax_fwd", ["duration"])
@@ -34,8 +35,9 @@ from typing import Any
 
 from argusdb.errors import InputError
 from argusdb.planner import cost, ncu_passes, reuse
+from argusdb.planner.interference import explain_splits, pack_metrics
 from argusdb.planner.plan import Plan, PlanError, Task
-from argusdb.planner.profiler_host import CHIPS, PassCounter, TableCounter, live_counter, load_table
+from argusdb.planner.profiler_host import CHIPS, PassCounter, live_counter, load_table
 from argusdb.planner.scope import intra_kernel, parse_scope
 from argusdb.planner.signals import Signal, parse_signals
 from argusdb.regions import ProgramSource, Region, parse_regions
@@ -48,27 +50,6 @@ LAUNCHES_MEASURED = 20
 #: Nsight Compute sections of a source-page run: those recorded on the H200 by gpu/record.py,
 #: whose pass count is observed (data/ncu_passes.json).
 SOURCE_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "SourceCounters", "WarpStateStats")
-
-#: Why two collections cannot share a run, by (unordered) pair of actions.
-CONFLICTS: dict[frozenset[str], str] = {
-    frozenset({"cupti_timing", "ncu_source"}):
-        "Nsight Compute replays and serializes the kernel, saving and restoring memory between "
-        "passes, so durations taken under it are not clean timing",
-    frozenset({"cupti_timing", "proton_instr"}):
-        "Proton instrumentation adds instructions to the kernel and shifts the timing a clean "
-        "run must not see",
-    frozenset({"cupti_timing", "proton_pcsampling"}):
-        "PC sampling stops warps to sample them, so timing taken with it is perturbed",
-    frozenset({"ncu_source", "proton_instr"}):
-        "instrumentation changes the instructions the counters count",
-    frozenset({"ncu_source", "proton_pcsampling"}):
-        "both attach to CUPTI, which takes one subscriber per process "
-        "(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), and sampling would perturb the "
-        "replayed kernel",
-    frozenset({"proton_instr", "proton_pcsampling"}):
-        "PC sampling would perturb the scope timings of the instrumented run",
-}
-
 
 @dataclass
 class _Builder:
@@ -83,67 +64,6 @@ class _Builder:
                  params)
         self.tasks.append(t)
         return t
-
-
-@dataclass
-class _MetricGroup:
-    metrics: list[str]
-    passes: int | None
-    basis: str
-
-
-def _pack_metrics(metrics: list[str], counter: PassCounter, chip: str) -> list[_MetricGroup]:
-    """Group metrics so that each group's counters are collected in one replay pass.
-
-    A metric that needs several passes by itself gets a run of its own; one whose pass count
-    is unknown (no profiler host, not in the recorded table) too: never a guess.
-    """
-    groups: list[_MetricGroup] = []
-    src = counter.name
-    for m in metrics:
-        alone = counter.passes(chip, [m])
-        if alone is None:
-            groups.append(_MetricGroup([m], None, f"the pass count of {m} on {chip} is not known "
-                                       f"here ({src} does not have it), so it gets a run of its "
-                                       f"own"))
-            continue
-        if alone > 1:
-            groups.append(_MetricGroup([m], alone, f"{m} needs {alone} replay passes by itself "
-                                       f"on {chip} ({src}); its sub-counters come from "
-                                       f"different replays"))
-            continue
-        for g in groups:
-            if g.passes == 1 and counter.passes(chip, [*g.metrics, m]) == 1:
-                g.metrics.append(m)
-                g.basis = (f"{', '.join(g.metrics)} fit in 1 replay pass together on {chip} "
-                           f"({src}), so their counters are simultaneous")
-                break
-        else:
-            groups.append(_MetricGroup([m], 1, f"{m} needs 1 replay pass on {chip} ({src})"))
-    return groups
-
-
-def _split_reason(a: Task, b: Task, counter: PassCounter, chip: str) -> str:
-    if a.params.get("version") != b.params.get("version") and a.action == b.action:
-        version = str(b.params.get("version"))
-        which = "the parent" if version == "parent" else f"the {version.rsplit('.', 1)[-1]} variant"
-        return f"another program version ({which}): one run measures one version"
-    pair = frozenset({a.action, b.action})
-    if pair in CONFLICTS:
-        return CONFLICTS[pair]
-    if a.action == b.action == "ncu_source":
-        if a.params.get("sections") or b.params.get("sections"):
-            return ("the source page's replay (SASS patching, PC sampling and its sections' "
-                    "counters) is scheduled by ncu; requested counters are kept out of it so "
-                    "their pass packing holds")
-        both = [*a.params["metrics"], *b.params["metrics"]]
-        n = counter.passes(chip, both)
-        if n is None:
-            return (f"the pass count of {', '.join(both)} together is not known here "
-                    f"({counter.name}); split conservatively")
-        return (f"{', '.join(both)} need {n} replay passes together on {chip} "
-                f"({counter.name}), so they could not be simultaneous in one run")
-    return f"a different collection ({b.action})"
 
 
 def _region(src: ProgramSource, region_id: str) -> Region:
@@ -294,7 +214,7 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
              "expected_passes": seen.passes if seen else None,
              "passes_from": seen.source if seen else None}, [control]))
     metric_names = [s.name for s in sigs if s.family == "metric"]
-    for i, g in enumerate(_pack_metrics(metric_names, counter, chip), start=1):
+    for i, g in enumerate(pack_metrics(metric_names, counter, chip), start=1):
         b.add(f"ncu_metrics.{i}", "collect", "ncu_source",
               f"hardware counters {', '.join(g.metrics)} under replay: {g.basis}",
               {"version": "parent", "sections": [], "metrics": g.metrics,
@@ -314,7 +234,7 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     p = Plan(b.plan_id, request, b.tasks)
     p.tasks = p.ordered()
     _number_runs(p)
-    _explain_splits(p, counter, chip)
+    explain_splits(p, counter, chip)
     if store is not None:
         _reuse(p, store, src, options, kernel_region, kernel, sc)
         _estimate(p, store)
@@ -357,26 +277,6 @@ def _number_runs(p: Plan) -> None:
             t.run = f"r{n}"
 
 
-def _explain_splits(p: Plan, counter: PassCounter, chip: str) -> None:
-    """Append to each collect task why it is a run apart from each other run of the plan.
-
-    Runs kept apart for the same reason are named together: ``r2, r3 (ncu_source): ...``.
-    """
-    collects = [t for t in p.tasks if t.kind == "collect"]
-    for a in collects:
-        by_reason: dict[tuple[str, str], list[str]] = {}
-        for b in collects:
-            if b is not a:
-                key = (b.action, _split_reason(a, b, counter, chip))
-                by_reason.setdefault(key, []).append(b.run or "")
-        if by_reason:
-            a.why += ". Own run, apart from " + "; ".join(
-                f"{', '.join(runs)} ({action}): {reason}"
-                for (action, reason), runs in by_reason.items())
-        else:
-            a.why += ". The plan's only run"
-
-
 def _reuse(p: Plan, store: Store, src: ProgramSource, options: dict[str, str] | None,
            kernel_region: str, kernel: str, sc: dict[str, str]) -> None:
     parents = reuse.parent_versions(store, src, options)
@@ -404,8 +304,3 @@ def _estimate(p: Plan, store: Store) -> None:
     est = cost.estimates(store)
     for t in p.tasks:
         t.estimate = est.get(t.action)
-
-
-def table_counter() -> TableCounter:
-    """The recorded pass table (what CI plans with)."""
-    return load_table()
