@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from argusdb import checker
+from argusdb import checker, materialize
 from argusdb.errors import Finding, QueryRefused
 from argusdb.ingest import IngestResult, ingest_path
 from argusdb.regions import ProgramSource
@@ -49,10 +49,12 @@ class Connection:
         findings = self.check(sql)
         if findings:
             raise QueryRefused(findings)
+        materialize.ensure_fresh(self.store)
         return checker.execute(sql, self.store)
 
     def explain(self, sql: str) -> dict[str, Any]:
         """The provenance an answer would rest on: versions, runs, tasks, classes, signatures."""
+        materialize.ensure_fresh(self.store)
         return checker.explain(sql, self.store)
 
 
