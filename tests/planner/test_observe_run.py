@@ -33,7 +33,7 @@ def fake_runner(calls: list[dict[str, Any]]) -> types.ModuleType:
         for t in plan["tasks"]:
             store.insert_row("task", {
                 "task_id": t["id"], "kind": t["kind"], "plan_id": plan["plan_id"], "config": t,
-                "status": "skipped" if t["reuse"] else "done",
+                "status": "reused" if t["reuse"] else "done",
                 "wall_s": 0.0 if t["reuse"] else 1.5, "gpu_s": None})
         return []
 
@@ -58,11 +58,11 @@ def test_observe_returns_evidence_and_report(monkeypatch: pytest.MonkeyPatch,
     rep = obs.report
     assert rep["evidence"] == {"duration": {"observed": 20}}
     assert [(t["action"], t["status"]) for t in rep["tasks"]] == [("find_launch", "done"),
-                                                                  ("cupti_timing", "skipped")]
+                                                                  ("cupti_timing", "reused")]
     assert rep["wall_s"] == 1.5
     stored = demo_store.rows("SELECT region_id, n_tasks, n_reused FROM plan WHERE plan_id = ?",
                              [obs.plan.plan_id])
     assert stored == [{"region_id": "softmax/softmax_fwd", "n_tasks": 2, "n_reused": 1}]
-    cost = demo_store.rows("SELECT tasks, skipped, wall_s FROM plan_cost WHERE plan_id = ?",
+    cost = demo_store.rows("SELECT tasks, reused, wall_s FROM plan_cost WHERE plan_id = ?",
                            [obs.plan.plan_id])
-    assert cost == [{"tasks": 2, "skipped": 1, "wall_s": 1.5}]
+    assert cost == [{"tasks": 2, "reused": 1, "wall_s": 1.5}]
