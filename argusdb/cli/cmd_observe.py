@@ -48,6 +48,12 @@ def command(source_file: str, region: str, signals: str, scope: tuple[str, ...],
         click.echo("")
         for t in obs.plan.tasks:
             click.echo(f"{t.id.removeprefix(prefix)}: {t.why}")
+        est = obs.report["estimate"]
+        if len(est["unknown"]) < len(obs.plan.tasks):
+            click.echo(f"\nestimated cost (medians of past tasks in the store): "
+                       f"{est['wall_s']:.3g} s wall, {est['gpu_s']:.3g} s GPU"
+                       + (f"; no history for {len(est['unknown'])} task(s)"
+                          if est["unknown"] else ""))
         return
     if as_json:
         import json
