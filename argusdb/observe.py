@@ -141,7 +141,7 @@ def estimate(p: Plan) -> dict[str, Any]:
     todo = [t for t in p.tasks if not t.reuse]
     known = [t.estimate for t in todo if t.estimate]
     return {"wall_s": sum(e["wall_s"] or 0.0 for e in known),
-            "gpu_s": sum(e["gpu_s"] or 0.0 for e in known),
+            "gpu_s": sum(e["gpu_s"] or 0.0 for e in known), "estimated": len(known),
             "unknown": [t.id for t in todo if not t.estimate]}
 
 

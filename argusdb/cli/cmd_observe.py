@@ -49,7 +49,7 @@ def command(source_file: str, region: str, signals: str, scope: tuple[str, ...],
         for t in obs.plan.tasks:
             click.echo(f"{t.id.removeprefix(prefix)}: {t.why}")
         est = obs.report["estimate"]
-        if len(est["unknown"]) < len(obs.plan.tasks):
+        if est["estimated"]:
             click.echo(f"\nestimated cost (medians of past tasks in the store): "
                        f"{est['wall_s']:.3g} s wall, {est['gpu_s']:.3g} s GPU"
                        + (f"; no history for {len(est['unknown'])} task(s)"

@@ -102,6 +102,6 @@ def test_a_dry_run_after_a_run_estimates_its_cost_from_it(tmp_path: Path) -> Non
                           store=store, source=other, dry_run=True)
     est = dry.report["estimate"]
     # Nothing of matmul is in the store: every task runs, each costed by softmax's tasks.
-    assert est["unknown"] == []
+    assert est["unknown"] == [] and est["estimated"] == len(dry.plan.tasks)
     ncu = next(r["gpu_s"] for r in spent if r["action"] == "ncu_source")
     assert est["gpu_s"] >= ncu > 0
