@@ -159,6 +159,7 @@ def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
     """
     n = len(rows["signal"])
     cols = []
+    everywhere = pa.repeat(pa.scalar("all", pa.string()), n)  # one array for all scope columns
     for f in EVIDENCE_SCHEMA:
         v = rows.get(f.name)
         if isinstance(v, pa.ChunkedArray):
@@ -168,21 +169,10 @@ def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
         elif v is not None:
             cols.append(pa.array(v, type=f.type))
         elif f.name in SCOPE_COLUMNS:
-            cols.append(pa.repeat(pa.scalar("all", f.type), n))
+            cols.append(everywhere)
         else:
             cols.append(pa.nulls(n, type=f.type))
     return pa.RecordBatch.from_arrays(cols, schema=EVIDENCE_SCHEMA)
-
-
-#: Wide records (one CSV row holding many values, as Nsight Compute writes them) number their
-#: values ``src_row = row * stride + column`` so every value has its own lineage; the reader
-#: records its stride in ``run.meta`` as ``src_row_stride``.
-WIDE_ROW_STRIDE = 4096
-
-
-def wide_src_row(row: int, column: int, stride: int = WIDE_ROW_STRIDE) -> int:
-    """Lineage number of the value in ``column`` (0-based) of CSV record ``row`` (0-based)."""
-    return row * stride + column
 
 
 def normalize_target(value: str | None) -> str | None:
