@@ -194,3 +194,22 @@ def test_the_harness_is_read_without_importing_the_kernel() -> None:
     h = Harness.read(ProgramSource.from_path(KERNELS / "attention.py"))
     assert (h.kernel, h.default_config) == ("attn_fwd", "causal")
     assert h.configs["causal"]["BLOCK_N"] == 64
+
+
+def test_progress_bar_on_request_and_no_plain_lines(store: Store, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    p = plan_doc("matmul", "matmul/matmul_kernel/mainloop", PIPELINING_OFF)
+    execute(p, store, KERNELS / "matmul.py", tmp_path, True, ReplayBackend(GPU))
+    err = capsys.readouterr().err
+    assert "observe: 100%" in err and "3/3" in err
+    assert "[1/3]" not in err
+
+
+def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from argusdb.runner.backends import LiveBackend, default_backend
+
+    monkeypatch.setenv("ARGUS_REPLAY", str(GPU))
+    backend = default_backend()
+    assert isinstance(backend, ReplayBackend) and backend.bundle == GPU
+    with pytest.raises(InputError, match="GPU worker script is missing"):
+        LiveBackend(worker=tmp_path / "worker.py")
