@@ -104,9 +104,13 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
 
 
 def _check_can_run() -> None:
-    if not has_gpu():
+    import os
+
+    # ARGUS_REPLAY names recorded bundles the runner answers collections from: no GPU needed.
+    if not has_gpu() and not os.environ.get("ARGUS_REPLAY"):
         raise NoGpuError("no NVIDIA GPU on this machine: observe runs its plan on a GPU. Use "
-                         "--dry-run (dry_run=True) to see the plan here, or run on a GPU host.")
+                         "--dry-run (dry_run=True) to see the plan here, or run on a GPU host "
+                         "(or set ARGUS_REPLAY to recorded bundles to replay them).")
     import importlib
 
     try:
@@ -157,7 +161,9 @@ def evidence_of(p: Plan, st: Store) -> pa.Table:
     """
     tasks = [t.id for t in p.tasks]
     runs = [t.reuse["run_id"] for t in p.tasks if t.reuse]
-    signals = [s.removesuffix("@proton") for s in p.request["signals"]]
+    # What the tasks yield (e.g. scope_cycles for an instrumented 'duration'), and what was asked.
+    signals = sorted({s.removesuffix("@proton") for s in p.request["signals"]}
+                     | {s for t in p.tasks for s in t.params.get("signals", [])})
     region = p.request["region"]
     kernel = p.task(tasks[0]).params["kernel"]
     kernel_region = "/".join(region.split("/")[:2])

@@ -12,7 +12,8 @@ SELECT
     t.kind,
     -- Planner action (find_launch, cupti_timing, ncu_source, ...); the kind when not recorded.
     coalesce(t.config ->> 'action', t.kind) AS action,
-    -- 'done', 'failed' or 'skipped' (skipped: reused a stored run).
+    -- 'done', 'failed', 'reused' (answered by a stored run, not run) or 'skipped' (a task it
+    -- depends on failed), as the runner records it.
     t.status,
     -- Wall-clock cost of the task, seconds.
     t.wall_s,
@@ -33,7 +34,9 @@ SELECT
     c.action,
     -- Number of tasks of this action in the plan.
     count(*) AS tasks,
-    -- Tasks of this action that reused stored evidence instead of running.
+    -- Tasks answered by runs already in the store (not run again).
+    count(*) FILTER (WHERE c.status = 'reused') AS reused,
+    -- Tasks not run because a task they depend on failed.
     count(*) FILTER (WHERE c.status = 'skipped') AS skipped,
     -- Tasks of this action that failed.
     count(*) FILTER (WHERE c.status = 'failed') AS failed,
@@ -56,7 +59,9 @@ SELECT
     any_value(p.signals) AS signals,
     -- Number of tasks the runner recorded for the plan.
     count(*) AS tasks,
-    -- Collect tasks answered from the store instead of run again.
+    -- Tasks answered by runs already in the store (not run again).
+    count(*) FILTER (WHERE c.status = 'reused') AS reused,
+    -- Tasks not run because a task they depend on failed.
     count(*) FILTER (WHERE c.status = 'skipped') AS skipped,
     -- Tasks that failed.
     count(*) FILTER (WHERE c.status = 'failed') AS failed,

@@ -6,7 +6,8 @@ Which collection answers which signal (see :mod:`argusdb.planner.signals`):
 duration (kernel)         ``cupti_timing`` of the parent: activity tracing only, clean timing
 duration (inside kernel,  ``proton_scopes`` transform + ``proton_instr`` run (instrumented),
 CTA/warp/... scope)       plus a clean ``cupti_timing`` run to show what instrumentation costs
-source-page signals       ``ncu_source`` with the SourceCounters section, then ``attribute``
+source-page signals       ``ncu_source`` with the recorded section list (SourceCounters and
+                          four more, 20 passes observed on the H200), then ``attribute``
 metric names              ``ncu_source`` runs, metrics packed so that each run's counters come
                           from one replay pass where CUPTI's profiler host says they fit
 NAME@proton               ``proton_pcsampling``, then ``attribute``
@@ -15,7 +16,7 @@ exposed_latency           ``forced_wait`` transform + ``cupti_timing`` of parent
 ========================  ==============================================================
 
 Collections that interfere never share a run, and each collect task says in ``why`` which other
-runs of the plan it is kept apart from and for what reason.
+runs of the plan it is kept apart from and for what reason (:mod:`.interference`).
 
 Example:
     >>> p = plan("kernels/softmax.py", "softmax/softmax_fwd", ["duration"])
@@ -32,9 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argusdb.planner import cost, reuse
+from argusdb.errors import InputError
+from argusdb.planner import cost, ncu_passes, reuse
+from argusdb.planner.interference import explain_splits, pack_metrics
 from argusdb.planner.plan import Plan, PlanError, Task
-from argusdb.planner.profiler_host import CHIPS, PassCounter, TableCounter, live_counter, load_table
+from argusdb.planner.profiler_host import CHIPS, PassCounter, live_counter, load_table
 from argusdb.planner.scope import intra_kernel, parse_scope
 from argusdb.planner.signals import Signal, parse_signals
 from argusdb.regions import ProgramSource, Region, parse_regions
@@ -44,26 +47,9 @@ from argusdb.store import Store
 LAUNCHES_WARMUP = 5
 LAUNCHES_MEASURED = 20
 
-#: Why two collections cannot share a run, by (unordered) pair of actions.
-CONFLICTS: dict[frozenset[str], str] = {
-    frozenset({"cupti_timing", "ncu_source"}):
-        "Nsight Compute replays and serializes the kernel, saving and restoring memory between "
-        "passes, so durations taken under it are not clean timing",
-    frozenset({"cupti_timing", "proton_instr"}):
-        "Proton instrumentation adds instructions to the kernel and shifts the timing a clean "
-        "run must not see",
-    frozenset({"cupti_timing", "proton_pcsampling"}):
-        "PC sampling stops warps to sample them, so timing taken with it is perturbed",
-    frozenset({"ncu_source", "proton_instr"}):
-        "instrumentation changes the instructions the counters count",
-    frozenset({"ncu_source", "proton_pcsampling"}):
-        "both attach to CUPTI, which takes one subscriber per process "
-        "(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), and sampling would perturb the "
-        "replayed kernel",
-    frozenset({"proton_instr", "proton_pcsampling"}):
-        "PC sampling would perturb the scope timings of the instrumented run",
-}
-
+#: Nsight Compute sections of a source-page run: those recorded on the H200 by gpu/record.py,
+#: whose pass count is observed (data/ncu_passes.json).
+SOURCE_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "SourceCounters", "WarpStateStats")
 
 @dataclass
 class _Builder:
@@ -78,67 +64,6 @@ class _Builder:
                  params)
         self.tasks.append(t)
         return t
-
-
-@dataclass
-class _MetricGroup:
-    metrics: list[str]
-    passes: int | None
-    basis: str
-
-
-def _pack_metrics(metrics: list[str], counter: PassCounter, chip: str) -> list[_MetricGroup]:
-    """Group metrics so that each group's counters are collected in one replay pass.
-
-    A metric that needs several passes by itself gets a run of its own; one whose pass count
-    is unknown (no profiler host, not in the recorded table) too: never a guess.
-    """
-    groups: list[_MetricGroup] = []
-    src = counter.name
-    for m in metrics:
-        alone = counter.passes(chip, [m])
-        if alone is None:
-            groups.append(_MetricGroup([m], None, f"the pass count of {m} on {chip} is not known "
-                                       f"here ({src} does not have it), so it gets a run of its "
-                                       f"own"))
-            continue
-        if alone > 1:
-            groups.append(_MetricGroup([m], alone, f"{m} needs {alone} replay passes by itself "
-                                       f"on {chip} ({src}); its sub-counters come from "
-                                       f"different replays"))
-            continue
-        for g in groups:
-            if g.passes == 1 and counter.passes(chip, [*g.metrics, m]) == 1:
-                g.metrics.append(m)
-                g.basis = (f"{', '.join(g.metrics)} fit in 1 replay pass together on {chip} "
-                           f"({src}), so their counters are simultaneous")
-                break
-        else:
-            groups.append(_MetricGroup([m], 1, f"{m} needs 1 replay pass on {chip} ({src})"))
-    return groups
-
-
-def _split_reason(a: Task, b: Task, counter: PassCounter, chip: str) -> str:
-    if a.params.get("version") != b.params.get("version") and a.action == b.action:
-        version = str(b.params.get("version"))
-        which = "the parent" if version == "parent" else f"the {version.rsplit('.', 1)[-1]} variant"
-        return f"another program version ({which}): one run measures one version"
-    pair = frozenset({a.action, b.action})
-    if pair in CONFLICTS:
-        return CONFLICTS[pair]
-    if a.action == b.action == "ncu_source":
-        if a.params.get("sections") or b.params.get("sections"):
-            return ("the source page needs SASS patching and PC-sampling passes of its own; "
-                    "hardware counters are kept out of them so each run's replay is what "
-                    "it says")
-        both = [*a.params["metrics"], *b.params["metrics"]]
-        n = counter.passes(chip, both)
-        if n is None:
-            return (f"the pass count of {', '.join(both)} together is not known here "
-                    f"({counter.name}); split conservatively")
-        return (f"{', '.join(both)} need {n} replay passes together on {chip} "
-                f"({counter.name}), so they could not be simultaneous in one run")
-    return f"a different collection ({b.action})"
 
 
 def _region(src: ProgramSource, region_id: str) -> Region:
@@ -215,7 +140,7 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
             parent_timing = b.add("cupti_timing.parent", "collect", "cupti_timing",
                                   f"clean activity timing of {kernel} ({purpose})",
                                   {"version": "parent", "launches": measured,
-                                   "launch": launch}, [control])
+                                   "launch": launch, "signals": ["duration"]}, [control])
         elif purpose not in parent_timing.why:
             parent_timing.why += f"; also {purpose}"
         return parent_timing
@@ -225,54 +150,76 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
         if region.is_kernel and not intra:
             clean_timing("duration of every measured launch")
         else:
-            what = (f"region {region.name}" if not region.is_kernel else f"kernel {kernel}")
+            # Proton scopes sit at region markers: a kernel is timed through its regions.
+            targets = [region] if not region.is_kernel else [
+                r for r in parse_regions(src) if r.kernel == kernel and r.name
+                and r.name != "_entry"]
+            if not targets:
+                raise PlanError(f"{src.name}: kernel {kernel} has no '# region' markers, so "
+                                f"Proton scopes have nowhere to go for scope "
+                                f"{_fmt_scope(sc)}; mark its regions first")
+            ids = [r.region_id for r in targets]
+            label = _variant(src, "proton_scopes", {"region_ids": ids})
+            what = (f"region {region.name}" if not region.is_kernel
+                    else f"kernel {kernel} (through its regions {', '.join(ids)})")
             scopes = b.add("proton_scopes", "transform", "proton_scopes",
                            f"{what} has no clean duration of its own"
                            f"{' at ' + _fmt_scope(sc) if _fmt_scope(sc) else ''}: make a "
-                           f"variant with Proton "
-                           f"enter/exit scopes at its markers (per-CTA, per-warp events); "
-                           f"checked to compute the parent's result",
-                           {"region_ids": [region_id]}, [control])
+                           f"variant with Proton enter/exit scopes at the region markers "
+                           f"(per-CTA, per-warp events); checked to compute the parent's result",
+                           {"region_ids": ids, "transform": label}, [control])
             b.add("proton_instr", "collect", "proton_instr",
                   f"intra-kernel timing of {what} at {_fmt_scope(sc) or 'every launch'} "
-                  f"from the instrumented variant (evidence carries the instrumentation in its "
-                  f"signature)", {"version": scopes.id, "scope": sc}, [control, scopes])
+                  f"from the instrumented variant, in cycles per scope (scope_cycles; the "
+                  f"evidence carries the instrumentation in its signature)",
+                  {"version": scopes.id, "scope": sc, "signals": ["scope_cycles"]},
+                  [control, scopes])
             clean_timing("reference for the overhead of the instrumented run")
     if "derived" in families:
-        _check_forced_wait(src, region)
+        if region.is_kernel:
+            raise PlanError(f"exposed_latency of {region_id}: a forced wait needs a region "
+                            f"inside a kernel that issues global loads (tl.load); this one is "
+                            f"the whole kernel. Pick a load region (see 'argus regions "
+                            f"{src.name}')")
+        label = _variant(src, "forced_wait", {"region_id": region_id})
         parent = clean_timing("the parent side of exposed_latency")
         fw = b.add("forced_wait", "transform", "forced_wait",
                    f"variant whose global loads in region {region.name} complete before the "
                    f"next stage starts: the latency the pipeline hid becomes visible; checked "
-                   f"to compute the parent's result", {"region_id": region_id}, [control])
+                   f"to compute the parent's result", {"region_id": region_id,
+                                                       "transform": label}, [control])
         variant = b.add("cupti_timing.forced_wait", "collect", "cupti_timing",
                         "activity timing of the forced-wait variant, the same collection as "
                         "the parent's timing so the difference is the probe alone",
-                        {"version": fw.id, "launches": measured, "launch": launch},
-                        [control, fw])
+                        {"version": fw.id, "launches": measured, "launch": launch,
+                         "signals": ["duration"]}, [control, fw])
         b.add("derive_exposed_latency", "synthesize", "derive_exposed_latency",
               f"exposed latency of {region_id}: variant minus parent duration, per launch, "
               f"kept only where the probe still explains the kernel",
-              {"parent_task": parent.id, "variant_task": variant.id, "region_id": region_id},
-              [parent, variant])
+              {"parent_task": parent.id, "variant_task": variant.id, "region_id": region_id,
+               "signals": ["exposed_latency"]}, [parent, variant])
     mapped: list[Task] = []
     source_sigs = [s.name for s in sigs if s.family == "source"]
     if source_sigs:
+        seen = ncu_passes.observed(list(SOURCE_SECTIONS), kernel)
+        passes = (seen.describe(kernel) if seen else "pass count of this section list not "
+                  "observed yet")
         mapped.append(b.add(
             "ncu_source", "collect", "ncu_source",
             f"per-SASS-instruction {', '.join(source_sigs)} from the Nsight Compute source page "
             f"(SourceCounters: instruction counts by SASS patching, stall samples by PC "
-            f"sampling; ncu schedules their passes, not recorded here)",
-            {"version": "parent", "sections": ["SourceCounters"], "metrics": [],
+            f"sampling), with the sections recorded on the H200: {passes}",
+            {"version": "parent", "sections": list(SOURCE_SECTIONS), "metrics": [],
              "signals": source_sigs, "launch": launch, "clock_control": "none",
-             "expected_passes": None}, [control]))
+             "expected_passes": seen.passes if seen else None,
+             "passes_from": seen.source if seen else None}, [control]))
     metric_names = [s.name for s in sigs if s.family == "metric"]
-    for i, g in enumerate(_pack_metrics(metric_names, counter, chip), start=1):
+    for i, g in enumerate(pack_metrics(metric_names, counter, chip), start=1):
         b.add(f"ncu_metrics.{i}", "collect", "ncu_source",
               f"hardware counters {', '.join(g.metrics)} under replay: {g.basis}",
-              {"version": "parent", "sections": [], "metrics": g.metrics, "signals": [],
-               "launch": launch, "clock_control": "none", "expected_passes": g.passes,
-               "passes_from": counter.name}, [control])
+              {"version": "parent", "sections": [], "metrics": g.metrics,
+               "signals": list(g.metrics), "launch": launch, "clock_control": "none",
+               "expected_passes": g.passes, "passes_from": counter.name}, [control])
     pcs = [s.name for s in sigs if s.family == "pcsampling"]
     if pcs:
         mapped.append(b.add("proton_pcsampling", "collect", "proton_pcsampling",
@@ -287,7 +234,7 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     p = Plan(b.plan_id, request, b.tasks)
     p.tasks = p.ordered()
     _number_runs(p)
-    _explain_splits(p, counter, chip)
+    explain_splits(p, counter, chip)
     if store is not None:
         _reuse(p, store, src, options, kernel_region, kernel, sc)
         _estimate(p, store)
@@ -307,13 +254,15 @@ def _check_scope(sigs: list[Signal], sc: dict[str, str], intra: list[str]) -> No
                         f"{', '.join(intra)} in its scope")
 
 
-def _check_forced_wait(src: ProgramSource, region: Region) -> None:
-    body = "\n".join(src.lines[region.start_line - 1: region.end_line])
-    if region.is_kernel or "tl.load" not in body:
-        raise PlanError(f"exposed_latency of {region.region_id}: a forced wait needs a region "
-                        f"inside a kernel that issues global loads (tl.load); this one "
-                        f"{'is the whole kernel' if region.is_kernel else 'has none'}. Pick a "
-                        f"load region (see 'argus regions {src.name}')")
+def _variant(src: ProgramSource, action: str, params: dict[str, Any]) -> str:
+    """Make the variant now (pure source transform) so a plan never promises one that cannot
+    be made; returns its transform label, e.g. ``forced_wait:softmax/softmax_fwd/load``."""
+    from argusdb.transforms import apply
+
+    try:
+        return apply(action, src, params).transform
+    except InputError as exc:
+        raise PlanError(f"cannot plan the {action} variant: {exc}") from exc
 
 
 def _fmt_scope(sc: dict[str, str]) -> str:
@@ -328,46 +277,30 @@ def _number_runs(p: Plan) -> None:
             t.run = f"r{n}"
 
 
-def _explain_splits(p: Plan, counter: PassCounter, chip: str) -> None:
-    """Append to each collect task why it is a run apart from each other run of the plan.
-
-    Runs kept apart for the same reason are named together: ``r2, r3 (ncu_source): ...``.
-    """
-    collects = [t for t in p.tasks if t.kind == "collect"]
-    for a in collects:
-        by_reason: dict[tuple[str, str], list[str]] = {}
-        for b in collects:
-            if b is not a:
-                key = (b.action, _split_reason(a, b, counter, chip))
-                by_reason.setdefault(key, []).append(b.run or "")
-        if by_reason:
-            a.why += ". Own run, apart from " + "; ".join(
-                f"{', '.join(runs)} ({action}): {reason}"
-                for (action, reason), runs in by_reason.items())
-        else:
-            a.why += ". The plan's only run"
-
-
 def _reuse(p: Plan, store: Store, src: ProgramSource, options: dict[str, str] | None,
            kernel_region: str, kernel: str, sc: dict[str, str]) -> None:
-    versions = reuse.parent_versions(store, src, options)
+    parents = reuse.parent_versions(store, src, options)
     for t in p.tasks:
         if t.kind != "collect":
             continue
+        version = t.params.get("version", "parent")
+        transform = None if version == "parent" else p.task(version)
+        versions = parents if transform is None else reuse.variant_versions(
+            store, parents, transform.params["transform"])
         found, notes = reuse.find(store, t, versions, kernel_region, kernel, sc)
         t.reuse = found
         if notes:
             t.why += ". " + "; ".join(notes)
-    if not versions.ids:
-        p.notes.append(f"nothing reused: {versions.why}")
+        # A variant needed by nothing else need not be made again.
+        if found and transform is not None and all(
+                d.reuse for d in p.tasks if transform.id in d.depends_on):
+            transform.reuse = {"run_id": None, "program_version": versions.ids[0],
+                               "why": f"its only consumer {t.id} reuses run {found['run_id']}"}
+    if not parents.ids:
+        p.notes.append(f"nothing reused: {parents.why}")
 
 
 def _estimate(p: Plan, store: Store) -> None:
     est = cost.estimates(store)
     for t in p.tasks:
         t.estimate = est.get(t.action)
-
-
-def table_counter() -> TableCounter:
-    """The recorded pass table (what CI plans with)."""
-    return load_table()

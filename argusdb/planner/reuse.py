@@ -3,8 +3,9 @@
 A stored run is reused for a task when it measured the *same program version*, under a
 *non-conflicting interference signature* (clean timing for a timing task; counter replay
 without probes for Nsight Compute; PC sampling for Proton sampling), its rows *cover the scope*
-asked for, and it holds every signal the task collects. Variants are made fresh by their
-transform task, so only collections of the parent version are looked up.
+asked for, and it holds every signal the task collects. A collection of a variant looks for a
+stored variant made from the parent by the same transform (``program_version.transform``, e.g.
+``forced_wait:softmax/softmax_fwd/load``) and accepts its probe, nothing else.
 
 Example:
     >>> versions = parent_versions(store, ProgramSource.from_path("softmax.py"), None)
@@ -80,10 +81,37 @@ _RUN_NEEDS: dict[str, list[tuple[str, str]]] = {
 }
 
 
+#: What a collection of a *variant* needs of a stored run: the variant's own probe is expected,
+#: anything else perturbing is not.
+_VARIANT_RUN_NEEDS: dict[str, list[tuple[str, str]]] = {
+    "cupti_timing": [
+        ("collector = 'cupti'", "not a cupti activity trace"),
+        ("NOT (counter_replay OR instrumentation OR pc_sampling OR serialized)",
+         "perturbed beyond the probe ({signature})"),
+    ],
+    "proton_instr": [
+        ("collector = 'proton' AND instrumentation", "not a Proton instrumentation run"),
+        ("NOT (counter_replay OR pc_sampling OR forced_wait)",
+         "perturbed beyond the instrumentation ({signature})"),
+    ],
+}
+
+
+def variant_versions(store: Store, parents: Versions, transform: str) -> Versions:
+    """Stored variants made from one of ``parents`` by ``transform`` (same label)."""
+    if not parents.ids:
+        return Versions([], parents.why)
+    rows = store.rows(
+        f"SELECT program_version FROM program_version WHERE transform = ? AND parent_version IN "
+        f"({', '.join('?' for _ in parents.ids)}) ORDER BY program_version",
+        [transform, *parents.ids])
+    ids = [r["program_version"] for r in rows]
+    return Versions(ids, f"variant {', '.join(ids)} ({transform}) of {parents.why}" if ids
+                    else f"no {transform} variant of {parents.why}")
+
+
 def _signals(task: Task) -> list[str]:
-    if task.action == "cupti_timing":
-        return ["duration"]
-    return list(task.params.get("signals") or []) + list(task.params.get("metrics") or [])
+    return list(task.params.get("signals") or [])
 
 
 def find(store: Store, task: Task, versions: Versions, kernel_region: str, kernel: str,
@@ -93,8 +121,9 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
     Returns:
         ``({"run_id", "why"}, notes)`` or ``(None, notes)``.
     """
-    needs = _RUN_NEEDS.get(task.action)
-    if not needs or not versions.ids or task.params.get("version", "parent") != "parent":
+    variant = task.params.get("version", "parent") != "parent"
+    needs = (_VARIANT_RUN_NEEDS if variant else _RUN_NEEDS).get(task.action)
+    if not needs or not versions.ids:
         return None, []
     signals = _signals(task)
     checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(needs))
@@ -133,8 +162,11 @@ def _missing(store: Store, run_id: str, signals: list[str], kernel_region: str, 
     when the run holds none of the signals at all (so it is no candidate worth a note)."""
     launch = scope["launch"]
     specific = launch not in ("all", "each")
+    # Intra-kernel coordinates asked per instance need rows resolved on them (not 'all').
+    intra = [k for k in ("cta", "sm", "warp", "warp_role", "loop_iter") if scope[k] != "all"]
+    resolved = "".join(f" AND {k} <> 'all'" for k in intra)
     rows = store.rows(
-        "SELECT signal, count(*) FILTER (WHERE NOT ? OR launch = ?) AS covering "
+        f"SELECT signal, count(*) FILTER (WHERE (NOT ? OR launch = ?){resolved}) AS covering "
         "FROM observed_evidence WHERE run_id = ? AND (kernel = ? OR region_id = ?) "
         "GROUP BY signal", [specific, launch, run_id, kernel, kernel_region])
     if not {r["signal"] for r in rows} & set(signals):
@@ -142,8 +174,10 @@ def _missing(store: Store, run_id: str, signals: list[str], kernel_region: str, 
     have = {r["signal"] for r in rows if r["covering"]}
     lacking = [s for s in signals if s not in have]
     if lacking:
-        where = f" at launch={launch}" if specific else ""
-        return f"has no {', '.join(lacking)} for {kernel}{where}"
+        where = [f"launch={launch}"] if specific else []
+        where += [f"{k} resolved" for k in intra]
+        return f"has no {', '.join(lacking)} for {kernel}" + (
+            f" at {', '.join(where)}" if where else "")
     return None
 
 

@@ -11,8 +11,10 @@ A signal is one of:
   ``dram__bytes_read.sum`` (checked against CUPTI's own list for the chip);
 - ``exposed_latency``: derived from a forced-wait variant and its parent, timed alike.
 
-``warp_stall_samples@proton`` and ``stall_<reason>@proton`` take the samples with Proton's PC
-sampling instead of Nsight Compute (per source line, no replay).
+``pc_samples@proton``, ``pc_stalled_samples@proton`` and ``stall_<reason>@proton`` take samples
+with Proton's PC sampling instead of Nsight Compute (per source line, no replay); its stall
+reasons have CUPTI's names (``stall_long_scoreboard``, where the ncu source page says
+``stall_long_sb``).
 
 Example:
     >>> parse_signal("stall_long_sb").family
@@ -39,8 +41,16 @@ STALL_REASONS = ("barrier", "branch_resolving", "dispatch", "drain", "imc", "lg"
 SOURCE_SIGNALS = ("inst_executed", "thread_inst_executed", "thread_inst_executed_pred_on",
                   "warp_stall_samples", "warp_stall_samples_not_issued")
 
-#: Signals Proton's PC sampling can give (with the ``@proton`` qualifier).
-PCS_SIGNALS = ("warp_stall_samples", *(f"stall_{r}" for r in STALL_REASONS))
+#: Stall reasons of Proton's PC sampling (CUPTI's names, ``stalled_<reason>`` in the hatchet
+#: tree; collectors/proton gives them as ``stall_<reason>``), as recorded on the H200.
+PROTON_STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss",
+                        "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar",
+                        "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+                        "short_scoreboard", "sleeping", "tex_throttle", "wait")
+
+#: Signals Proton's PC sampling gives (asked for with the ``@proton`` qualifier).
+PCS_SIGNALS = ("pc_samples", "pc_stalled_samples",
+               *(f"stall_{r}" for r in PROTON_STALL_REASONS))
 
 FAMILIES = {
     "timing": "duration",
@@ -95,7 +105,8 @@ def parse_signal(text: str, metrics: MetricCatalog | None = None) -> Signal:
         if base in PCS_SIGNALS:
             return Signal(base, "pcsampling")
         raise PlanError(_unknown(name, [f"{s}@proton" for s in PCS_SIGNALS],
-                                 "Proton PC sampling gives warp_stall_samples and stall_<reason>"))
+                                 "Proton PC sampling gives pc_samples, pc_stalled_samples and "
+                                 "stall_<reason> with CUPTI's reason names"))
     if name == "duration":
         return Signal(name, "timing")
     if name == "exposed_latency":

@@ -6,7 +6,7 @@ from argusdb import demo
 from argusdb.planner import plan
 from argusdb.planner.profiler_host import TableCounter
 from argusdb.store import Store
-from tests.conftest import DEMO, KERNELS
+from tests.conftest import DEMO, KERNELS, ROOT
 
 SOFTMAX = KERNELS / "softmax.py"
 
@@ -116,3 +116,58 @@ def test_counters_from_a_multi_pass_replay_are_reused_alone_not_as_a_simultaneou
     assert group.reuse is None
     assert (f"run {raw} not reused: it took 38 replay passes and does not record one shared "
             f"pass for dram__bytes_read.sum, dram__bytes_write.sum") in group.why
+
+
+GPU = ROOT / "tests" / "data" / "gpu"
+
+
+def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
+                                                          table: TableCounter) -> None:
+    """Parent and forced-wait variant timings recorded on the H200 (branch gpu's recording),
+    with the variant bound to its parent the way the runner binds it."""
+    from argusdb.ingest import ingest_path
+    from argusdb.regions import ProgramSource
+
+    kernel = ROOT / "gpu" / "kernels" / "softmax.py"
+    parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
+                         ProgramSource.from_path(kernel))
+    variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
+                          ProgramSource("softmax.py", (GPU / "variants" /
+                                                       "softmax.default.fw_load.py").read_text()))
+    store.sql("UPDATE program_version SET parent_version = ?, transform = ?, "
+              "transform_task_id = 'p-earlier.forced_wait' WHERE program_version = ?",
+              [parent.program_version, "forced_wait:softmax/softmax_fwd/load",
+               variant.program_version])
+    p = plan(kernel, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
+             counter=table)
+    timing_parent, timing_variant = p.by_action("cupti_timing")
+    assert timing_parent.reuse is not None and timing_parent.reuse["run_id"] == parent.run_id
+    assert timing_variant.reuse is not None and timing_variant.reuse["run_id"] == variant.run_id
+    assert (f"variant {variant.program_version} (forced_wait:softmax/softmax_fwd/load)"
+            in timing_variant.reuse["why"])
+    fw = p.by_action("forced_wait")[0]
+    assert fw.reuse == {"run_id": None, "program_version": variant.program_version,
+                        "why": f"its only consumer {timing_variant.id} reuses run "
+                               f"{variant.run_id}"}
+    # The derivation still runs: it reads both reused runs.
+    assert p.by_action("derive_exposed_latency")[0].reuse is None
+
+
+def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCounter) -> None:
+    from argusdb.ingest import ingest_path
+    from argusdb.regions import ProgramSource
+
+    kernel = ROOT / "gpu" / "kernels" / "softmax.py"
+    parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
+                         ProgramSource.from_path(kernel))
+    variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
+                          ProgramSource("softmax.py", (GPU / "variants" /
+                                                       "softmax.default.fw_load.py").read_text()))
+    store.sql("UPDATE program_version SET parent_version = ?, transform = ? "
+              "WHERE program_version = ?",
+              [parent.program_version, "forced_wait:softmax/softmax_fwd/other",
+               variant.program_version])
+    p = plan(kernel, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
+             counter=table)
+    assert p.by_action("cupti_timing")[1].reuse is None
+    assert p.by_action("forced_wait")[0].reuse is None
