@@ -99,6 +99,8 @@ class _Run:
         self.parent = _Version(self.src, {"config": self.config, **opts}, target)
         self.versions: dict[str, _Version] = {"parent": self.parent}
         self.checked: set[str] = set()
+        # launch counts the control task decided (warm-up), passed on to every collection
+        self.launch: dict[str, Any] = {}
 
     # -- program versions ----------------------------------------------------------------
     def register(self, v: _Version) -> None:
@@ -117,12 +119,14 @@ class _Run:
 
     def job(self, task: dict[str, Any], v: _Version) -> Job:
         return Job(task["action"], v.source, v.parent.source if v.parent else None, v.transform,
-                   self.config, v.overrides, task["params"],
+                   self.config, v.overrides, {**self.launch, **task["params"]},
                    self.workdir / task["id"].removeprefix(self.plan["plan_id"] + ".")
                    .replace("/", "_"))
 
     # -- tasks -----------------------------------------------------------------------------
     def control(self, task: dict[str, Any], res: TaskResult) -> None:
+        if "launches_warmup" in task["params"]:
+            self.launch["launches_warmup"] = task["params"]["launches_warmup"]
         self.register(self.parent)
         got = self.backend.run(self.job(task, self.parent))
         res.program_version, res.gpu_s = self.parent.id, got.gpu_s
