@@ -10,7 +10,9 @@
   (``parent_version``, ``transform``, ``transform_task_id`` = the task);
 - **collect**: the backend runs the collection on the task's version; each artefact is ingested
   as a run of that task (``run.task_id`` = the plan's task id); a variant's first collection
-  records its result check against the parent (``variant_check``) before derivation uses it;
+  records its result check against the parent (``variant_check``); derivation uses only checked
+  variants, and a variant that computes another result fails its task (its dependents are
+  skipped);
 - **synthesize** (``attribute``, ``derive_exposed_latency``): refreshes the materialized
   attribution and derivation and reports what they hold for the region.
 
@@ -48,10 +50,18 @@ from argusdb.store import Store
 from argusdb.transforms import apply as apply_transform
 from argusdb.variants import VariantOf, record_check
 
-__all__ = ["TaskResult", "execute"]
+__all__ = ["TaskResult", "VariantMismatch", "execute"]
 
 #: Largest relative error of a variant against its parent that still counts as "the same result".
 TOLERANCE = 1e-5
+
+
+class VariantMismatch(ArgusError):
+    """A variant does not compute its parent's result: its evidence is kept, never derived from.
+    """
+
+    exit_code = 1
+    code = "E203"
 
 
 @dataclass
@@ -167,6 +177,12 @@ class _Run:
                 res.detail["variant_check"] = {"rel_err_vs_parent": got.rel_err_vs_parent,
                                                "passed": passed}
                 self.checked.add(v.id)
+                if not passed:
+                    res.program_version, res.gpu_s = v.id, got.gpu_s
+                    raise VariantMismatch(
+                        f"variant {v.id} ({v.transform}) differs from its parent {v.parent.id}: "
+                        f"relative error {got.rel_err_vs_parent:.3g} > {TOLERANCE:g}; its runs "
+                        "are stored but derivation will not use them. Check the transform.")
         res.program_version, res.gpu_s = v.id, got.gpu_s
         res.detail.update(got.detail)
 

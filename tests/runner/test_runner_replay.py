@@ -13,7 +13,7 @@ from argusdb.errors import InputError
 from argusdb.planner import plan as make_plan
 from argusdb.regions import ProgramSource
 from argusdb.runner import execute
-from argusdb.runner.backends import Job, ReplayBackend
+from argusdb.runner.backends import Collected, Job, ReplayBackend
 from argusdb.runner.harness import Harness
 from argusdb.store import Store
 from argusdb.transforms import proton_scopes
@@ -213,3 +213,29 @@ def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     assert isinstance(backend, ReplayBackend) and backend.bundle == GPU
     with pytest.raises(InputError, match="GPU worker script is missing"):
         LiveBackend(worker=tmp_path / "worker.py")
+
+
+class WrongVariant(ReplayBackend):
+    """The recorded runs, with a result check that a broken transform would have given."""
+
+    def run(self, job: Job) -> Collected:
+        got = super().run(job)
+        if job.transform is not None:
+            got.rel_err_vs_parent = 0.25
+        return got
+
+
+def test_a_variant_with_another_result_fails_and_is_not_derived_from(store: Store,
+                                                                     tmp_path: Path) -> None:
+    p = make_plan(KERNELS / "softmax.py", "softmax/softmax_fwd/load", ["exposed_latency"], None,
+                  store).to_json()
+    res = {r.action + ("" if r.kind != "collect" else f":{i}"): r for i, r in enumerate(
+        execute(p, store, KERNELS / "softmax.py", tmp_path, False, WrongVariant(GPU)))}
+    variant = res["cupti_timing:3"]
+    assert variant.status == "failed" and "relative error 0.25 > 1e-05" in variant.detail["error"]
+    assert variant.run_ids  # stored, and marked by the failed check
+    assert res["derive_exposed_latency"].status == "skipped"
+    assert store.rows("SELECT rel_err, passed FROM variant_check") == [
+        {"rel_err": 0.25, "passed": False}]
+    assert store.rows("SELECT count(*) n FROM evidence WHERE evidence_class = 'derived'") == [
+        {"n": 0}]
