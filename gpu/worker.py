@@ -65,8 +65,8 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("action", choices=["find_launch", "cupti_timing", "ncu_source",
                                        "proton_instr", "proton_pcsampling", "child", "serve"])
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--config", required=True)
+    ap.add_argument("--source", help="kernel source (every action but serve)")
+    ap.add_argument("--config", help="harness configuration (every action but serve)")
     ap.add_argument("--out", type=Path, default=Path("."))
     ap.add_argument("--parent")
     ap.add_argument("--params", default="{}")
@@ -96,10 +96,13 @@ def serve() -> None:
 
 
 def main() -> None:
-    a = parser().parse_args()
+    ap = parser()
+    a = ap.parse_args()
     if a.action == "serve":
         serve()
         return
+    if not (a.source and a.config):
+        ap.error(f"{a.action} needs --source and --config")
     handle(a)
 
 

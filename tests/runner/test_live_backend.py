@@ -68,3 +68,16 @@ def test_without_residency_every_job_is_a_process(tmp_path: Path) -> None:
     be = LiveBackend(worker=worker, resident=False)
     pids = {be.run(job(tmp_path, "cupti_timing", n)).detail["pid"] for n in "ab"}
     assert len(pids) == 2
+
+
+def test_the_real_worker_starts_serving_and_checks_its_arguments() -> None:
+    import subprocess
+    import sys
+
+    worker = Path(__file__).resolve().parents[2] / "gpu" / "worker.py"
+    served = subprocess.run([sys.executable, str(worker), "serve"], input="",
+                            capture_output=True, text=True, timeout=60)
+    assert served.returncode == 0, served.stderr
+    bad = subprocess.run([sys.executable, str(worker), "cupti_timing"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "needs --source and --config" in bad.stderr
