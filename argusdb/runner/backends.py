@@ -4,8 +4,9 @@ A backend gets one :class:`Job` (a collect or control task of a plan, with the p
 to run) and returns a :class:`Collected`: the artefacts, the GPU seconds it held the device, and
 the result check of a variant against its parent. The runner ingests what comes back.
 
-``LiveBackend`` runs ``gpu/worker.py`` of the checkout in a subprocess (one CUDA process per
-collection, so CUPTI, Proton and ncu never share a process). ``ReplayBackend`` answers from a
+``LiveBackend`` runs ``gpu/worker.py`` of the checkout: launch checks and clean timings in one
+resident process per plan, ncu and Proton collections in a process each (CUPTI, Proton and ncu
+never share a process). ``ReplayBackend`` answers from a
 folder recorded by ``gpu/record.py`` (``tests/data/gpu``): the same artefacts the live path
 produced on the H200, named ``KERNEL.CONFIG.*``, so the whole path after collection runs on a
 CPU.
