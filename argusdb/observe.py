@@ -129,7 +129,20 @@ def _check_can_run() -> None:
 def _plan_report(p: Plan) -> dict[str, Any]:
     collect = [t for t in p.tasks if t.kind == "collect"]
     return {"plan_id": p.plan_id, "tasks": len(p.tasks), "runs": len(collect),
-            "reused": [t.id for t in collect if t.reuse], "notes": p.notes}
+            "reused": [t.id for t in collect if t.reuse], "notes": p.notes,
+            "estimate": estimate(p)}
+
+
+def estimate(p: Plan) -> dict[str, Any]:
+    """Expected cost of running ``p``: medians of past tasks of each action, reused tasks free.
+
+    ``unknown`` lists the tasks that have no past task of their action in the store.
+    """
+    todo = [t for t in p.tasks if not t.reuse]
+    known = [t.estimate for t in todo if t.estimate]
+    return {"wall_s": sum(e["wall_s"] or 0.0 for e in known),
+            "gpu_s": sum(e["gpu_s"] or 0.0 for e in known), "estimated": len(known),
+            "unknown": [t.id for t in todo if not t.estimate]}
 
 
 def _run(p: Plan, st: Store, source: Path, workdir: str | Path | None,

@@ -48,6 +48,12 @@ def command(source_file: str, region: str, signals: str, scope: tuple[str, ...],
         click.echo("")
         for t in obs.plan.tasks:
             click.echo(f"{t.id.removeprefix(prefix)}: {t.why}")
+        est = obs.report["estimate"]
+        if est["estimated"]:
+            click.echo(f"\nestimated cost (medians of past tasks in the store): "
+                       f"{est['wall_s']:.3g} s wall, {est['gpu_s']:.3g} s GPU"
+                       + (f"; no history for {len(est['unknown'])} task(s)"
+                          if est["unknown"] else ""))
         return
     if as_json:
         import json
@@ -58,5 +64,7 @@ def command(source_file: str, region: str, signals: str, scope: tuple[str, ...],
     print_table(["task", "action", "run", "status", "wall_s", "gpu_s"],
                 [(t["id"], t["action"], t["run"] or "", t["status"], t["wall_s"], t["gpu_s"])
                  for t in rep["tasks"]])
-    click.echo(f"\nevidence: {rep['evidence']}  cost: {rep['wall_s']:.3g} s wall, "
+    ev = "; ".join(f"{sig} " + ", ".join(f"{n} {cls}" for cls, n in sorted(by.items()))
+                   for sig, by in rep["evidence"].items())
+    click.echo(f"\nevidence: {ev or 'none'}\ncost: {rep['wall_s']:.3g} s wall, "
                f"{rep['gpu_s']:.3g} s GPU")

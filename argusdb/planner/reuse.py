@@ -62,38 +62,38 @@ def parent_versions(store: Store, src: ProgramSource, options: dict[str, str] | 
     return Versions([], f"no version of {src.name} with this source text in the store")
 
 
-#: What each collect action needs of a stored run: SQL conditions on ``run`` and their reasons.
-_RUN_NEEDS: dict[str, list[tuple[str, str]]] = {
-    "cupti_timing": [
-        ("collector = 'cupti'", "not a cupti activity trace"),
-        ("timing_clean AND NOT forced_wait", "its timing is not clean ({signature})"),
-    ],
-    "ncu_source": [
-        ("collector = 'ncu' AND counter_replay", "not an Nsight Compute replay"),
+@dataclass(frozen=True)
+class _Need:
+    """What a collect action needs of a stored run: its collector, and SQL conditions on
+    ``run`` with the reason a run failing each one is not reused."""
+
+    collector: str
+    conditions: tuple[tuple[str, str], ...]
+
+
+_NEEDS = {
+    "cupti_timing": _Need("cupti", (
+        ("timing_clean AND NOT forced_wait", "its timing is not clean ({signature})"),)),
+    "ncu_source": _Need("ncu", (
+        ("counter_replay", "not an Nsight Compute replay"),
         ("NOT instrumentation AND NOT forced_wait", "probes were active ({signature})"),
         ("coalesce(clock_control, 'none') = 'none'",
-         "clocks were locked ({signature}); the plan collects with --clock-control none"),
-    ],
-    "proton_pcsampling": [
-        ("collector = 'proton' AND pc_sampling", "not a Proton PC-sampling run"),
-        ("NOT instrumentation AND NOT forced_wait", "probes were active ({signature})"),
-    ],
+         "clocks were locked ({signature}); the plan collects with --clock-control none"))),
+    "proton_pcsampling": _Need("proton", (
+        ("pc_sampling", "not a Proton PC-sampling run"),
+        ("NOT instrumentation AND NOT forced_wait", "probes were active ({signature})"))),
 }
 
-
-#: What a collection of a *variant* needs of a stored run: the variant's own probe is expected,
-#: anything else perturbing is not.
-_VARIANT_RUN_NEEDS: dict[str, list[tuple[str, str]]] = {
-    "cupti_timing": [
-        ("collector = 'cupti'", "not a cupti activity trace"),
+#: A collection of a *variant*: the variant's own probe is expected, anything else perturbing
+#: is not.
+_VARIANT_NEEDS = {
+    "cupti_timing": _Need("cupti", (
         ("NOT (counter_replay OR instrumentation OR pc_sampling OR serialized)",
-         "perturbed beyond the probe ({signature})"),
-    ],
-    "proton_instr": [
-        ("collector = 'proton' AND instrumentation", "not a Proton instrumentation run"),
+         "perturbed beyond the probe ({signature})"),)),
+    "proton_instr": _Need("proton", (
+        ("instrumentation", "not a Proton instrumentation run"),
         ("NOT (counter_replay OR pc_sampling OR forced_wait)",
-         "perturbed beyond the instrumentation ({signature})"),
-    ],
+         "perturbed beyond the instrumentation ({signature})"))),
 }
 
 
@@ -122,21 +122,19 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
         ``({"run_id", "why"}, notes)`` or ``(None, notes)``.
     """
     variant = task.params.get("version", "parent") != "parent"
-    needs = (_VARIANT_RUN_NEEDS if variant else _RUN_NEEDS).get(task.action)
-    if not needs or not versions.ids:
+    need = (_VARIANT_NEEDS if variant else _NEEDS).get(task.action)
+    if need is None or not versions.ids:
         return None, []
     signals = _signals(task)
-    checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(needs))
+    checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(need.conditions))
     runs = store.rows(
-        f"SELECT run_id, signature, collector, replay_passes, clock_control, {checks} FROM run "
-        f"WHERE program_version IN ({', '.join('?' for _ in versions.ids)}) "
-        f"ORDER BY ingested_at DESC, run_id", versions.ids)
+        f"SELECT run_id, signature, replay_passes, clock_control, {checks} FROM run "
+        f"WHERE collector = ? AND program_version IN ({', '.join('?' for _ in versions.ids)}) "
+        f"ORDER BY ingested_at DESC, run_id", [need.collector, *versions.ids])
     notes: list[str] = []
-    relevant = {c.split("'")[1] for c, _ in needs[:1]}
     for r in runs:
-        if r["collector"] not in relevant:
-            continue
-        failed = [why.format(**r) for i, (_, why) in enumerate(needs) if not r[f"ok{i}"]]
+        failed = [why.format(**r) for i, (_, why) in enumerate(need.conditions)
+                  if not r[f"ok{i}"]]
         if failed:
             notes.append(f"run {r['run_id']} not reused: {'; '.join(failed)}")
             continue

@@ -73,3 +73,17 @@ def test_bad_scope_pair_exit_2() -> None:
     code, _, err = run("observe", SOFTMAX, "--region", "softmax/softmax_fwd", "--signals",
                        "duration", "--scope", "warp", "--dry-run")
     assert code == 2 and "expected KEY=VALUE" in err
+
+
+def test_replayed_run_prints_task_costs_and_evidence(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    from tests.conftest import DATA
+
+    monkeypatch.setattr(observe_mod, "has_gpu", lambda: False)
+    monkeypatch.setenv("ARGUS_REPLAY", str(DATA / "gpu"))
+    code, out, _ = run("observe", str(DATA / "derivation" / "kernels" / "softmax.py"),
+                       "--region", "softmax/softmax_fwd/load", "--signals", "exposed_latency",
+                       "--store", str(tmp_path / "s.duckdb"))
+    assert code == 0
+    assert "derive_exposed_latency" in out and "done" in out
+    assert "evidence: exposed_latency 1 derived; duration 100 observed" in out

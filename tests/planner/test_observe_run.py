@@ -85,3 +85,23 @@ def test_observe_returns_the_regions_evidence(tmp_path: Path) -> None:
         assert st.rows("SELECT region_id, n_tasks, n_reused FROM plan ORDER BY created_at") == [
             {"region_id": "softmax/softmax_fwd", "n_tasks": 2, "n_reused": 0},
             {"region_id": "softmax/softmax_fwd/load", "n_tasks": 5, "n_reused": 1}]
+
+
+@pytest.mark.usefixtures("replay")
+def test_a_dry_run_after_a_run_estimates_its_cost_from_it(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    argusdb.observe("softmax/softmax_fwd/load", ["exposed_latency", "inst_executed"],
+                    store=store, source=SOFTMAX, workdir=tmp_path / "w")
+    with Store.open(store) as st:
+        spent = st.rows("SELECT action, gpu_s FROM plan_cost_action WHERE gpu_s > 0 "
+                        "ORDER BY action")
+    # The recorded device seconds of the ncu replay and of the variant's timing.
+    assert [r["action"] for r in spent] == ["cupti_timing", "ncu_source"]
+    other = DATA / "derivation" / "kernels" / "matmul.py"
+    dry = argusdb.observe("matmul/matmul_kernel/mainloop", ["exposed_latency", "inst_executed"],
+                          store=store, source=other, dry_run=True)
+    est = dry.report["estimate"]
+    # Nothing of matmul is in the store: every task runs, each costed by softmax's tasks.
+    assert est["unknown"] == [] and est["estimated"] == len(dry.plan.tasks)
+    ncu = next(r["gpu_s"] for r in spent if r["action"] == "ncu_source")
+    assert est["gpu_s"] >= ncu > 0
