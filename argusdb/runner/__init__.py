@@ -206,6 +206,36 @@ class _Run:
                            "derivation_rebuilt": rep.derivation_rebuilt,
                            f"{cls}_rows_for_region": rows[0]["n"]})
 
+    def task(self, task: dict[str, Any], failed: set[str]) -> TaskResult:
+        """Run one task (or mark it reused/skipped) and write its row in ``task``."""
+        res = TaskResult(task["id"], task["kind"], task["action"], "done", 0.0)
+        t0 = time.monotonic()
+        if task.get("reuse"):
+            res.status = "reused"
+            res.detail["reuse"] = task["reuse"]
+        elif failed & set(task["depends_on"]):
+            res.status = "skipped"
+            res.detail["reason"] = f"depends on failed {sorted(failed & set(task['depends_on']))}"
+        else:
+            handler = {"control": self.control, "transform": self.transform,
+                       "collect": self.collect, "synthesize": self.synthesize}[task["kind"]]
+            try:
+                handler(task, res)
+            except ArgusError as exc:
+                res.status = "failed"
+                res.detail["error"] = str(exc)
+        if res.status in ("failed", "skipped"):
+            failed.add(task["id"])
+        res.wall_s = time.monotonic() - t0
+        self.store.insert_row("task", {
+            "task_id": task["id"], "kind": task["kind"], "plan_id": self.plan["plan_id"],
+            "config": {"action": task["action"], "params": task["params"],
+                       "backend": self.backend.name, "program_version": res.program_version,
+                       "runs": res.run_ids, "detail": res.detail},
+            "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
+            "finished_at": datetime.now(UTC).replace(tzinfo=None)})
+        return res
+
 
 def _ordered(tasks: list[dict[str, Any]]) -> list[str]:
     """Topological order; among ready tasks, plan order (so runs happen as planned)."""
@@ -249,41 +279,20 @@ def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path
     backend = backend or default_backend()
     run = _Run(plan, store, Path(source_path), Path(workdir), backend)
     tasks = {t["id"]: t for t in plan["tasks"]}
-    order = _ordered(plan["tasks"])
+    ordered = [tasks[i] for i in _ordered(plan["tasks"])]
     failed: set[str] = set()
     results: list[TaskResult] = []
-    handlers = {"control": run.control, "transform": run.transform, "collect": run.collect,
-                "synthesize": run.synthesize}
-    ordered = [tasks[i] for i in order]
-    for n, task in enumerate(_progress(ordered, progress), start=1):
-        res = TaskResult(task["id"], task["kind"], task["action"], "done", 0.0)
-        t0 = time.monotonic()
-        if task.get("reuse"):
-            res.status = "reused"
-            res.detail["reuse"] = task["reuse"]
-        elif failed & set(task["depends_on"]):
-            res.status = "skipped"
-            res.detail["reason"] = f"depends on failed {sorted(failed & set(task['depends_on']))}"
-        else:
-            try:
-                handlers[task["kind"]](task, res)
-            except ArgusError as exc:
-                res.status = "failed"
-                res.detail["error"] = str(exc)
-        if res.status in ("failed", "skipped"):
-            failed.add(task["id"])
-        res.wall_s = time.monotonic() - t0
-        store.insert_row("task", {
-            "task_id": task["id"], "kind": task["kind"], "plan_id": plan["plan_id"],
-            "config": {"action": task["action"], "params": task["params"],
-                       "backend": backend.name, "program_version": res.program_version,
-                       "runs": res.run_ids, "detail": res.detail},
-            "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
-            "finished_at": datetime.now(UTC).replace(tzinfo=None)})
-        results.append(res)
-        if not progress:
-            print(f"[{n}/{len(ordered)}] {task['id']} {task['action']}: {res.status} "
-                  f"({res.wall_s:.2f} s{'' if res.gpu_s is None else f', GPU {res.gpu_s:.2f} s'})"
-                  + (f" {res.detail.get('error', '')}" if res.status == "failed" else ""),
-                  file=sys.stderr)
+    try:
+        for n, task in enumerate(_progress(ordered, progress), start=1):
+            res = run.task(task, failed)
+            results.append(res)
+            if not progress:
+                gpu = "" if res.gpu_s is None else f", GPU {res.gpu_s:.2f} s"
+                error = f" {res.detail.get('error', '')}" if res.status == "failed" else ""
+                print(f"[{n}/{len(ordered)}] {task['id']} {task['action']}: {res.status} "
+                      f"({res.wall_s:.2f} s{gpu}){error}", file=sys.stderr)
+    finally:
+        close = getattr(backend, "close", None)
+        if close is not None:  # the live backend's resident worker
+            close()
     return results
