@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 DEMO = ROOT / "argusdb" / "demo" / "h200"
 KERNELS = DEMO / "kernels"
+#: Kernels measured on the H200 by gpu/record.py: parents of the recordings in tests/data/gpu.
+GPU_KERNELS = ROOT / "gpu" / "kernels"
 
 
 def _has_gpu() -> bool:

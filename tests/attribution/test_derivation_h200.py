@@ -12,10 +12,10 @@ from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf, record_check
-from tests.conftest import DATA
+from tests.conftest import DATA, GPU_KERNELS
 
 GPU = DATA / "gpu"
-PARENTS = DATA / "derivation" / "kernels"
+PARENTS = GPU_KERNELS
 PROBES = {p["stem"]: p for p in json.loads((GPU / "probes.json").read_text())
           ["sequential_cold"]["probes"]}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from tests.conftest import DEMO, KERNELS
+from tests.conftest import DEMO, GPU_KERNELS, KERNELS
 
 JSONL = str(DEMO / "softmax" / "softmax.cupti.jsonl")
 
@@ -78,7 +78,7 @@ def test_conserve_and_demo_region_breakdown(tmp_path: Path) -> None:
 
 def test_variant_ingest_check_and_derived_evidence(tmp_path: Path) -> None:
     gpu = Path(__file__).resolve().parent.parent / "data" / "gpu"
-    parent_src = gpu.parent / "derivation" / "kernels" / "softmax.py"
+    parent_src = GPU_KERNELS / "softmax.py"
     db = str(tmp_path / "v.duckdb")
     code, out, _ = run("ingest", db, str(gpu / "softmax.default.run1.cupti.jsonl"),
                        "--program", str(parent_src), "--json")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from tests.conftest import KERNELS
+from tests.conftest import GPU_KERNELS, KERNELS
 
 # argusdb.observe is the function; the module is reached through importlib.
 observe_mod = importlib.import_module("argusdb.observe")
@@ -81,7 +81,7 @@ def test_replayed_run_prints_task_costs_and_evidence(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(observe_mod, "has_gpu", lambda: False)
     monkeypatch.setenv("ARGUS_REPLAY", str(DATA / "gpu"))
-    code, out, _ = run("observe", str(DATA / "derivation" / "kernels" / "softmax.py"),
+    code, out, _ = run("observe", str(GPU_KERNELS / "softmax.py"),
                        "--region", "softmax/softmax_fwd/load", "--signals", "exposed_latency",
                        "--store", str(tmp_path / "s.duckdb"))
     assert code == 0

@@ -15,10 +15,10 @@ import pytest
 
 import argusdb
 from argusdb.store import Store
-from tests.conftest import DATA
+from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")
-SOFTMAX = DATA / "derivation" / "kernels" / "softmax.py"
+SOFTMAX = GPU_KERNELS / "softmax.py"
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_a_dry_run_after_a_run_estimates_its_cost_from_it(tmp_path: Path) -> Non
                         "ORDER BY action")
     # The recorded device seconds of the ncu replay and of the variant's timing.
     assert [r["action"] for r in spent] == ["cupti_timing", "ncu_source"]
-    other = DATA / "derivation" / "kernels" / "matmul.py"
+    other = GPU_KERNELS / "matmul.py"
     dry = argusdb.observe("matmul/matmul_kernel/mainloop", ["exposed_latency", "inst_executed"],
                           store=store, source=other, dry_run=True)
     est = dry.report["estimate"]

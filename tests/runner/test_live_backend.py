@@ -10,7 +10,7 @@ import pytest
 from argusdb.errors import InputError
 from argusdb.regions import ProgramSource
 from argusdb.runner.backends import Job, LiveBackend
-from tests.conftest import DATA
+from tests.conftest import GPU_KERNELS
 
 WORKER = '''
 import json, os, sys
@@ -37,7 +37,7 @@ else:
 
 
 def job(tmp: Path, action: str, name: str, params: dict | None = None) -> Job:
-    src = ProgramSource.from_path(DATA / "derivation" / "kernels" / "softmax.py")
+    src = ProgramSource.from_path(GPU_KERNELS / "softmax.py")
     return Job(action, src, None, None, "default", {}, params or {}, tmp / name)
 
 

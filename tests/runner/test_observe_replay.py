@@ -13,10 +13,10 @@ from argusdb.cli import main
 from argusdb.runner import execute
 from argusdb.runner.backends import LiveBackend
 from argusdb.store import Store
-from tests.conftest import DATA
+from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")
-KERNELS = DATA / "derivation" / "kernels"
+KERNELS = GPU_KERNELS
 
 
 def test_observe_cli_replays_the_recorded_runs(monkeypatch: pytest.MonkeyPatch,

@@ -17,11 +17,11 @@ from argusdb.runner.backends import Collected, Job, ReplayBackend
 from argusdb.runner.harness import Harness
 from argusdb.store import Store
 from argusdb.transforms import proton_scopes
-from tests.conftest import DATA
+from tests.conftest import DATA, GPU_KERNELS
 
 GPU = DATA / "gpu"
 # The parent sources the bundles were recorded from (identical to gpu/kernels/ then).
-KERNELS = DATA / "derivation" / "kernels"
+KERNELS = GPU_KERNELS
 
 
 def run(store: Store, tmp: Path, program: str, region: str, signals: str
