@@ -350,9 +350,32 @@ class Analyzer:
             if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
                 continue
             sql = self._rewrite(sc, c, alias, uf, mapping, used)
-            if sql is not None:
+            if sql is None:
+                sql = self._propagated(sc, c, alias, uf, mapping, used)
+            if sql is not None and sql not in out:
                 out.append(sql)
         return out, used
+
+    def _propagated(self, sc: Scope, c: exp.Expression, alias: str, uf: _UnionFind,
+                    mapping: set[str] | None, used: set[str]) -> str | None:
+        """``b.col = 'x'`` for ``a.col = 'x'`` when the query also says ``a.col = b.col``."""
+        if not isinstance(c, exp.EQ | exp.In):
+            return None
+        col, rest = c.this, [c.expression] if isinstance(c, exp.EQ) else c.expressions
+        if not isinstance(col, exp.Column) or not rest or not all(
+                isinstance(x, exp.Literal) for x in rest):
+            return None
+        ref = self._ref(sc, col)
+        if ref is None or ref[0] == alias:
+            return None
+        for a2, n2 in list(uf.parent):
+            if a2 == alias and uf.find((a2, n2)) == uf.find(ref) and (
+                    mapping is None or n2 in mapping):
+                new = c.copy()
+                new.set("this", exp.column(n2))
+                used.add(n2)
+                return new.sql(dialect="duckdb")
+        return None
 
     def _rewrite(self, sc: Scope, e: exp.Expression, alias: str, uf: _UnionFind,
                  mapping: set[str] | None, used: set[str]) -> str | None:
@@ -381,8 +404,11 @@ class Analyzer:
                 return None
             names.append(n)
         new = e.copy()
-        for c, n in zip(list(new.find_all(exp.Column)), names, strict=True):
-            c.replace(exp.column(n))
+        if isinstance(new, exp.Column):
+            new = exp.column(names[0])
+        else:
+            for c, n in zip(list(new.find_all(exp.Column)), names, strict=True):
+                c.replace(exp.column(n))
         used.update(names)
         return new.sql(dialect="duckdb")
 
