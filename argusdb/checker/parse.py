@@ -67,6 +67,11 @@ def parse(sql: str) -> tuple[Parsed | None, list[Finding]]:
     if not stmts:
         return None, [Finding("AR00", "parse.error", "the query has no statement",
                               "write one SELECT statement")]
+    empty = next((s for s in stmts for q in s.find_all(exp.Select) if not q.expressions), None)
+    if empty is not None:
+        return None, [Finding("AR00", "parse.error", "a SELECT has no columns",
+                              "name what to select, e.g. SELECT signal, count(*) FROM evidence "
+                              "GROUP BY signal")]
     return Parsed(sql, stmts), []
 
 
