@@ -105,11 +105,9 @@ class Metadata:
         return meta
 
     def _generation(self) -> tuple[Any, ...]:
-        # Any insert into any table changes an estimated size; a new run changes max(run_seq).
-        row = self.cur.execute(
-            "SELECT (SELECT sum(estimated_size) FROM duckdb_tables() WHERE NOT temporary), "
-            "(SELECT max(run_seq) FROM run), (SELECT count(*) FROM run)").fetchone()
-        return tuple(row or ())
+        # The store bumps its generation on every write it makes; DuckDB's file lock keeps
+        # other processes from writing while it is open.
+        return (self.store.generation,)
 
     def summary(self, relation: str) -> tuple[str, frozenset[str]]:
         """Name and columns of the TEMP summary table of ``relation``, (re)built when stale."""
@@ -138,13 +136,14 @@ class Metadata:
             columns: the column names ``predicates`` and ``keys`` reference; None = unknown.
         """
         name, summary_cols = self.summary(relation)
-        if columns is not None and columns <= summary_cols:
-            src, count = name, "sum(_rows)"
-        else:
-            src, count = f"({_source_sql(relation)})", "count(*)"
-            self.full_scans += 1
-        sel = [f"{k} AS _k{i}" for i, k in enumerate(keys)] + list(META_COLUMNS)
+        sel = ", ".join([f"{k} AS _k{i}" for i, k in enumerate(keys)] + list(META_COLUMNS))
         where = " AND ".join(f"({p})" for p in predicates) or "true"
-        sql = (f"SELECT {', '.join(sel)}, {count} AS _rows FROM {src} AS m WHERE {where} "
-               f"GROUP BY ALL LIMIT {MAX_META_ROWS}")
+        if columns is not None and columns <= summary_cols:
+            # The summary is small and already grouped: a plain filter is the fast path (a
+            # GROUP BY here would cost more than the rest of the check).
+            sql = f"SELECT {sel}, _rows FROM {name} AS m WHERE {where} LIMIT {MAX_META_ROWS}"
+        else:
+            self.full_scans += 1
+            sql = (f"SELECT {sel}, count(*) AS _rows FROM ({_source_sql(relation)}) AS m "
+                   f"WHERE {where} GROUP BY ALL LIMIT {MAX_META_ROWS}")
         return self.store.guarded_rows(sql, cursor=self.cur)
