@@ -219,6 +219,9 @@ class Analyzer:
                 if a and b:
                     uf.union(a, b)
         group_keys, rollup = self._group_keys(node)
+        # In a correlated subquery, a column equated to an outer column is constant per
+        # evaluation: it keys the aggregate like a GROUP BY column would.
+        group_keys += self._correlated(sc)
         windows = [w for w in node.find_all(exp.Window) if _owner(w) is node]
         aggregated = bool(node.args.get("group")) or any(
             _owner(a) is node and not _in_window(a) for a in node.find_all(exp.AggFunc))
@@ -241,6 +244,7 @@ class Analyzer:
                 streams[alias], meta_rows[alias] = made
         self.ctx.streams.extend(streams.values())
         self._join_combinations(sc, node, streams, uf)
+        self._subquery_combinations(sc, streams)
         if aggregated:
             self._group_combinations(sc, node, "aggregate", group_keys if not rollup else
                                      [k for k in group_keys if k not in rollup], 0,
@@ -253,6 +257,20 @@ class Analyzer:
             involved = self._value_streams(sc, streams, [w.this, w.args.get("order")])
             self._group_combinations(sc, w, "window", parts, i, involved, streams, meta_rows, uf)
         return self._output(sc, node, streams, aggregated, group_keys)
+
+    def _correlated(self, sc: Scope) -> list[exp.Expression]:
+        if sc.parent is None:
+            return []
+        where = sc.expression.args.get("where")
+        out: list[exp.Expression] = []
+        for c in _conjuncts(where.this if where is not None else None):
+            if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
+                    and isinstance(c.right, exp.Column):
+                for a, b in ((c.left, c.right), (c.right, c.left)):
+                    if self._ref(sc, a) and b.table and b.table.lower() not in \
+                            sc.selected_sources:
+                        out.append(a)
+        return out
 
     def _join_conditions(self, sc: Scope) -> list[exp.Expression]:
         node = sc.expression
@@ -318,6 +336,8 @@ class Analyzer:
                 if sql is not None and sql not in keys:
                     keys.append(sql)
         rows = self.meta.rows(base, preds, keys, used)
+        if con is not None and con.diffs_versions:
+            self._check_diff_versions(src, rel, rows)
         cols = resolve.source_columns(src, self.relations) or set()
         keyed = {p: set(cols & ks) for p, ks in KEY_COLUMNS.items()}
         if con is not None and con.diffs_versions:
@@ -332,6 +352,20 @@ class Analyzer:
             acks = rel_literals(rel)[0]
             st.acks = set(acks if isinstance(acks, list) else [acks])
         return st, rows
+
+    def _check_diff_versions(self, src: exp.Table, rel: resolve.Relation,
+                             rows: list[dict[str, Any]]) -> None:
+        """A version_diff side without evidence is a typo or a wrong signal: say which."""
+        assert self.meta is not None
+        signal, *versions = rel_literals(rel)
+        have = {r["program_version"] for r in rows}
+        known = self.meta.versions("evidence")
+        for v in versions:
+            if v in have:
+                continue
+            why = (f"has no whole-kernel {signal!r} evidence with a region" if v in known
+                   else f"is not a program version in the store{resolve.suggest(v, known)}")
+            self.ctx.bad_constructs.append((src, "version_diff", f"version_diff: {v!r} {why}"))
 
     def _predicates(self, sc: Scope, alias: str, uf: _UnionFind, mapping: set[str] | None
                     ) -> tuple[list[str], set[str]]:
@@ -443,6 +477,33 @@ class Analyzer:
                 where = sb.node if isinstance(sb.node, exp.Expression) else node
                 self.ctx.combinations.append(Combination("join", where, (sa, sb),
                                                          sa.props.merge(sb.props), sep))
+
+    def _subquery_combinations(self, sc: Scope, streams: dict[str, Stream]) -> None:
+        """A scalar subquery over evidence meets every row of the outer streams: a join,
+        keyed only by its correlated equalities (``IN``/``EXISTS`` only filter)."""
+        for sub in getattr(sc, "subquery_scopes", []):
+            inner = self.out.get(id(sub.expression))
+            if inner is None or isinstance(sub.expression.parent, exp.In) or isinstance(
+                    sub.expression.parent and sub.expression.parent.parent, exp.Exists):
+                continue
+            sub_stream = Stream("(subquery)", "(subquery)", sub.expression, inner.props,
+                                inner.keys, inner.values, set(inner.acks), inner.diffs_versions)
+            where = sub.expression.args.get("where")
+            pairs = []
+            for c in _conjuncts(where.this if where is not None else None):
+                if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
+                        and isinstance(c.right, exp.Column):
+                    for a, b in ((c.left, c.right), (c.right, c.left)):
+                        ri, ro = self._ref(sub, a), self._ref(sc, b)
+                        if ri and ro and ro[0] in streams and b.table:
+                            pairs.append((ri[1], ro))
+            for alias, outer in streams.items():
+                sep = {p for p, ks in KEY_COLUMNS.items()
+                       if any(n_in in ks and a == alias and n_out in outer.keys.get(p, ())
+                              for n_in, (a, n_out) in pairs)}
+                self.ctx.combinations.append(Combination(
+                    "join", sub.expression, (outer, sub_stream), outer.props.merge(inner.props),
+                    sep))
 
     def _group_combinations(self, sc: Scope, where: Any, kind: str,
                             keys: list[Any], _site: int, involved: list[str],

@@ -147,3 +147,9 @@ class Metadata:
             sql = (f"SELECT {sel}, count(*) AS _rows FROM ({_source_sql(relation)}) AS m "
                    f"WHERE {where} GROUP BY ALL LIMIT {MAX_META_ROWS}")
         return self.store.guarded_rows(sql, cursor=self.cur)
+
+    def versions(self, relation: str) -> set[str]:
+        """Program versions that have rows in ``relation``."""
+        name, _ = self.summary(relation)
+        return {r[0] for r in self.cur.execute(
+            f"SELECT DISTINCT program_version FROM {name}").fetchall()}
