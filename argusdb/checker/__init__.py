@@ -33,7 +33,7 @@ from argusdb.checker.rules import PHASES, all_rules
 from argusdb.errors import Finding, QueryFailed, QueryRefused
 from argusdb.store import Store
 
-__all__ = ["Report", "analyse", "check", "execute", "explain"]
+__all__ = ["Report", "analyse", "check", "execute", "explain", "refresh_metadata"]
 
 #: Default limits of one user query.
 TIMEOUT_S = 30.0
@@ -141,6 +141,13 @@ def execute_report(sql: str, store: Store, timeout_s: float = TIMEOUT_S
     if not report.ok:
         raise QueryRefused(report.findings)
     return store.run_select(report.executable, timeout_s), report
+
+
+def refresh_metadata(store: Store) -> None:
+    """Bring the checker's metadata summary of ``evidence`` up to date (after an ingest), so
+    the next read-only connection does not have to rebuild it in memory."""
+    if not store.read_only:
+        Metadata.of(store).summary("evidence")
 
 
 def explain(sql: str, store: Store) -> dict[str, Any]:

@@ -129,6 +129,8 @@ class Combination:
     props: Props
     separated: set[str]
     group: str = ""
+    #: How many other groups of the same place also mix (set by Context.mixing).
+    more: int = 0
 
     @property
     def acks(self) -> set[str]:
@@ -145,6 +147,8 @@ class Combination:
         kind = {"join": "the join of", "aggregate": "the aggregate over",
                 "window": "the window function over"}[self.kind]
         grp = f" in group {self.group}" if self.group else ""
+        if self.more:
+            grp += f" (and {self.more} more group{'s' if self.more > 1 else ''})"
         return f"{kind} {names}{grp}"
 
 
@@ -169,5 +173,16 @@ class Context:
         return Finding(code, name, message, remedy, line, col, dict(extra))
 
     def mixing(self, prop: str) -> list[Combination]:
-        """Combinations that put rows differing in ``prop`` together without a key."""
-        return [c for c in self.combinations if prop not in c.separated and c.props.mixed(prop)]
+        """Combinations that put rows differing in ``prop`` together without a key; one per
+        place in the query (the first mixed group stands for the others, see ``more``)."""
+        out: dict[tuple[int, str], Combination] = {}
+        for c in self.combinations:
+            if prop in c.separated or not c.props.mixed(prop):
+                continue
+            key = (id(c.node), ",".join(s.alias for s in c.streams))
+            if key in out:
+                out[key].more += 1
+            else:
+                c.more = 0
+                out[key] = c
+        return list(out.values())

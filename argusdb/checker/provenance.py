@@ -7,11 +7,13 @@ metadata query with the query's own simple predicates on that item, e.g.::
     SELECT DISTINCT program_version, run_id, evidence_class, _standing, replay_pass, ...
     FROM <evidence metadata> WHERE region_id = 'softmax/softmax_fwd'
 
-It runs against a per-connection summary of the relation (one row per program version, run,
-task, region, kernel, signal, class, replay pass, warp role and scope level, with run columns
-joined in), kept in a TEMP table (memory only, never the store file) and rebuilt when the
-store's tables change. Predicates or keys on columns the summary lacks (``value``, ``launch``,
-``pc`` ...) run against the relation itself: exact, only slower.
+It runs against a summary of the relation (one row per program version, run, task, region,
+kernel, signal, class, replay pass, warp role and scope level, with run columns joined in),
+kept in the store by read-write connections (``_argus_meta_<relation>``, stamped with a
+fingerprint of the data) and rebuilt when the data changes; a read-only connection that finds
+it stale builds a TEMP copy (memory only, never the store file). Predicates or keys on
+columns the summary lacks (``value``, ``launch``, ``pc`` ...) run against the relation
+itself: exact, only slower.
 
 Derived metadata columns:
     ``_scope``: which scope coordinates are not 'all' ('kernel' when none is);
@@ -26,9 +28,12 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import weakref
+from functools import cache
 from typing import Any
 
+from argusdb import catalog
 from argusdb.checker.resolve import catalog_columns
 from argusdb.store import Store
 
@@ -54,11 +59,11 @@ def evidence_relation(name: str) -> bool:
     return "run_id" in cols and ("value" in cols or "dur_ns" in cols)
 
 
-def _source_sql(relation: str) -> str:
-    """Every row of ``relation`` with the metadata columns, run columns joined in."""
+def _filled(relation: str) -> list[str]:
+    """Select items giving every metadata column of ``relation`` (defaults where it lacks one;
+    program version and task come from the run when the relation has none)."""
     cols = catalog_columns(relation)
-    run_cols = [c for c in sorted(catalog_columns("run")) if c not in cols]
-    sel = ["x.*"]
+    sel = [f"x.{c}" for c in sorted(cols)]
     for c, default in (("program_version", "r.program_version"), ("task_id", "r.task_id"),
                        ("evidence_class", "'observed'"), ("replay_pass", "NULL::INTEGER"),
                        ("region_id", "NULL::VARCHAR"), ("kernel", "NULL::VARCHAR"),
@@ -68,10 +73,14 @@ def _source_sql(relation: str) -> str:
     if "signal" not in cols:
         sel += ["'dur_ns' AS signal", "'ns' AS unit"] if "dur_ns" in cols else \
             ["NULL::VARCHAR AS signal", "NULL::VARCHAR AS unit"]
-    for c in _SCOPE_COORDS:
-        if c not in cols:
-            sel.append(f"'all' AS {c}")
-    sel += [f"r.{c}" for c in run_cols if c not in ("program_version", "task_id")]
+    sel += [f"'all' AS {c}" for c in _SCOPE_COORDS if c not in cols]
+    return sel
+
+
+def _derived(inner: str) -> str:
+    """Add run columns, ``_scope`` and ``_standing`` to rows of ``inner`` (has run_id)."""
+    run_cols = [c for c in sorted(catalog_columns("run"))
+                if c not in ("program_version", "task_id", "run_id")]
     scope = ", ".join(f"CASE WHEN {c} <> 'all' THEN '{c}' END" for c in _SCOPE_COORDS)
     timing = ", ".join(f"'{u}'" for u in TIMING_UNITS)
     return f"""
@@ -82,8 +91,37 @@ def _source_sql(relation: str) -> str:
                              AND NOT coalesce(timing_clean, false))
                     THEN coalesce(signature, 'unknown run')
                     ELSE 'clean' END AS _standing
-        FROM (SELECT {', '.join(sel)} FROM {relation} AS x LEFT JOIN run AS r
-              ON r.run_id = x.run_id)"""
+        FROM (SELECT m.*, {', '.join(f'r.{c}' for c in run_cols)}
+              FROM ({inner}) AS m LEFT JOIN run AS r ON r.run_id = m.run_id)"""
+
+
+def _source_sql(relation: str) -> str:
+    """Every row of ``relation`` with the metadata columns (the exact, slow path)."""
+    return _derived(f"SELECT {', '.join(_filled(relation))} FROM {relation} AS x "
+                    f"LEFT JOIN run AS r ON r.run_id = x.run_id")
+
+
+def _summary_sql(relation: str) -> str:
+    """``relation`` grouped down to the summary columns first, run columns joined after:
+    one pass over the rows, the joins and CASEs only over the groups."""
+    keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"]
+    coords = [f"{c} <> 'all' AS _not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
+    grouped = (f"SELECT {', '.join(keep)}, warp_role, {', '.join(coords)}, count(*) AS _rows "
+               f"FROM (SELECT {', '.join(_filled(relation))} FROM {relation} AS x "
+               f"LEFT JOIN run AS r ON r.run_id = x.run_id) GROUP BY ALL")
+    flags = [f"_not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
+    unflag = ", ".join(f"CASE WHEN _not_all_{c} THEN '*' ELSE 'all' END AS {c}"
+                       for c in _SCOPE_COORDS if c != "warp_role")
+    return _derived(f"SELECT * EXCLUDE ({', '.join(flags)}), {unflag} FROM ({grouped})")
+
+
+@cache
+def _modules_digest() -> str:
+    """Digest of the SQL modules (views and macros) this code creates."""
+    h = hashlib.sha256()
+    for m in catalog.query_modules():
+        h.update(m.text.encode())
+    return h.hexdigest()[:16]
 
 
 class Metadata:
@@ -93,7 +131,7 @@ class Metadata:
         self.store = store
         # TEMP tables belong to one DuckDB session: summaries and their readers share this one.
         self.cur = store.cursor()
-        self._summaries: dict[str, tuple[tuple[Any, ...], str, frozenset[str]]] = {}
+        self._summaries: dict[str, tuple[int, str, frozenset[str]]] = {}
         self.full_scans = 0
 
     @classmethod
@@ -104,24 +142,66 @@ class Metadata:
             meta = _LIVE[store] = cls(store)
         return meta
 
-    def _generation(self) -> tuple[Any, ...]:
-        # The store bumps its generation on every write it makes; DuckDB's file lock keeps
-        # other processes from writing while it is open.
-        return (self.store.generation,)
+    def _fingerprint(self) -> str:
+        # Changes with any insert (estimated sizes), any new run and any change of a view's
+        # columns, and with the SQL modules of this code; the summaries themselves are left out.
+        # (DuckDB re-serialises view SQL on reload, so view text cannot be compared.)
+        row = self.cur.execute(r"""
+            SELECT md5(coalesce(string_agg(table_name || ':' || estimated_size, ','
+                                           ORDER BY table_name), '')
+                   || '|' || coalesce((SELECT string_agg(table_name || '.' || column_name
+                                                         || ':' || data_type, ','
+                                                         ORDER BY table_name, column_index)
+                                       FROM duckdb_columns() c JOIN duckdb_views() v
+                                         ON v.view_oid = c.table_oid
+                                       WHERE NOT v.internal), '')
+                   || '|' || coalesce((SELECT max(run_seq) FROM run), 0)::VARCHAR)
+            FROM duckdb_tables()
+            WHERE NOT temporary AND table_name NOT LIKE '\_argus\_meta%' ESCAPE '\'
+        """).fetchone()
+        return f"{row[0] if row else ''}:{_modules_digest()}"
 
     def summary(self, relation: str) -> tuple[str, frozenset[str]]:
-        """Name and columns of the TEMP summary table of ``relation``, (re)built when stale."""
-        gen = self._generation()
+        """Name and columns of the summary table of ``relation``, (re)built when stale.
+
+        A read-write store keeps it as ``_argus_meta_<relation>`` with the fingerprint of the
+        data it summarises (in ``_argus_meta_stamp``), so later connections, read-only ones
+        included, reuse it; a read-only store with a stale one builds a TEMP copy instead.
+        Within one connection the store's write generation says when to look again.
+        """
+        gen = self.store.generation
         cached = self._summaries.get(relation)
         if cached and cached[0] == gen:
             return cached[1], cached[2]
-        name = f"_argus_meta_{relation}"
-        cols = [c for c in SUMMARY_EVIDENCE_COLUMNS]
+        cols = list(SUMMARY_EVIDENCE_COLUMNS)
         cols += [c for c in sorted(catalog_columns("run")) if c not in cols]
         cols += ["_scope", "_standing"]
-        keep = ", ".join(cols)
-        self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {keep}, count(*) AS _rows "
-                       f"FROM ({_source_sql(relation)}) GROUP BY ALL")
+        name = f"_argus_meta_{relation}"
+        fp = self._fingerprint()
+        stamp = None
+        if self.store.has_table("_argus_meta_stamp"):
+            row = self.cur.execute("SELECT fingerprint FROM main._argus_meta_stamp "
+                                   "WHERE relation = ?", [relation]).fetchone()
+            stamp = row[0] if row else None
+        build = f"SELECT {', '.join(cols)}, _rows FROM ({_summary_sql(relation)})"
+        if stamp == fp:
+            name = f"main.{name}"
+        elif not self.store.read_only:
+            self.cur.execute("BEGIN TRANSACTION")
+            try:
+                self.cur.execute(f"CREATE OR REPLACE TABLE main.{name} AS {build}")
+                self.cur.execute("CREATE TABLE IF NOT EXISTS main._argus_meta_stamp "
+                                 "(relation VARCHAR PRIMARY KEY, fingerprint VARCHAR)")
+                self.cur.execute("INSERT OR REPLACE INTO main._argus_meta_stamp VALUES (?, ?)",
+                                 [relation, fp])
+                self.cur.execute("COMMIT")
+            except Exception:
+                self.cur.execute("ROLLBACK")
+                raise
+            name = f"main.{name}"
+        else:
+            self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {build}")
+            name = f"temp.{name}"
         self._summaries[relation] = (gen, name, frozenset(cols))
         return name, frozenset(cols)
 

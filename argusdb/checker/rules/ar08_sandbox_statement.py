@@ -49,7 +49,12 @@ class SandboxStatement(Rule):
         for s in stmts:
             bad = s if not isinstance(s, exp.Query) else next(
                 (n for n in s.walk() if isinstance(n, _FORBIDDEN)), None)
-            if bad is not None:
+            if isinstance(bad, exp.Pivot):
+                out.append(self.finding(
+                    ctx, bad, "the PIVOT statement is not supported",
+                    "write the pivot as a SELECT with max(value) FILTER (WHERE signal = '...') "
+                    "per column", statement="PIVOT"))
+            elif bad is not None:
                 out.append(self.finding(
                     ctx, bad, f"{_kind(bad)} is not allowed: queries are read-only",
                     "ask a SELECT question over the evidence views; the store is written only "
