@@ -15,6 +15,7 @@ Targets: check median <= 2 ms per typical query and <= 5 % of end-to-end time.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -69,45 +70,57 @@ QUERIES = {
 }
 
 
-def median_ms(fn: object, repeat: int) -> float:
+def median_ms(fn: object, repeat: int, clock: object = time.perf_counter) -> float:
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()  # type: ignore[operator]
         fn()  # type: ignore[operator]
-        times.append((time.perf_counter() - t0) * 1000)
+        times.append((clock() - t0) * 1000)  # type: ignore[operator]
     return statistics.median(times)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="evidence rows (default 1 M)")
-    ap.add_argument("--repeat", type=int, default=15, help="timed repetitions per query")
+    ap.add_argument("--repeat", type=int, default=31, help="timed checks per query")
+    ap.add_argument("--repeat-e2e", type=int, default=5, help="timed end-to-end runs per query")
     args = ap.parse_args()
+    print(f"command: python bench/bench_checker.py --rows {args.rows}; host: "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.duckdb"
         t0 = time.perf_counter()
         ids = build(path, args.rows)
         build_s = time.perf_counter() - t0
+        with Store.open(path) as st:  # what 'argus ingest' does after ingesting
+            t0 = time.perf_counter()
+            checker.refresh_metadata(st)
+            refresh_s = time.perf_counter() - t0
         with Store.open(path, read_only=True) as st:
             (n,) = st.sql("SELECT count(*) FROM evidence").fetchone() or (0,)
             t0 = time.perf_counter()
             assert checker.check(QUERIES["median of one region"], st) == []
             first_ms = (time.perf_counter() - t0) * 1000
-            print(f"store: {n:,} evidence rows (built in {build_s:.1f} s); first check after "
-                  f"open (builds the metadata summary once per connection): {first_ms:.0f} ms")
-            print(f"{'query':42} {'check ms':>9} {'end-to-end ms':>14} {'check %':>8}")
+            print(f"store: {n:,} evidence rows (built in {build_s:.0f} s); metadata summary "
+                  f"refresh after ingest: {refresh_s:.2f} s; first check of a new read-only "
+                  f"connection: {first_ms:.1f} ms")
+            print(f"{'query':42} {'check ms':>9} {'(cpu ms)':>9} {'end-to-end ms':>14} "
+                  f"{'check %':>8}")
             worst_ms, worst_pct = 0.0, 0.0
             for name, q in QUERIES.items():
                 sql = q.format(**ids)
                 assert checker.check(sql, st) == [], name
                 c = median_ms(lambda s=sql: checker.check(s, st), args.repeat)
-                e = median_ms(lambda s=sql: checker.execute(s, st), args.repeat)
+                cpu = median_ms(lambda s=sql: checker.check(s, st), args.repeat,
+                                time.process_time)
+                e = median_ms(lambda s=sql: checker.execute(s, st), args.repeat_e2e)
                 pct = 100 * c / e
                 worst_ms, worst_pct = max(worst_ms, c), max(worst_pct, pct)
-                print(f"{name:42} {c:9.2f} {e:14.1f} {pct:7.1f}%")
+                print(f"{name:42} {c:9.2f} {cpu:9.2f} {e:14.1f} {pct:7.2f}%")
         ok = worst_ms <= 2.0 and worst_pct <= 5.0
         print(f"worst check median {worst_ms:.2f} ms (target <= 2), worst share "
-              f"{worst_pct:.1f}% of end-to-end (target <= 5): {'PASS' if ok else 'FAIL'}")
+              f"{worst_pct:.2f}% of end-to-end (target <= 5): {'PASS' if ok else 'FAIL'}; "
+              f"load average now {os.getloadavg()[0]:.1f}")
         return 0 if ok else 1
 
 

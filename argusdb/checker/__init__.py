@@ -68,7 +68,8 @@ class Report:
             if s.base:
                 total = total.merge(s.props)
                 streams.append({"alias": s.alias, "relation": s.relation,
-                                "predicates": s.predicates, **s.props.to_json()})
+                                "predicates": [p.sql() for p in s.predicates],
+                                **s.props.to_json()})
         return {"sql": self.sql, "ok": self.ok, "executed_sql": self.executable,
                 **total.to_json(),
                 "sources": streams,

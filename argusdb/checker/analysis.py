@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
@@ -24,6 +25,7 @@ from argusdb.checker import resolve
 from argusdb.checker.constructs import ACKNOWLEDGEABLE
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
 from argusdb.checker.parse import position
+from argusdb.checker.predicates import Pred
 from argusdb.checker.provenance import Metadata, evidence_relation
 
 #: version_diff output columns that map onto metadata columns (for predicates and keys).
@@ -325,16 +327,22 @@ class Analyzer:
         preds, used = self._predicates(sc, alias, uf, mapping)
         if con is not None and con.diffs_versions:
             diff_signal, v_from, v_to = rel_literals(rel)
-            preds += [f"signal = {_lit(diff_signal)}",
-                      f"program_version IN ({_lit(v_from)}, {_lit(v_to)})",
-                      "region_id IS NOT NULL", "_scope = 'kernel'"]
+            for text, names in (
+                    (f"signal = {_lit(diff_signal)}", ["signal"]),
+                    (f"program_version IN ({_lit(v_from)}, {_lit(v_to)})", ["program_version"]),
+                    ("region_id IS NOT NULL", ["region_id"]), ("_scope = 'kernel'", ["_scope"])):
+                preds.append(Pred(sqlglot.parse_one(text, read="duckdb"), names))
             used |= {"signal", "program_version", "region_id", "_scope"}
-        keys: list[str] = []
+        keys: list[Pred] = []
+        key_ids: list[int] = []
         for ks in key_sets:
             for k in ks:
-                sql = self._rewrite(sc, k, alias, uf, mapping, used)
-                if sql is not None and sql not in keys:
-                    keys.append(sql)
+                if id(k) in key_ids:
+                    continue
+                pk = self._rewrite(sc, k, alias, uf, mapping, used)
+                if pk is not None:
+                    keys.append(pk)
+                    key_ids.append(id(k))
         rows = self.meta.rows(base, preds, keys, used)
         if con is not None and con.diffs_versions:
             self._check_diff_versions(src, rel, rows)
@@ -347,7 +355,8 @@ class Analyzer:
             ({"value"} if "value" in cols else {"dur_ns"})
         st = Stream(alias, rel.name, src, Props.of_rows(rows), keyed, values,
                     base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
-                    keys_sql=keys, scope_filtered=any(c in used for c in _SCOPE_COLS))
+                    keys_sql=[k.sql for k in keys], key_ids=key_ids,
+                    scope_filtered=any(c in used for c in _SCOPE_COLS))
         if con is not None and con.acknowledgeable:
             acks = rel_literals(rel)[0]
             st.acks = set(acks if isinstance(acks, list) else [acks])
@@ -368,7 +377,7 @@ class Analyzer:
             self.ctx.bad_constructs.append((src, "version_diff", f"version_diff: {v!r} {why}"))
 
     def _predicates(self, sc: Scope, alias: str, uf: _UnionFind, mapping: set[str] | None
-                    ) -> tuple[list[str], set[str]]:
+                    ) -> tuple[list[Pred], set[str]]:
         """The query's simple predicates on ``alias`` (and on runs joined to it), rewritten."""
         node = sc.expression
         where = node.args.get("where")
@@ -378,20 +387,20 @@ class Analyzer:
             if side in ("", "INNER") or (side == "LEFT" and j.this.alias_or_name.lower()
                                          == alias):
                 conds += _conjuncts(j.args.get("on"))
-        out: list[str] = []
+        out: list[Pred] = []
         used: set[str] = set()
         for c in conds:
             if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
                 continue
-            sql = self._rewrite(sc, c, alias, uf, mapping, used)
-            if sql is None:
-                sql = self._propagated(sc, c, alias, uf, mapping, used)
-            if sql is not None and sql not in out:
-                out.append(sql)
+            p = self._rewrite(sc, c, alias, uf, mapping, used)
+            if p is None:
+                p = self._propagated(sc, c, alias, uf, mapping, used)
+            if p is not None:
+                out.append(p)
         return out, used
 
     def _propagated(self, sc: Scope, c: exp.Expression, alias: str, uf: _UnionFind,
-                    mapping: set[str] | None, used: set[str]) -> str | None:
+                    mapping: set[str] | None, used: set[str]) -> Pred | None:
         """``b.col = 'x'`` for ``a.col = 'x'`` when the query also says ``a.col = b.col``."""
         if not isinstance(c, exp.EQ | exp.In):
             return None
@@ -408,11 +417,11 @@ class Analyzer:
                 new = c.copy()
                 new.set("this", exp.column(n2))
                 used.add(n2)
-                return new.sql(dialect="duckdb")
+                return Pred(new, [n2])
         return None
 
     def _rewrite(self, sc: Scope, e: exp.Expression, alias: str, uf: _UnionFind,
-                 mapping: set[str] | None, used: set[str]) -> str | None:
+                 mapping: set[str] | None, used: set[str]) -> Pred | None:
         """``e`` over metadata columns if it only reads ``alias`` (or runs joined to it)."""
         cols = list(e.find_all(exp.Column))
         if not cols or any(isinstance(c.this, exp.Star) for c in cols):
@@ -432,19 +441,12 @@ class Analyzer:
                 if isinstance(e, exp.Column):
                     for (a2, n2), _root in list(uf.parent.items()):
                         if a2 == alias and uf.find((a2, n2)) == uf.find(ref):
-                            names.append(n2)
                             used.add(n2)
-                            return exp.column(n2).sql(dialect="duckdb")
+                            return Pred(e, [n2])
                 return None
             names.append(n)
-        new = e.copy()
-        if isinstance(new, exp.Column):
-            new = exp.column(names[0])
-        else:
-            for c, n in zip(list(new.find_all(exp.Column)), names, strict=True):
-                c.replace(exp.column(n))
         used.update(names)
-        return new.sql(dialect="duckdb")
+        return Pred(e, names)
 
     def _is_run_of(self, sc: Scope, a: str, alias: str, uf: _UnionFind) -> bool:
         src = sc.selected_sources.get(a, (None, None))[1]
@@ -512,13 +514,8 @@ class Analyzer:
         for alias in involved:
             st = streams[alias]
             if st.base:
-                mine: list[int] = []
-                all_keys = st.keys_sql
-                for k in keys:
-                    sql = self._rewrite(sc, k, alias, uf, _DIFF_META if st.diffs_versions
-                                        else None, set())
-                    if sql is not None and sql in all_keys:
-                        mine.append(all_keys.index(sql))
+                mine = [st.key_ids.index(id(k)) for k in keys if id(k) in st.key_ids]
+                all_keys = [f() for f in st.keys_sql]
                 groups: dict[tuple[Any, ...], Props] = {}
                 for r in meta_rows[alias]:
                     g = tuple(r.get(f"_k{i}") for i in mine)

@@ -112,9 +112,12 @@ class Stream:
     acks: set[str] = field(default_factory=set)
     diffs_versions: bool = False
     base: bool = False
-    predicates: list[str] = field(default_factory=list)
-    #: SQL of the key expressions fetched with the metadata rows (base streams), as _k<i>.
-    keys_sql: list[str] = field(default_factory=list)
+    #: The query's predicates on this item, over metadata columns (base streams).
+    predicates: list[Any] = field(default_factory=list)
+    #: Renderers of the key expressions fetched with the metadata rows, as _k<i> ...
+    keys_sql: list[Any] = field(default_factory=list)
+    #: ... and the ids of the query's key nodes they came from, in the same order.
+    key_ids: list[int] = field(default_factory=list)
     #: The query restricts scope coordinates of this stream (an aggregate stays a slice).
     scope_filtered: bool = False
 

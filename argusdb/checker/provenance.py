@@ -34,6 +34,7 @@ from functools import cache
 from typing import Any
 
 from argusdb import catalog
+from argusdb.checker.predicates import NotSimple, Pred, evaluate
 from argusdb.checker.resolve import catalog_columns
 from argusdb.store import Store
 
@@ -50,6 +51,8 @@ TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second"
                 "cycles")
 #: Most metadata rows read per FROM item; beyond it the answer is truncated (and says so).
 MAX_META_ROWS = 200_000
+#: Largest summary filtered in Python rather than by a query (a round trip costs more).
+PYTHON_FILTER_MAX_ROWS = 5000
 _LIVE: weakref.WeakKeyDictionary[Store, Metadata] = weakref.WeakKeyDictionary()
 
 
@@ -124,6 +127,19 @@ def _modules_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def _filter(rows: list[dict[str, Any]], preds: list[Pred], keys: list[Pred]
+            ) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        if all(evaluate(p, r) is True for p in preds):
+            d = {c: r[c] for c in META_COLUMNS}
+            d["_rows"] = r["_rows"]
+            for i, k in enumerate(keys):
+                d[f"_k{i}"] = evaluate(k, r)
+            out.append(d)
+    return out
+
+
 class Metadata:
     """Metadata queries over one store, with the per-connection summaries they use."""
 
@@ -132,6 +148,7 @@ class Metadata:
         # TEMP tables belong to one DuckDB session: summaries and their readers share this one.
         self.cur = store.cursor()
         self._summaries: dict[str, tuple[int, str, frozenset[str]]] = {}
+        self._py: dict[str, tuple[int, list[dict[str, Any]] | None]] = {}
         self.full_scans = 0
 
     @classmethod
@@ -205,28 +222,50 @@ class Metadata:
         self._summaries[relation] = (gen, name, frozenset(cols))
         return name, frozenset(cols)
 
-    def rows(self, relation: str, predicates: list[str], keys: list[str],
+    def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
         """Distinct metadata rows of ``relation`` under ``predicates``, with ``keys`` as _k<i>.
 
         Args:
             relation: an evidence-bearing catalog relation.
-            predicates: SQL conditions over its (unqualified) columns and run columns.
-            keys: SQL expressions to group the rows by later (GROUP BY keys of the query).
+            predicates: conditions over its metadata columns (and run columns).
+            keys: expressions to group the rows by later (GROUP BY keys of the query).
             columns: the column names ``predicates`` and ``keys`` reference; None = unknown.
         """
         name, summary_cols = self.summary(relation)
-        sel = ", ".join([f"{k} AS _k{i}" for i, k in enumerate(keys)] + list(META_COLUMNS))
-        where = " AND ".join(f"({p})" for p in predicates) or "true"
-        if columns is not None and columns <= summary_cols:
-            # The summary is small and already grouped: a plain filter is the fast path (a
-            # GROUP BY here would cost more than the rest of the check).
+        in_summary = columns is not None and columns <= summary_cols
+        if in_summary:
+            cached = self._python_rows(relation, name)
+            if cached is not None:
+                try:
+                    return _filter(cached, predicates, keys)
+                except NotSimple:
+                    pass
+        sel = ", ".join([f"{k.sql()} AS _k{i}" for i, k in enumerate(keys)]
+                        + list(META_COLUMNS))
+        where = " AND ".join(f"({p.sql()})" for p in predicates) or "true"
+        if in_summary:
             sql = f"SELECT {sel}, _rows FROM {name} AS m WHERE {where} LIMIT {MAX_META_ROWS}"
         else:
             self.full_scans += 1
             sql = (f"SELECT {sel}, count(*) AS _rows FROM ({_source_sql(relation)}) AS m "
                    f"WHERE {where} GROUP BY ALL LIMIT {MAX_META_ROWS}")
         return self.store.guarded_rows(sql, cursor=self.cur)
+
+    def _python_rows(self, relation: str, name: str) -> list[dict[str, Any]] | None:
+        """The summary's rows as dicts (small summaries only), cached with the summary."""
+        gen = self._summaries[relation][0]
+        hit = self._py.get(relation)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        (n,) = self.cur.execute(f"SELECT count(*) FROM {name}").fetchone() or (0,)
+        rows = None
+        if n <= PYTHON_FILTER_MAX_ROWS:
+            cur = self.cur.execute(f"SELECT * FROM {name}")
+            cols = [d[0] for d in cur.description or []]
+            rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        self._py[relation] = (gen, rows)
+        return rows
 
     def versions(self, relation: str) -> set[str]:
         """Program versions that have rows in ``relation``."""
