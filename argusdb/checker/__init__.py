@@ -47,13 +47,18 @@ class Report:
         sql: the query text as given.
         findings: refusals; empty when the query may run.
         context: the analysis (streams, combinations, constructs); None if it did not parse.
-        executable: SQL generated from the checked tree (what :func:`execute` runs).
+        statement: the checked tree, once every rule passed.
     """
 
     sql: str
     findings: list[Finding] = field(default_factory=list)
     context: Context | None = None
-    executable: str = ""
+    statement: Any = None
+
+    @property
+    def executable(self) -> str:
+        """The SQL generated from the checked tree: what :func:`execute` runs."""
+        return self.statement.sql(dialect="duckdb") if self.statement is not None else ""
 
     @property
     def ok(self) -> bool:
@@ -102,7 +107,7 @@ def analyse(sql: str, store: Store | None = None) -> Report:
             report.findings = _run_phase(phase, full)
             if report.findings:
                 return report
-        report.executable = ctx.statement.sql(dialect="duckdb")
+        report.statement = ctx.statement
     except QueryFailed as exc:
         report.findings = [Finding("AR00", "query.invalid",
                                    f"the store cannot evaluate this query's predicates: "

@@ -515,7 +515,6 @@ class Analyzer:
             st = streams[alias]
             if st.base:
                 mine = [st.key_ids.index(id(k)) for k in keys if id(k) in st.key_ids]
-                all_keys = [f() for f in st.keys_sql]
                 groups: dict[tuple[Any, ...], Props] = {}
                 for r in meta_rows[alias]:
                     g = tuple(r.get(f"_k{i}") for i in mine)
@@ -523,8 +522,8 @@ class Analyzer:
                 mixed = [(g, p) for g, p in groups.items()
                          if any(p.mixed(x) for x in KEY_COLUMNS)]
                 for g, p in mixed[:_MAX_GROUPS]:
-                    label = ", ".join(f"{all_keys[i]}={v!r}" for i, v in zip(mine, g,
-                                                                             strict=True))
+                    label = ", ".join(f"{st.keys_sql[i]()}={v!r}"
+                                      for i, v in zip(mine, g, strict=True))
                     self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label))
                 continue
             names = set()

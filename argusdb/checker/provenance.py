@@ -270,5 +270,8 @@ class Metadata:
     def versions(self, relation: str) -> set[str]:
         """Program versions that have rows in ``relation``."""
         name, _ = self.summary(relation)
+        rows = self._python_rows(relation, name)
+        if rows is not None:
+            return {r["program_version"] for r in rows}
         return {r[0] for r in self.cur.execute(
             f"SELECT DISTINCT program_version FROM {name}").fetchall()}
