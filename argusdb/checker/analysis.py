@@ -249,15 +249,15 @@ class Analyzer:
         self._subquery_combinations(sc, streams)
         if aggregated:
             self._group_combinations(sc, node, "aggregate", group_keys if not rollup else
-                                     [k for k in group_keys if k not in rollup], 0,
+                                     [k for k in group_keys if k not in rollup],
                                      self._value_streams(sc, streams, [
                                          a for a in node.find_all(exp.AggFunc)
                                          if _owner(a) is node and not _in_window(a)]),
                                      streams, meta_rows, uf)
-        for i, w in enumerate(windows, start=1):
+        for w in windows:
             parts = list(w.args.get("partition_by") or [])
             involved = self._value_streams(sc, streams, [w.this, w.args.get("order")])
-            self._group_combinations(sc, w, "window", parts, i, involved, streams, meta_rows, uf)
+            self._group_combinations(sc, w, "window", parts, involved, streams, meta_rows, uf)
         return self._output(sc, node, streams, aggregated, group_keys)
 
     def _correlated(self, sc: Scope) -> list[exp.Expression]:
@@ -508,7 +508,7 @@ class Analyzer:
                     sep))
 
     def _group_combinations(self, sc: Scope, where: Any, kind: str,
-                            keys: list[Any], _site: int, involved: list[str],
+                            keys: list[Any], involved: list[str],
                             streams: dict[str, Stream], meta_rows: dict[str, list[dict[str, Any]]],
                             uf: _UnionFind) -> None:
         for alias in involved:
