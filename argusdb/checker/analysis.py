@@ -198,7 +198,7 @@ class Analyzer:
     def _analyse(self, sc: Scope) -> Stream | None:
         node = sc.expression
         if isinstance(node, exp.SetOperation):
-            parts = [p for u in getattr(sc, "union_scopes", [])
+            parts = [p for u in _set_op_scopes(sc)
                      if (p := self.out.get(id(u.expression))) is not None]
             if not parts:
                 return None
@@ -234,7 +234,8 @@ class Analyzer:
             if isinstance(src, Scope):
                 st = self.out.get(id(src.expression))
                 if st is not None:
-                    streams[alias] = Stream(alias, alias, ref, st.props,
+                    name = alias or "(subquery)"
+                    streams[alias] = Stream(name, name, ref, st.props,
                                             {k: set(v) for k, v in st.keys.items()},
                                             set(st.values), set(st.acks), st.diffs_versions)
                 continue
@@ -591,6 +592,11 @@ def rel_literals(rel: resolve.Relation) -> list[Any]:
 
 def _lit(v: Any) -> str:
     return exp.Literal.string(str(v)).sql(dialect="duckdb")
+
+
+def _set_op_scopes(sc: Scope) -> list[Scope]:
+    # sqlglot >= 26 names them set_operation_scopes; older releases union_scopes
+    return list(getattr(sc, "set_operation_scopes", None) or getattr(sc, "union_scopes", []))
 
 
 def _chain(sc: Scope) -> list[Scope]:

@@ -81,7 +81,9 @@ class Props:
         if prop == "version":
             return len(self.versions) > 1
         if prop == "standing":
-            return len(self.standings) > 1
+            # a conflict is between runs: inside one run, clean counters next to its own
+            # perturbed timing are not a splice
+            return len(self.standings) > 1 and len(self.runs) > 1
         if prop == "pass":
             return len(self.passes) > 1 and len(self.signals) > 1
         if prop == "class":

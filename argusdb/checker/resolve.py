@@ -137,7 +137,8 @@ def output_columns(scope: Scope, relations: dict[int, Relation]) -> set[str] | N
         left = node.left
         while isinstance(left, exp.SetOperation):
             left = left.left
-        for sub in getattr(scope, "union_scopes", []):
+        for sub in (getattr(scope, "set_operation_scopes", None)
+                    or getattr(scope, "union_scopes", [])):
             if sub.expression is left:
                 return output_columns(sub, relations)
         return None
