@@ -68,6 +68,7 @@ class Analyzer:
         self.meta = meta
         self.relations: dict[int, resolve.Relation] = {}
         self.out: dict[int, Stream | None] = {}
+        self._colcache: dict[int, set[str] | None] = {}
 
     # -- resolution ----------------------------------------------------------------------
     def run(self) -> Context:
@@ -150,7 +151,7 @@ class Analyzer:
                 for s in _chain(sc):
                     if tbl in s.selected_sources:
                         found = True
-                        cols = resolve.source_columns(s.selected_sources[tbl][1], self.relations)
+                        cols = self._cols(s.selected_sources[tbl][1])
                         if cols is not None and name not in cols \
                                 and name not in resolve.PSEUDO_COLUMNS:
                             self.ctx.unknown_columns.append(
@@ -168,15 +169,22 @@ class Analyzer:
             cands = set(aliases)
             for s in _chain(sc):
                 for _, src in s.selected_sources.values():
-                    cands |= resolve.source_columns(src, self.relations) or set()
+                    cands |= self._cols(src) or set()
             self.ctx.unknown_columns.append(
                 (col, name, f"no column {name!r} in the tables of this query"
                             f"{resolve.suggest(name, cands)}"))
 
+    def _cols(self, src: object) -> set[str] | None:
+        """Columns of a selected source, computed once per analysis."""
+        key = id(src)
+        if key not in self._colcache:
+            self._colcache[key] = resolve.source_columns(src, self.relations)
+        return self._colcache[key]
+
     def _has_column(self, sc: Scope, name: str) -> bool:
         for s in _chain(sc):
             for _, src in s.selected_sources.values():
-                cols = resolve.source_columns(src, self.relations)
+                cols = self._cols(src)
                 if cols is None or name in cols:
                     return True
         return False
@@ -187,7 +195,7 @@ class Analyzer:
         if tbl:
             return (tbl, name) if tbl in sc.selected_sources else None
         hits = [a for a, (_, src) in sc.selected_sources.items()
-                if (resolve.source_columns(src, self.relations) or set()) >= {name}]
+                if (self._cols(src) or set()) >= {name}]
         if len(hits) == 1:
             return hits[0], name
         if not hits and len(sc.selected_sources) == 1:
@@ -347,7 +355,7 @@ class Analyzer:
         rows = self.meta.rows(base, preds, keys, used)
         if con is not None and con.diffs_versions:
             self._check_diff_versions(src, rel, rows)
-        cols = resolve.source_columns(src, self.relations) or set()
+        cols = self._cols(src) or set()
         keyed = {p: set(cols & ks) for p, ks in KEY_COLUMNS.items()}
         if con is not None and con.diffs_versions:
             keyed = {"version": {"from_version", "to_version"}, "class": {"evidence_class"},

@@ -171,6 +171,13 @@ class Context:
     constructs: list[dict[str, Any]] = field(default_factory=list)
     acknowledgements: list[dict[str, Any]] = field(default_factory=list)
     bad_constructs: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
+    _nodes: list[Any] | None = field(default=None, repr=False)
+
+    def nodes(self) -> list[Any]:
+        """Every node of every statement, walked once and shared by the sandbox rules."""
+        if self._nodes is None:
+            self._nodes = [n for st in (self.statements or [self.statement]) for n in st.walk()]
+        return self._nodes
 
     def finding(self, code: str, name: str, node: exp.Expression | None, message: str,
                 remedy: str, **extra: Any) -> Finding:

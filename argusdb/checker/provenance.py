@@ -120,9 +120,10 @@ def _summary_sql(relation: str) -> str:
 
 @cache
 def _modules_digest() -> str:
-    """Digest of the SQL modules (views and macros) this code creates."""
+    """Digest of the SQL modules (tables, views, macros) of this code: a summary built by
+    other code (other columns) is never reused."""
     h = hashlib.sha256()
-    for m in catalog.query_modules():
+    for m in catalog.schema_modules() + catalog.query_modules():
         h.update(m.text.encode())
     return h.hexdigest()[:16]
 

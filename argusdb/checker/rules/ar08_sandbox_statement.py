@@ -47,8 +47,9 @@ class SandboxStatement(Rule):
                              "statements)")
             out.append(_at_statement_start(ctx.sql, f))
         for s in stmts:
+            nodes = ctx.nodes() if len(stmts) == 1 else s.walk()
             bad = s if not isinstance(s, exp.Query) else next(
-                (n for n in s.walk() if isinstance(n, _FORBIDDEN)), None)
+                (n for n in nodes if isinstance(n, _FORBIDDEN)), None)
             if isinstance(bad, exp.Pivot):
                 out.append(self.finding(
                     ctx, bad, "the PIVOT statement is not supported",
