@@ -22,9 +22,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
 from argusdb.checker import resolve
-from argusdb.checker.constructs import ACKNOWLEDGEABLE
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
-from argusdb.checker.parse import position
 from argusdb.checker.predicates import Pred
 from argusdb.checker.provenance import Metadata, evidence_relation
 
@@ -60,15 +58,13 @@ def _conjuncts(node: Any) -> list[exp.Expression]:
     return [node]
 
 
-class Analyzer:
+class Analyzer(resolve.Resolver):
     """One statement's analysis; :func:`analyse` is the entry point."""
 
     def __init__(self, sql: str, statement: exp.Expression, meta: Metadata | None) -> None:
-        self.ctx = Context(sql, statement)
+        super().__init__(Context(sql, statement))
         self.meta = meta
-        self.relations: dict[int, resolve.Relation] = {}
         self.out: dict[int, Stream | None] = {}
-        self._colcache: dict[int, set[str] | None] = {}
 
     # -- resolution ----------------------------------------------------------------------
     def run(self) -> Context:
@@ -87,120 +83,6 @@ class Analyzer:
         for sc in scopes:
             self.out[id(sc.expression)] = self._analyse(sc)
         return c
-
-    def _relations(self, sc: Scope) -> None:
-        ctes = {name.lower() for s in _chain(sc) for name, src in s.sources.items()
-                if isinstance(src, Scope)}
-        for _alias, (_node, src) in sc.selected_sources.items():
-            if not isinstance(src, exp.Table) or id(src) in self.relations:
-                continue
-            rel = resolve.relation_of(src)
-            self.relations[id(src)] = rel
-            if rel.kind == "unknown":
-                self.ctx.unknown_tables.append(
-                    (src, rel.name, resolve.suggest(rel.name,
-                                                    resolve.known_relations() + sorted(ctes))))
-            elif rel.kind == "construct":
-                self._construct(src, rel)
-
-    def _construct(self, node: exp.Table, rel: resolve.Relation) -> None:
-        con = rel.construct
-        assert con is not None
-        args = rel.args
-        lits: list[Any] = []
-        for a in args:
-            if isinstance(a, exp.Literal) and a.is_string:
-                lits.append(a.this)
-            elif isinstance(a, exp.Array) and all(isinstance(x, exp.Literal) and x.is_string
-                                                  for x in a.expressions):
-                lits.append([x.this for x in a.expressions])
-            else:
-                self.ctx.bad_constructs.append(
-                    (a, con.name, f"argument {a.sql(dialect='duckdb')!r} of {con.name} is not a "
-                                  f"string literal (or a list of them)"))
-                return
-        if len(lits) != len(con.params):
-            self.ctx.bad_constructs.append(
-                (node, con.name, f"{con.name} takes {len(con.params)} argument(s) "
-                                 f"({', '.join(con.params)}), got {len(lits)}"))
-            return
-        line, col = position(self.ctx.sql, node)
-        self.ctx.constructs.append({"construct": con.name, "args": lits, "line": line,
-                                    "col": col})
-        if con.acknowledgeable:
-            acks = lits[0] if isinstance(lits[0], list) else [lits[0]]
-            for a in acks:
-                if a not in con.acknowledgeable:
-                    self.ctx.bad_constructs.append(
-                        (node, con.name, f"{a!r} is not something {con.name} can acknowledge "
-                                         f"(one of {', '.join(con.acknowledgeable)})"
-                                         f"{resolve.suggest(a, list(con.acknowledgeable))}"))
-                    return
-                self.ctx.acknowledgements.append({"acknowledges": a, "rule": ACKNOWLEDGEABLE[a],
-                                                  "line": line, "col": col})
-
-    def _resolve_columns(self, sc: Scope) -> None:
-        sel = sc.expression
-        aliases = {p.alias.lower() for p in sel.expressions if p.alias}
-        for col in resolve.own_columns(sc):
-            name, tbl = col.name.lower(), col.table.lower()
-            if col.args.get("db") or _lambda_param(col, name):
-                continue
-            if tbl:
-                found = False
-                for s in _chain(sc):
-                    if tbl in s.selected_sources:
-                        found = True
-                        cols = self._cols(s.selected_sources[tbl][1])
-                        if cols is not None and name not in cols \
-                                and name not in resolve.PSEUDO_COLUMNS:
-                            self.ctx.unknown_columns.append(
-                                (col, f"{tbl}.{name}", f"{tbl} has no column {name!r}"
-                                                       f"{resolve.suggest(name, cols)}"))
-                        break
-                if not found and not self._has_column(sc, tbl):
-                    known = {a for s in _chain(sc) for a in s.selected_sources}
-                    self.ctx.unknown_columns.append(
-                        (col, f"{tbl}.{name}", f"no table or alias {tbl!r} in this query"
-                                               f"{resolve.suggest(tbl, known)}"))
-                continue
-            if name in aliases or name in resolve.PSEUDO_COLUMNS or self._has_column(sc, name):
-                continue
-            cands = set(aliases)
-            for s in _chain(sc):
-                for _, src in s.selected_sources.values():
-                    cands |= self._cols(src) or set()
-            self.ctx.unknown_columns.append(
-                (col, name, f"no column {name!r} in the tables of this query"
-                            f"{resolve.suggest(name, cands)}"))
-
-    def _cols(self, src: object) -> set[str] | None:
-        """Columns of a selected source, computed once per analysis."""
-        key = id(src)
-        if key not in self._colcache:
-            self._colcache[key] = resolve.source_columns(src, self.relations)
-        return self._colcache[key]
-
-    def _has_column(self, sc: Scope, name: str) -> bool:
-        for s in _chain(sc):
-            for _, src in s.selected_sources.values():
-                cols = self._cols(src)
-                if cols is None or name in cols:
-                    return True
-        return False
-
-    def _ref(self, sc: Scope, col: exp.Column) -> tuple[str, str] | None:
-        """(alias, column) of a column of this scope's own sources, or None."""
-        name, tbl = col.name.lower(), col.table.lower()
-        if tbl:
-            return (tbl, name) if tbl in sc.selected_sources else None
-        hits = [a for a, (_, src) in sc.selected_sources.items()
-                if (self._cols(src) or set()) >= {name}]
-        if len(hits) == 1:
-            return hits[0], name
-        if not hits and len(sc.selected_sources) == 1:
-            return next(iter(sc.selected_sources)), name
-        return None
 
     # -- streams and combinations --------------------------------------------------------
     def _analyse(self, sc: Scope) -> Stream | None:
@@ -335,7 +217,7 @@ class Analyzer:
         mapping = _DIFF_META if con is not None and con.diffs_versions else None
         preds, used = self._predicates(sc, alias, uf, mapping)
         if con is not None and con.diffs_versions:
-            diff_signal, v_from, v_to = rel_literals(rel)
+            diff_signal, v_from, v_to = resolve.rel_literals(rel)
             for text, names in (
                     (f"signal = {_lit(diff_signal)}", ["signal"]),
                     (f"program_version IN ({_lit(v_from)}, {_lit(v_to)})", ["program_version"]),
@@ -367,7 +249,7 @@ class Analyzer:
                     keys_sql=[k.sql for k in keys], key_ids=key_ids,
                     scope_filtered=any(c in used for c in _SCOPE_COLS))
         if con is not None and con.acknowledgeable:
-            acks = rel_literals(rel)[0]
+            acks = resolve.rel_literals(rel)[0]
             st.acks = set(acks if isinstance(acks, list) else [acks])
         return st, rows
 
@@ -375,7 +257,7 @@ class Analyzer:
                              rows: list[dict[str, Any]]) -> None:
         """A version_diff side without evidence is a typo or a wrong signal: say which."""
         assert self.meta is not None
-        signal, *versions = rel_literals(rel)
+        signal, *versions = resolve.rel_literals(rel)
         have = {r["program_version"] for r in rows}
         known = self.meta.versions("evidence")
         for v in versions:
@@ -588,16 +470,6 @@ class Analyzer:
         return out
 
 
-def rel_literals(rel: resolve.Relation) -> list[Any]:
-    out: list[Any] = []
-    for a in rel.args:
-        if isinstance(a, exp.Array):
-            out.append([x.this for x in a.expressions])
-        else:
-            out.append(a.this)
-    return out
-
-
 def _lit(v: Any) -> str:
     return exp.Literal.string(str(v)).sql(dialect="duckdb")
 
@@ -605,15 +477,6 @@ def _lit(v: Any) -> str:
 def _set_op_scopes(sc: Scope) -> list[Scope]:
     # sqlglot >= 26 names them set_operation_scopes; older releases union_scopes
     return list(getattr(sc, "set_operation_scopes", None) or getattr(sc, "union_scopes", []))
-
-
-def _chain(sc: Scope) -> list[Scope]:
-    out = []
-    s: Scope | None = sc
-    while s is not None:
-        out.append(s)
-        s = s.parent
-    return out
 
 
 def _owner(node: Any) -> Any:
@@ -627,16 +490,6 @@ def _in_window(node: Any) -> bool:
     anc = node.parent
     while anc is not None and not isinstance(anc, exp.Query):
         if isinstance(anc, exp.Window):
-            return True
-        anc = anc.parent
-    return False
-
-
-def _lambda_param(col: exp.Column, name: str) -> bool:
-    anc = col.parent
-    while anc is not None:
-        if isinstance(anc, exp.Lambda) and any(p.name.lower() == name
-                                               for p in anc.expressions):
             return True
         anc = anc.parent
     return False

@@ -22,7 +22,8 @@ Derived metadata columns:
     forced-wait run); NULL for derived values.
 
 Example:
-    >>> Metadata(store).rows("evidence", ["signal = 'duration'"], [])[0]["program_version"]
+    >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
+    >>> Metadata.of(store).rows("evidence", [pred], [], {"signal"})[0]["program_version"]
     'ee0369be2e320607'
 """
 
