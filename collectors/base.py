@@ -42,6 +42,7 @@ EVIDENCE_SCHEMA = pa.schema([
     ("value", pa.float64()),
     ("unit", pa.string()),
     ("replay_pass", pa.int32()),
+    ("scope_path", pa.string()),
     ("src_row", pa.int64()),
 ])
 
@@ -177,3 +178,35 @@ def normalize_target(value: str | None) -> str | None:
         major, minor = v.split(".", 1)
         v = f"{major}{minor[:1]}"
     return f"sm_{v}" if v.isdigit() else None
+
+
+#: Columns of the ``kernel_launch`` batches a collector yields (``run_id``, ``region_id`` are
+#: added by the store). Trace collectors build them with :func:`kernel_launch_batch`.
+KERNEL_LAUNCH_SCHEMA = pa.schema([
+    ("kernel", pa.string()),
+    ("launch", pa.int32()),
+    ("start_ns", pa.int64()),
+    ("end_ns", pa.int64()),
+    ("dur_ns", pa.int64()),
+    ("correlation_id", pa.int64()),
+    ("host_op", pa.string()),
+    ("launch_api", pa.string()),
+    ("grid_x", pa.int32()),
+    ("grid_y", pa.int32()),
+    ("grid_z", pa.int32()),
+    ("block_x", pa.int32()),
+    ("block_y", pa.int32()),
+    ("block_z", pa.int32()),
+    ("registers", pa.int32()),
+    ("shared_bytes", pa.int64()),
+    ("device_id", pa.int32()),
+    ("stream_id", pa.int64()),
+])
+
+
+def kernel_launch_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
+    """Build a ``kernel_launch`` batch from columns; absent columns become NULL."""
+    n = len(rows["kernel"])
+    cols = [pa.array(rows[f.name], type=f.type) if f.name in rows else pa.nulls(n, type=f.type)
+            for f in KERNEL_LAUNCH_SCHEMA]
+    return pa.RecordBatch.from_arrays(cols, schema=KERNEL_LAUNCH_SCHEMA)

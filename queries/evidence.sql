@@ -45,6 +45,8 @@ SELECT
     0.0::DOUBLE AS association_entropy,
     -- Replay pass of a counter (Nsight Compute), else NULL.
     e.replay_pass,
+    -- Path in the tool's scope tree, e.g. 'it0/k' (Proton); NULL where the artefact has none.
+    e.scope_path,
     -- Lineage as JSON: the artefact and row the value was read from.
-    json_object('run_id', e.run_id, 'artefact_row', e.src_row) AS lineage
+    json_object('run_id', e.run_id, 'src_row', e.src_row) AS lineage
 FROM observed_evidence AS e;

@@ -28,7 +28,9 @@ from argusdb.checker.provenance import Metadata, evidence_relation
 
 #: version_diff output columns that map onto metadata columns (for predicates and keys).
 _DIFF_META = {"region_id", "unit", "evidence_class", "signature", "signal"}
-_SCOPE_COLS = ("cta", "sm", "warp", "warp_role", "loop_iter")
+_SCOPE_COLS = ("sm", "cta", "warp", "warp_role", "loop_iter")
+#: Scope levels of scope-tree paths (see provenance._filled), kept by a GROUP BY scope_path.
+_PATH_LEVELS = ("tool_scope", "in_kernel_scope")
 #: Most per-group combinations kept per site (the rules report the first ones).
 _MAX_GROUPS = 20
 
@@ -224,6 +226,7 @@ class Analyzer(resolve.Resolver):
                     ("region_id IS NOT NULL", ["region_id"]), ("_scope = 'kernel'", ["_scope"])):
                 preds.append(Pred(sqlglot.parse_one(text, read="duckdb"), names))
             used |= {"signal", "program_version", "region_id", "_scope"}
+        filtered = any(c in used for c in (*_SCOPE_COLS, "scope_path"))
         keys: list[Pred] = []
         key_ids: list[int] = []
         for ks in key_sets:
@@ -247,7 +250,7 @@ class Analyzer(resolve.Resolver):
         st = Stream(alias, rel.name, src, Props.of_rows(rows), keyed, values,
                     base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
                     keys_sql=[k.sql for k in keys], key_ids=key_ids,
-                    scope_filtered=any(c in used for c in _SCOPE_COLS))
+                    scope_filtered=filtered)
         if con is not None and con.acknowledgeable:
             acks = resolve.rel_literals(rel)[0]
             st.acks = set(acks if isinstance(acks, list) else [acks])
@@ -439,10 +442,11 @@ class Analyzer(resolve.Resolver):
                      set())
         for st in streams.values():
             props = st.props
-            if aggregated and not st.scope_filtered and not any(
-                    isinstance(k, exp.Column) and (r := self._ref(sc, k)) and r[0] == st.alias
-                    and r[1] in KEY_COLUMNS["scope"] for k in group_keys):
-                props = Props(**{**props.__dict__, "scopes": {"kernel"}})
+            if aggregated and not st.scope_filtered:
+                kept = {r[1] for k in group_keys if isinstance(k, exp.Column)
+                        and (r := self._ref(sc, k)) and r[0] == st.alias}
+                props = Props(**{**props.__dict__,
+                                 "scopes": {_aggregated_scope(x, kept) for x in props.scopes}})
             out.props = out.props.merge(props)
             out.acks |= st.acks
             out.diffs_versions |= st.diffs_versions
@@ -472,6 +476,14 @@ class Analyzer(resolve.Resolver):
 
 def _lit(v: Any) -> str:
     return exp.Literal.string(str(v)).sql(dialect="duckdb")
+
+
+def _aggregated_scope(level: str, kept: set[str]) -> str:
+    """Scope level of an aggregate over rows of ``level`` grouped by the columns ``kept``:
+    coordinates not kept are aggregated away (a kernel-wide value when none is left)."""
+    parts = [c for c in _SCOPE_COLS if c in level.split(",") and c in kept]
+    parts += [p for p in _PATH_LEVELS if p in level.split(",") and "scope_path" in kept]
+    return ",".join(parts) or "kernel"
 
 
 def _set_op_scopes(sc: Scope) -> list[Scope]:

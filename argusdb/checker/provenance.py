@@ -16,7 +16,8 @@ columns the summary lacks (``value``, ``launch``, ``pc`` ...) run against the re
 itself: exact, only slower.
 
 Derived metadata columns:
-    ``_scope``: which scope coordinates are not 'all' ('kernel' when none is);
+    ``_scope``: which scope coordinates are not 'all', plus 'in_kernel_scope' for a value of
+    a scope-tree node below its kernel ('kernel' when none of these holds);
     ``_standing``: 'clean', or the run signature when the value is perturbed by it (a
     timing value from a run that is not ``timing_clean``, or any value from an instrumented or
     forced-wait run); NULL for derived values.
@@ -42,11 +43,11 @@ from argusdb.store import Store
 #: Evidence columns the summary keeps (low cardinality); run columns are added to them.
 SUMMARY_EVIDENCE_COLUMNS = ("program_version", "task_id", "run_id", "region_id", "kernel",
                             "signal", "unit", "evidence_class", "replay_pass", "warp_role",
-                            "source_file")
+                            "source_file", "scope_path")
 #: Metadata columns every metadata row carries (the properties the rules look at).
 META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_standing",
                 "signature", "replay_pass", "signal", "_scope")
-_SCOPE_COORDS = ("sm", "cta", "warp", "warp_role", "loop_iter")
+_SCOPE_COORDS = ("sm", "cta", "warp", "warp_role", "loop_iter")  # order of _scope labels
 #: Units of timing values (ours and the tools' own spellings).
 TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second", "cycle",
                 "cycles")
@@ -71,13 +72,21 @@ def _filled(relation: str) -> list[str]:
     for c, default in (("program_version", "r.program_version"), ("task_id", "r.task_id"),
                        ("evidence_class", "'observed'"), ("replay_pass", "NULL::INTEGER"),
                        ("region_id", "NULL::VARCHAR"), ("kernel", "NULL::VARCHAR"),
-                       ("source_file", "NULL::VARCHAR")):
+                       ("source_file", "NULL::VARCHAR"), ("scope_path", "NULL::VARCHAR")):
         if c not in cols:
             sel.append(f"{default} AS {c}")
     if "signal" not in cols:
         sel += ["'dur_ns' AS signal", "'ns' AS unit"] if "dur_ns" in cols else \
             ["NULL::VARCHAR AS signal", "NULL::VARCHAR AS unit"]
     sel += [f"'all' AS {c}" for c in _SCOPE_COORDS if c not in cols]
+    path = "x.scope_path" if "scope_path" in cols else "NULL::VARCHAR"
+    kernel = "x.kernel" if "kernel" in cols else "NULL::VARCHAR"
+    # A scope-tree path below the kernel (Proton 'k2/load') is a slice of it; a path with no
+    # kernel is a tool scope above kernels. Same test as the store's region binding.
+    sel.append(f"CASE WHEN {path} IS NULL OR {path} = {kernel} "
+               f"OR ends_with({path}, '/' || {kernel}) THEN NULL "
+               f"WHEN {kernel} IS NULL THEN 'tool_scope' ELSE 'in_kernel_scope' END "
+               f"AS _path_level")
     return sel
 
 
@@ -88,7 +97,8 @@ def _derived(inner: str) -> str:
     scope = ", ".join(f"CASE WHEN {c} <> 'all' THEN '{c}' END" for c in _SCOPE_COORDS)
     timing = ", ".join(f"'{u}'" for u in TIMING_UNITS)
     return f"""
-        SELECT *, coalesce(nullif(concat_ws(',', {scope}), ''), 'kernel') AS _scope,
+        SELECT *, coalesce(nullif(concat_ws(',', {scope}, _path_level), ''), 'kernel')
+                  AS _scope,
                CASE WHEN evidence_class = 'derived' THEN NULL
                     WHEN coalesce(instrumentation, false) OR coalesce(forced_wait, false)
                          OR ((lower(unit) IN ({timing}) OR signal LIKE '%duration%')
@@ -110,7 +120,8 @@ def _summary_sql(relation: str) -> str:
     one pass over the rows, the joins and CASEs only over the groups."""
     keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"]
     coords = [f"{c} <> 'all' AS _not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
-    grouped = (f"SELECT {', '.join(keep)}, warp_role, {', '.join(coords)}, count(*) AS _rows "
+    grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, {', '.join(coords)}, "
+               f"count(*) AS _rows "
                f"FROM (SELECT {', '.join(_filled(relation))} FROM {relation} AS x "
                f"LEFT JOIN run AS r ON r.run_id = x.run_id) GROUP BY ALL")
     flags = [f"_not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
