@@ -42,14 +42,12 @@ def build(path: Path, rows: int) -> dict[str, str]:
         (real,) = st.sql("SELECT count(*) FROM observed_evidence").fetchone() or (0,)
         copies = max(1, -(-rows // real))
         st.sql(f"""
-            INSERT INTO observed_evidence
-            SELECT evidence_id + k * (1::BIGINT << 40), program_version, task_id, run_id,
-                   region_id, kernel,
-                   CASE WHEN launch = 'all' THEN 'all'
-                        ELSE (k * 100000 + launch::BIGINT)::VARCHAR END,
-                   cta, sm, warp, warp_role, loop_iter, pc, source_file, source_line, signal,
-                   value, unit, replay_pass, src_row
-            FROM observed_evidence CROSS JOIN range(1, {copies}) AS t(k)""")
+            INSERT INTO observed_evidence BY NAME
+            SELECT e.* REPLACE (
+                e.evidence_id + t.k * (1::BIGINT << 40) AS evidence_id,
+                CASE WHEN e.launch = 'all' THEN 'all'
+                     ELSE (t.k * 100000 + e.launch::BIGINT)::VARCHAR END AS launch)
+            FROM observed_evidence AS e CROSS JOIN range(1, {copies}) AS t(k)""")
     return {"V1": v1, "V2": v2}
 
 
