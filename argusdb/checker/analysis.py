@@ -284,6 +284,11 @@ class Analyzer(resolve.Resolver):
         out: list[Pred] = []
         used: set[str] = set()
         for c in conds:
+            if isinstance(c, exp.In) and c.args.get("query") is not None:
+                p = self._semi_join(sc, c, alias, uf, mapping, used)
+                if p is not None:
+                    out.append(p)
+                continue
             if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
                 continue
             p = self._rewrite(sc, c, alias, uf, mapping, used)
@@ -292,6 +297,28 @@ class Analyzer(resolve.Resolver):
             if p is not None:
                 out.append(p)
         return out, used
+
+    def _semi_join(self, sc: Scope, c: exp.In, alias: str, uf: _UnionFind,
+                   mapping: set[str] | None, used: set[str]) -> Pred | None:
+        """``e.run_id IN (SELECT run_id FROM run WHERE timing_clean)``: the values the
+        (uncorrelated) subquery returns become a literal IN list over our column."""
+        col = c.this
+        if not isinstance(col, exp.Column) or self.meta is None:
+            return None
+        target = self._rewrite(sc, col, alias, uf, mapping, set())
+        if target is None:
+            return None
+        query = c.args["query"]
+        sub = query.this if isinstance(query, exp.Subquery) else query
+        values = self.meta.values(sub.sql(dialect="duckdb"))
+        if values is None:
+            return None
+        lits: list[exp.Expression] = [
+            exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
+            for v in values if v is not None]
+        node = exp.In(this=exp.column(target.names[0]), expressions=lits or [exp.Null()])
+        used.add(target.names[0])
+        return Pred(node, [target.names[0]])
 
     def _propagated(self, sc: Scope, c: exp.Expression, alias: str, uf: _UnionFind,
                     mapping: set[str] | None, used: set[str]) -> Pred | None:

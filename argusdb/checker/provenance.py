@@ -38,6 +38,7 @@ from typing import Any
 from argusdb import catalog
 from argusdb.checker.predicates import NotSimple, Pred, evaluate
 from argusdb.checker.resolve import catalog_columns
+from argusdb.errors import QueryFailed
 from argusdb.store import Store
 
 #: Evidence columns the summary keeps (low cardinality); run columns are added to them.
@@ -55,6 +56,8 @@ TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second"
 MAX_META_ROWS = 200_000
 #: Largest summary filtered in Python rather than by a query (a round trip costs more).
 PYTHON_FILTER_MAX_ROWS = 5000
+#: Most values of an IN (subquery) turned into a literal list for the metadata query.
+MAX_SEMI_JOIN_VALUES = 10_000
 _LIVE: weakref.WeakKeyDictionary[Store, Metadata] = weakref.WeakKeyDictionary()
 
 
@@ -158,6 +161,8 @@ class Metadata:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # Metadata queries carry the query's own expressions: lock the engine down first.
+        store.lock_down()
         # TEMP tables belong to one DuckDB session: summaries and their readers share this one.
         self.cur = store.cursor()
         self._summaries: dict[str, tuple[int, str, frozenset[str]]] = {}
@@ -279,6 +284,23 @@ class Metadata:
             rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
         self._py[relation] = (gen, rows)
         return rows
+
+    def values(self, select_sql: str) -> list[Any] | None:
+        """Values of an uncorrelated one-column subquery of the query (it passed every sandbox
+        rule and runs locked down, under the time limit); None when it is not one or is too
+        large to be a useful filter."""
+        try:
+            rows = self.store.guarded_rows(
+                f"SELECT * FROM ({select_sql}) LIMIT {MAX_SEMI_JOIN_VALUES + 1}",
+                cursor=self.cur)
+        except QueryFailed:
+            return None  # correlated, or not evaluable alone: no narrowing
+        if len(rows) > MAX_SEMI_JOIN_VALUES or (rows and len(rows[0]) != 1):
+            return None
+        vals = [next(iter(r.values())) for r in rows]
+        if any(not isinstance(v, str | int | float) and v is not None for v in vals):
+            return None
+        return vals
 
     def versions(self, relation: str) -> set[str]:
         """Program versions that have rows in ``relation``."""
