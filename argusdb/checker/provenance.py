@@ -167,6 +167,9 @@ class Metadata:
         self.cur = store.cursor()
         self._summaries: dict[str, tuple[int, str, frozenset[str]]] = {}
         self._py: dict[str, tuple[int, list[dict[str, Any]] | None]] = {}
+        #: Values of IN (subquery) filters, per store generation (the data cannot change
+        #: under the same generation).
+        self._values: dict[tuple[int, str], list[Any] | None] = {}
         self.full_scans = 0
 
     @classmethod
@@ -289,17 +292,24 @@ class Metadata:
         """Values of an uncorrelated one-column subquery of the query (it passed every sandbox
         rule and runs locked down, under the time limit); None when it is not one or is too
         large to be a useful filter."""
+        key = (self.store.generation, select_sql)
+        if key in self._values:
+            return self._values[key]
         try:
             rows = self.store.guarded_rows(
                 f"SELECT * FROM ({select_sql}) LIMIT {MAX_SEMI_JOIN_VALUES + 1}",
                 cursor=self.cur)
         except QueryFailed:
-            return None  # correlated, or not evaluable alone: no narrowing
-        if len(rows) > MAX_SEMI_JOIN_VALUES or (rows and len(rows[0]) != 1):
-            return None
-        vals = [next(iter(r.values())) for r in rows]
-        if any(not isinstance(v, str | int | float) and v is not None for v in vals):
-            return None
+            rows = []  # correlated, or not evaluable alone: no narrowing
+            vals = None
+        else:
+            vals = [next(iter(r.values())) for r in rows]
+        if (vals is None or len(rows) > MAX_SEMI_JOIN_VALUES or (rows and len(rows[0]) != 1)
+                or any(not isinstance(v, str | int | float) and v is not None for v in vals)):
+            vals = None
+        if len(self._values) > 256:  # the same few subqueries come back; keep it small
+            self._values.clear()
+        self._values[key] = vals
         return vals
 
     def versions(self, relation: str) -> set[str]:
