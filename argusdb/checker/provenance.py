@@ -67,10 +67,10 @@ def evidence_relation(name: str) -> bool:
     return "run_id" in cols and ("value" in cols or "dur_ns" in cols)
 
 
-def _filled(relation: str) -> list[str]:
+def _filled(relation: str, cols: set[str]) -> list[str]:
     """Select items giving every metadata column of ``relation`` (defaults where it lacks one;
-    program version and task come from the run when the relation has none)."""
-    cols = catalog_columns(relation)
+    program version and task come from the run when the relation has none). ``cols`` are
+    the relation's columns as the store has them (an older store may lack newer ones)."""
     sel = [f"x.{c}" for c in sorted(cols)]
     for c, default in (("program_version", "r.program_version"), ("task_id", "r.task_id"),
                        ("evidence_class", "'observed'"), ("replay_pass", "NULL::INTEGER"),
@@ -93,9 +93,9 @@ def _filled(relation: str) -> list[str]:
     return sel
 
 
-def _derived(inner: str) -> str:
+def _derived(inner: str, run_columns: set[str]) -> str:
     """Add run columns, ``_scope`` and ``_standing`` to rows of ``inner`` (has run_id)."""
-    run_cols = [c for c in sorted(catalog_columns("run"))
+    run_cols = [c for c in sorted(run_columns)
                 if c not in ("program_version", "task_id", "run_id")]
     scope = ", ".join(f"CASE WHEN {c} <> 'all' THEN '{c}' END" for c in _SCOPE_COORDS)
     timing = ", ".join(f"'{u}'" for u in TIMING_UNITS)
@@ -112,25 +112,26 @@ def _derived(inner: str) -> str:
               FROM ({inner}) AS m LEFT JOIN run AS r ON r.run_id = m.run_id)"""
 
 
-def _source_sql(relation: str) -> str:
+def _source_sql(relation: str, cols: set[str], run_cols: set[str]) -> str:
     """Every row of ``relation`` with the metadata columns (the exact, slow path)."""
-    return _derived(f"SELECT {', '.join(_filled(relation))} FROM {relation} AS x "
-                    f"LEFT JOIN run AS r ON r.run_id = x.run_id")
+    return _derived(f"SELECT {', '.join(_filled(relation, cols))} FROM {relation} AS x "
+                    f"LEFT JOIN run AS r ON r.run_id = x.run_id", run_cols)
 
 
-def _summary_sql(relation: str) -> str:
+def _summary_sql(relation: str, cols: set[str], run_cols: set[str]) -> str:
     """``relation`` grouped down to the summary columns first, run columns joined after:
     one pass over the rows, the joins and CASEs only over the groups."""
     keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"]
     coords = [f"{c} <> 'all' AS _not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
     grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, {', '.join(coords)}, "
                f"count(*) AS _rows "
-               f"FROM (SELECT {', '.join(_filled(relation))} FROM {relation} AS x "
+               f"FROM (SELECT {', '.join(_filled(relation, cols))} FROM {relation} AS x "
                f"LEFT JOIN run AS r ON r.run_id = x.run_id) GROUP BY ALL")
     flags = [f"_not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
     unflag = ", ".join(f"CASE WHEN _not_all_{c} THEN '*' ELSE 'all' END AS {c}"
                        for c in _SCOPE_COORDS if c != "warp_role")
-    return _derived(f"SELECT * EXCLUDE ({', '.join(flags)}), {unflag} FROM ({grouped})")
+    return _derived(f"SELECT * EXCLUDE ({', '.join(flags)}), {unflag} FROM ({grouped})",
+                    run_cols)
 
 
 @cache
@@ -170,6 +171,7 @@ class Metadata:
         #: Values of IN (subquery) filters, per store generation (the data cannot change
         #: under the same generation).
         self._values: dict[tuple[int, str], list[Any] | None] = {}
+        self._columns: dict[tuple[int, str], set[str]] = {}
         self.full_scans = 0
 
     @classmethod
@@ -212,7 +214,8 @@ class Metadata:
         if cached and cached[0] == gen:
             return cached[1], cached[2]
         cols = list(SUMMARY_EVIDENCE_COLUMNS)
-        cols += [c for c in sorted(catalog_columns("run")) if c not in cols]
+        run_cols = self.columns("run")
+        cols += [c for c in sorted(run_cols) if c not in cols]
         cols += ["_scope", "_standing"]
         name = f"_argus_meta_{relation}"
         fp = self._fingerprint()
@@ -221,7 +224,8 @@ class Metadata:
             row = self.cur.execute("SELECT fingerprint FROM main._argus_meta_stamp "
                                    "WHERE relation = ?", [relation]).fetchone()
             stamp = row[0] if row else None
-        build = f"SELECT {', '.join(cols)}, _rows FROM ({_summary_sql(relation)})"
+        build = (f"SELECT {', '.join(cols)}, _rows FROM "
+                 f"({_summary_sql(relation, self.columns(relation), run_cols)})")
         if stamp == fp:
             name = f"main.{name}"
         elif not self.store.read_only:
@@ -269,7 +273,8 @@ class Metadata:
             sql = f"SELECT {sel}, _rows FROM {name} AS m WHERE {where} LIMIT {MAX_META_ROWS}"
         else:
             self.full_scans += 1
-            sql = (f"SELECT {sel}, count(*) AS _rows FROM ({_source_sql(relation)}) AS m "
+            src = _source_sql(relation, self.columns(relation), self.columns("run"))
+            sql = (f"SELECT {sel}, count(*) AS _rows FROM ({src}) AS m "
                    f"WHERE {where} GROUP BY ALL LIMIT {MAX_META_ROWS}")
         return self.store.guarded_rows(sql, cursor=self.cur)
 
@@ -287,6 +292,15 @@ class Metadata:
             rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
         self._py[relation] = (gen, rows)
         return rows
+
+    def columns(self, relation: str) -> set[str]:
+        """Columns of ``relation`` as this store has them (it may predate newer columns)."""
+        key = (self.store.generation, relation)
+        if key not in self._columns:
+            self._columns[key] = {r[0] for r in self.cur.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                "AND schema_name = 'main'", [relation]).fetchall()} or catalog_columns(relation)
+        return self._columns[key]
 
     def values(self, select_sql: str) -> list[Any] | None:
         """Values of an uncorrelated one-column subquery of the query (it passed every sandbox
