@@ -116,9 +116,15 @@ class Analyzer(resolve.Resolver):
         # In a correlated subquery, a column equated to an outer column is constant per
         # evaluation: it keys the aggregate like a GROUP BY column would.
         group_keys += self._correlated(sc)
-        windows = [w for w in node.find_all(exp.Window) if _owner(w) is node]
-        aggregated = bool(node.args.get("group")) or any(
-            _owner(a) is node and not _in_window(a) for a in node.find_all(exp.AggFunc))
+        # one walk of this scope's own nodes (not its subqueries) for windows and aggregates
+        windows: list[exp.Window] = []
+        aggs: list[exp.AggFunc] = []
+        for n in _own_nodes(node):
+            if isinstance(n, exp.Window):
+                windows.append(n)
+            elif isinstance(n, exp.AggFunc) and not _in_window(n):
+                aggs.append(n)
+        aggregated = bool(node.args.get("group")) or bool(aggs)
         key_sets = [group_keys] + [list(w.args.get("partition_by") or []) for w in windows]
         streams: dict[str, Stream] = {}
         meta_rows: dict[str, list[dict[str, Any]]] = {}
@@ -143,9 +149,7 @@ class Analyzer(resolve.Resolver):
         if aggregated:
             self._group_combinations(sc, node, "aggregate", group_keys if not rollup else
                                      [k for k in group_keys if k not in rollup],
-                                     self._value_streams(sc, streams, [
-                                         a for a in node.find_all(exp.AggFunc)
-                                         if _owner(a) is node and not _in_window(a)]),
+                                     self._value_streams(sc, streams, list(aggs)),
                                      streams, meta_rows, uf)
         for w in windows:
             parts = list(w.args.get("partition_by") or [])
@@ -518,11 +522,17 @@ def _set_op_scopes(sc: Scope) -> list[Scope]:
     return list(getattr(sc, "set_operation_scopes", None) or getattr(sc, "union_scopes", []))
 
 
-def _owner(node: Any) -> Any:
-    anc = node.parent
-    while anc is not None and not isinstance(anc, exp.Query):
-        anc = anc.parent
-    return anc
+def _own_nodes(root: exp.Expression) -> list[exp.Expression]:
+    """Nodes of ``root`` outside its nested queries (depth-first, pruned at each Query)."""
+    out: list[exp.Expression] = []
+    stack = list(root.iter_expressions())
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Query):
+            continue
+        out.append(n)
+        stack.extend(n.iter_expressions())
+    return out
 
 
 def _in_window(node: Any) -> bool:
