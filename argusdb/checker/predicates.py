@@ -98,7 +98,9 @@ def _ev(n: Any, row: dict[str, Any], m: dict[int, str]) -> Any:
         return _CMP[type(n)](*_same(a, b))
     if isinstance(n, exp.In) and not n.args.get("query") and not n.args.get("unnest"):
         a = _ev(n.this, row, m)
-        vals = [_ev(x, row, m) for x in n.expressions]
+        vals = _literals(n) if a is not None else []
+        if vals is None:
+            vals = [_ev(x, row, m) for x in n.expressions]
         if a is None:
             return None
         if any(v is not None and operator.eq(*_same(a, v)) for v in vals):
@@ -115,6 +117,23 @@ def _ev(n: Any, row: dict[str, Any], m: dict[int, str]) -> Any:
             raise NotSimple("LIKE on a non-string")
         return _like(n.expression.this, isinstance(n, exp.ILike)).fullmatch(a) is not None
     raise NotSimple(type(n).__name__)
+
+
+_LITERAL_LISTS: dict[int, tuple[exp.In, list[Any]]] = {}
+
+
+def _literals(n: exp.In) -> list[Any] | None:
+    """The values of an IN list made only of literals, computed once per node."""
+    hit = _LITERAL_LISTS.get(id(n))
+    if hit is not None and hit[0] is n:
+        return hit[1]
+    if not all(isinstance(x, exp.Literal) for x in n.expressions):
+        return None
+    vals = [x.this if x.is_string else float(x.this) for x in n.expressions]
+    if len(_LITERAL_LISTS) > 1024:
+        _LITERAL_LISTS.clear()
+    _LITERAL_LISTS[id(n)] = (n, vals)
+    return vals
 
 
 def _truth(v: Any) -> bool:
