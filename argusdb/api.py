@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from argusdb import checker
+from argusdb import checker, materialize
 from argusdb.errors import Finding
 from argusdb.ingest import IngestResult, ingest_path
 from argusdb.regions import ProgramSource
@@ -24,16 +24,29 @@ from argusdb.store import Store
 class Connection:
     """A connection to one store; user SQL is checked before it runs, read-only.
 
+    Materialized views (attribution, derivation) are refreshed before a question is checked,
+    so neither the checker's metadata nor the answer rests on stale rows.
+
     Args:
         path: the store file.
         create: make the store when missing.
-        read_only: open the file read-only (DuckDB then refuses every write itself).
+        read_only: open the file read-only (DuckDB then refuses every write itself); a stale
+            store is first refreshed through a short read-write opening.
         timeout_s: time limit of one query, seconds.
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
                  timeout_s: float = checker.TIMEOUT_S) -> None:
-        self.store = Store.open(path, create=create, read_only=read_only)
+        if read_only:
+            self.store = Store.open(path, read_only=True)
+            if any(materialize.stale(self.store)):
+                self.store.close()
+                with Store.open(path) as rw:
+                    materialize.ensure_fresh(rw)
+                    checker.refresh_metadata(rw)
+                self.store = Store.open(path, read_only=True)
+        else:
+            self.store = Store.open(path, create=create)
         self.timeout_s = timeout_s
 
     def close(self) -> None:
@@ -53,6 +66,7 @@ class Connection:
 
     def check(self, sql: str) -> list[Finding]:
         """Findings of the compatibility checker for ``sql`` (empty when it may run)."""
+        materialize.ensure_fresh(self.store)
         return checker.check(sql, self.store)
 
     def query(self, sql: str) -> pa.Table:
@@ -62,10 +76,12 @@ class Connection:
             QueryRefused: the checker refused it (``.findings`` says why and what to do).
             QueryFailed: DuckDB rejected it or it ran past the time limit.
         """
+        materialize.ensure_fresh(self.store)
         return checker.execute(sql, self.store, self.timeout_s)
 
     def query_with_provenance(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer."""
+        materialize.ensure_fresh(self.store)
         table, report = checker.execute_report(sql, self.store, self.timeout_s)
         return table, report.provenance()
 
@@ -73,6 +89,7 @@ class Connection:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
+        materialize.ensure_fresh(self.store)
         return checker.explain(sql, self.store)
 
 

@@ -34,6 +34,11 @@ _KEYED = {
 }
 
 
+#: Leading keywords of library SQL that only reads (does not bump the write generation).
+_READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMMARIZE",
+                    "EXPLAIN"})
+
+
 def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
@@ -154,7 +159,8 @@ class Store:
     # -- reading ---------------------------------------------------------------------------
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
         """Run trusted SQL (library code only; user queries go through the checker)."""
-        self.generation += 1
+        if query.lstrip().split(None, 1)[0].upper() not in _READS:
+            self.generation += 1
         return self.con.execute(query, params or [])
 
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> pa.Table:

@@ -8,8 +8,8 @@ two versions (same recorded bytes, a second program version: what a rebuild woul
 ingest yet (they stand in for what the ncu, proton, forced-wait and derivation helpers add):
 a counter-replay run with counters from three replay passes and a duration taken under
 replay, an instrumented run with per-warp-role values, a forced-wait variant run, and
-*derived* rows (the ``evidence`` view is extended with them exactly as the derivation module
-will extend it: a UNION of rows with ``evidence_class = 'derived'``). Every seed run has
+*derived* rows (inserted into ``derived_evidence`` after a refresh of the materializations,
+so the ``evidence`` view shows them with ``evidence_class = 'derived'``). Every seed run has
 ``kind = 'seed'`` and artefact names starting with ``SEED-``.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from argusdb import demo
+from argusdb import demo, materialize
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
@@ -112,19 +112,17 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
             {"launch": lc, "signal": "duration", "value": 38000.0, "unit": "ns"}
             for lc in ("0", "1")])
         # Derived rows, as the derivation module adds them: about V1, from the variant run.
-        st.sql("CREATE TABLE _seed_derived AS SELECT * FROM evidence LIMIT 0")
+        # Refresh the materializations first, so these seed rows are not rebuilt away.
+        materialize.refresh(st)
         for i, lc in enumerate(("0", "1")):
-            st.sql("INSERT INTO _seed_derived BY NAME SELECT ? AS evidence_id, ? AS "
-                   "program_version, ? AS task_id, ? AS run_id, ? AS region_id, 'softmax_fwd' "
-                   "AS kernel, ? AS launch, 'all' AS cta, 'all' AS sm, 'all' AS warp, 'all' AS "
-                   "warp_role, 'all' AS loop_iter, 'exposed_latency' AS signal, 5500.0 AS value, "
-                   "'ns' AS unit, 'derived' AS evidence_class, 0.0 AS association_entropy",
-                   [-1 - i, v1, "t-seed-synthesize", ids["RF"], SOFTMAX, lc])
-        view = st.sql("SELECT sql FROM duckdb_views() WHERE view_name = 'evidence'").fetchone()
-        assert view is not None
-        body = view[0].split(" AS ", 1)[1].rstrip().rstrip(";")
-        st.sql(f"CREATE OR REPLACE VIEW evidence AS SELECT * FROM ({body}) "
-               f"UNION ALL BY NAME SELECT * FROM _seed_derived")
+            st.sql("INSERT INTO derived_evidence BY NAME SELECT ? AS evidence_id, ? AS "
+                   "program_version, ? AS task_id, ? AS run_id, ? AS parent_run_id, "
+                   "? AS variant_version, ? AS region_id, 'softmax_fwd' AS kernel, "
+                   "? AS launch, 'all' AS cta, 'all' AS sm, 'all' AS warp, 'all' AS warp_role, "
+                   "'all' AS loop_iter, 'exposed_latency' AS signal, 5500.0 AS value, "
+                   "'ns' AS unit, '{\"seed\": true}'::JSON AS conditions",
+                   [-1 - i, v1, "t-seed-synthesize", ids["RF"], ids["R1"], ids["VF"], SOFTMAX,
+                    lc])
     return ids
 
 

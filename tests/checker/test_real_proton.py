@@ -51,10 +51,12 @@ def test_per_warp_scope_values_against_proton_totals_are_refused(
 def test_per_warp_values_averaged_per_scope_first_are_accepted(
         proton: tuple[Store, dict[str, str]]) -> None:
     sql = ("WITH per AS (SELECT kernel, scope_path, avg(value) AS v FROM evidence "
-           "WHERE run_id = '{RT}' AND signal = 'scope_cycles' GROUP BY kernel, scope_path) "
+           "WHERE run_id = '{RT}' AND signal = 'scope_cycles' AND evidence_class = 'observed' "
+           "GROUP BY kernel, scope_path) "
            "SELECT p.scope_path, p.v, h.value FROM per p JOIN evidence h "
            "ON p.kernel = h.kernel AND p.scope_path = h.scope_path "
-           "WHERE h.run_id = '{RH}' AND h.signal = 'scope_cycles'")
+           "WHERE h.run_id = '{RH}' AND h.signal = 'scope_cycles' "
+           "AND h.evidence_class = 'observed'")
     assert codes(sql, proton) == []
     st, ids = proton
     rows = checker.execute(sql.format(**ids), st).to_pylist()
@@ -67,8 +69,11 @@ def test_aggregates_within_one_scope_level_are_accepted(
            "WHERE t.run_id = '{RH}' GROUP BY t.scope_path, t.kernel")
     assert codes(sql, proton) == []  # one scope level per group
     sql = ("SELECT t.kernel, sum(t.value) FROM evidence t WHERE t.run_id = '{RT}' "
-           "GROUP BY t.kernel")
+           "AND t.evidence_class = 'observed' GROUP BY t.kernel")
     assert codes(sql, proton) == []  # sum of slices of one level
+    # without the class filter the attribution's region sums of the same cycles join in
+    # (scope_path NULL, per CTA): a double count, refused
+    assert "AR05" in codes(sql.replace("AND t.evidence_class = 'observed' ", ""), proton)
 
 
 def test_instrumented_cycles_against_clean_trace_are_refused(

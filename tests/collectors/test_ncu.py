@@ -270,7 +270,8 @@ def test_ncu_rep_through_nsight_compute(tmp_path: Path, monkeypatch: pytest.Monk
     # One run with both pages: the same values as ingesting the two exports.
     assert r.rows == {"instruction": 184, "evidence": 10_856 + 2026}
     totals = store.rows("SELECT pc IS NULL AS kernel_wide, sum(value) AS v FROM evidence "
-                        "WHERE signal = 'inst_executed' GROUP BY ALL ORDER BY ALL")
+                        "WHERE signal = 'inst_executed' AND evidence_class = 'observed' "
+                        "GROUP BY ALL ORDER BY ALL")
     assert totals == [{"kernel_wide": False, "v": 11_403_264}, {"kernel_wide": True,
                                                                 "v": 11_403_264}]
     run = store.rows("SELECT tool_version, replay_passes, device FROM run")
