@@ -16,6 +16,12 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "connect"]
 __version__ = "0.1.0"
 
+# Eager but light (the planner and the store load when observe is called). Binding the function
+# after the submodule import keeps ``argusdb.observe`` the function, not the module.
+from argusdb.observe import observe
+
+__all__ += ["observe"]
+
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that collectors can import argusdb.errors without importing the store.

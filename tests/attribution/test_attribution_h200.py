@@ -3,6 +3,8 @@ library reduction is shared by two regions (tests/data/attribution/README.md).""
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -154,6 +156,11 @@ def test_proton_scopes_land_in_their_regions(store: Store) -> None:
          "cycles": observed["softmax_fwd/reduce"], "h": 0.0},
         {"region_id": "softmax/softmax_fwd/store", "n": 2048,
          "cycles": observed["softmax_fwd/store"], "h": 0.0}]
-    assert observed["softmax_fwd/reduce"] == 3703557.0
+    # the reduce scope's cycles, straight from the trace: dur (µs) × frequency (MHz)
+    with gzip.open(gpu / "softmax.default.instr.chrome_trace.gz", "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    from_file = sum(e["dur"] * e["args"]["Frequency (MHz)"] for e in events
+                    if e.get("ph") == "X" and e["name"] == "reduce")
+    assert observed["softmax_fwd/reduce"] == pytest.approx(from_file, rel=1e-9)
     assert store.rows("SELECT DISTINCT basis FROM attribution_share") == [{"basis": "scope"}]
     assert all(r["ok"] for r in store.rows("SELECT ok FROM attribution_conservation"))

@@ -48,7 +48,7 @@ class InterferenceConflict(Rule):
                 f"signatures conflict",
                 "keep one standing: restrict to clean runs (JOIN run r USING (run_id) WHERE "
                 "r.timing_clean), or group/join by run_id or signature; to compare timing, "
-                "collect a clean timing run of the same version (argus observe REGION --signals "
-                "duration, or ingest a CUPTI activity trace)",
+                "collect a clean timing run of the same version (argus observe SOURCE_FILE "
+                "--region REGION --signals duration, or ingest a CUPTI activity trace)",
                 standings=st))
         return out

@@ -43,7 +43,7 @@ class ReplayCrossPass(Rule):
                 f"{c.what()} combines counters from replay passes {passes} as if collected in "
                 f"one execution",
                 "join or group by replay_pass, collect the counters in one pass (a smaller "
-                "metric list: argus observe REGION --signals <counters>), or say it is meant: "
-                "FROM evidence_accepting('cross_pass')",
+                "metric list: argus observe SOURCE_FILE --region REGION --signals <counters>), or "
+                "say it is meant: FROM evidence_accepting('cross_pass')",
                 replay_passes=passes))
         return out
