@@ -82,6 +82,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000, help="evidence rows (default 1 M)")
     ap.add_argument("--repeat", type=int, default=31, help="timed checks per query")
     ap.add_argument("--repeat-e2e", type=int, default=5, help="timed end-to-end runs per query")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed checks per query first")
     args = ap.parse_args()
     print(f"command: python bench/bench_checker.py --rows {args.rows}; host: "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
@@ -108,6 +109,8 @@ def main() -> int:
             for name, q in QUERIES.items():
                 sql = q.format(**ids)
                 assert checker.check(sql, st) == [], name
+                for _ in range(args.warmup):  # let the engine's threads settle after setup
+                    checker.check(sql, st)
                 c = median_ms(lambda s=sql: checker.check(s, st), args.repeat)
                 cpu = median_ms(lambda s=sql: checker.check(s, st), args.repeat,
                                 time.process_time)
