@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 
 from argusdb import catalog
 from argusdb.errors import StoreError
@@ -51,7 +52,9 @@ class RefreshReport:
         return bool(self.rebuilt_versions) or self.derivation_rebuilt
 
 
+@cache
 def _code_sha(name: str) -> str:
+    """md5 of the SQL of a materialization's modules (read once per process)."""
     text = "".join(m.text for m in catalog.query_modules()
                    if m.name.startswith(_MODULES[name]))
     return hashlib.md5(text.encode()).hexdigest()
@@ -182,7 +185,32 @@ def refresh(store: Store) -> RefreshReport:
             "runs_fingerprint": "", "run_seq_built": 0, "n_rows": report.derived_rows,
             "built_at": now})
         report.derivation_rebuilt = True
+    _record_token(store)
     return report
+
+
+def _inputs_token(store: Store) -> str:
+    """A cheap digest of everything any materialization reads: runs (their rows are immutable),
+    versions, spans, variant checks, module SQL. Unchanged token, nothing to refresh."""
+    row = store.sql(
+        "SELECT (SELECT count(*) || ':' || coalesce(max(run_seq), 0) FROM run), "
+        "(SELECT count(*) || ':' || coalesce(sum(hash(program_version, parent_version, "
+        "transform, transform_task_id, source_sha256, target)), 0) FROM program_version), "
+        "(SELECT count(*) || ':' || coalesce(sum(hash(program_version, region_id, start_line, "
+        "end_line)), 0) FROM region_span), "
+        "(SELECT count(*) || ':' || coalesce(max(checked_at)::VARCHAR, '') FROM variant_check)"
+    ).fetchone()
+    doc = "|".join([*(str(x) for x in row or ()), _code_sha("attribution"),
+                    _code_sha("derivation")])
+    return hashlib.md5(doc.encode()).hexdigest()
+
+
+def _record_token(store: Store) -> None:
+    store.sql("DELETE FROM materialization WHERE name = 'inputs'")
+    store.insert_row("materialization", {
+        "name": "inputs", "program_version": WHOLE, "fingerprint": _inputs_token(store),
+        "runs_fingerprint": "", "run_seq_built": 0, "n_rows": 0,
+        "built_at": datetime.now(UTC).replace(tzinfo=None)})
 
 
 def ensure_fresh(store: Store) -> RefreshReport:
@@ -191,8 +219,14 @@ def ensure_fresh(store: Store) -> RefreshReport:
     Raises:
         StoreError: the store is stale but opened read-only, so it cannot be refreshed.
     """
+    row = store.sql("SELECT fingerprint FROM materialization WHERE name = 'inputs'").fetchone()
+    if row and row[0] == _inputs_token(store):
+        return RefreshReport()
     versions, derivation = stale(store)
     if not versions and not derivation:
+        if not store.read_only:
+            with store.transaction():
+                _record_token(store)
         return RefreshReport()
     if store.read_only:
         raise StoreError(f"{store.path}: attribution or derivation is stale (versions "

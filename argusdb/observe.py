@@ -173,7 +173,11 @@ def evidence_of(p: Plan, st: Store) -> pa.Table:
     kernel timing next to a region's), and the kernel's rows not yet attributed (per PC/line).
     """
     tasks = [t.id for t in p.tasks]
-    runs = [t.reuse["run_id"] for t in p.tasks if t.reuse]
+    # Runs the plan reused, and runs its tasks produced, including artefacts the store already
+    # held (an ingest of the same bytes is a no-op, so their rows keep the earlier task's id).
+    runs = [t.reuse["run_id"] for t in p.tasks if t.reuse and t.reuse.get("run_id")]
+    for row in st.rows("SELECT config FROM task WHERE plan_id = ?", [p.plan_id]):
+        runs += json.loads(row["config"] or "{}").get("runs") or []
     # What the tasks yield (e.g. scope_cycles for an instrumented 'duration'), and what was asked.
     signals = sorted({s.removesuffix("@proton") for s in p.request["signals"]}
                      | {s for t in p.tasks for s in t.params.get("signals", [])})

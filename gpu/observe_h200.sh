@@ -22,9 +22,10 @@ cd "$ROOT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$WORK/nvidia-smi.csv"
 # kernel, region, signals: the region of each kernel whose exposed latency and source counters
 # the planner turns into parent timing, forced-wait variant timing, ncu source page, attribution
-# and derivation; the last request is a plain kernel duration (one clean timing run).
+# and derivation; then the duration of the softmax load region (Proton scopes, instrumentation)
+# and of the whole softmax kernel (a clean timing the first request already stored).
 while read -r k region signals; do
-  name="$k.${region##*/}"
+  name="$k.${region##*/}.${signals%%,*}"
   t0=$(date +%s.%N)
   python3 -m argusdb observe "gpu/kernels/$k.py" --region "$region" --signals "$signals" \
     --store "$WORK/observe.duckdb" --json > "$WORK/$name.json" 2> "$WORK/$name.log"
@@ -36,6 +37,7 @@ done <<'REQ'
 softmax softmax/softmax_fwd/load exposed_latency,inst_executed,warp_stall_samples
 matmul matmul/matmul_kernel/mainloop exposed_latency,inst_executed
 attention attention/attn_fwd/load_k exposed_latency,inst_executed
+softmax softmax/softmax_fwd/load duration
 softmax softmax/softmax_fwd duration
 REQ
 python3 -m pytest -p no:cacheprovider -m gpu tests/runner tests/transforms -q 2>&1 | tail -n 5 \

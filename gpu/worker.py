@@ -8,8 +8,9 @@ Nsight Compute never share a process:
         [--parent PARENT.py] [--params JSON] [--overrides JSON]
 
 ACTION is ``find_launch``, ``cupti_timing``, ``ncu_source``, ``proton_instr`` or
-``proton_pcsampling`` (a plan's actions). The source follows the harness contract of
-``gpu/kernels/`` (``KERNEL``, ``CONFIGS``, ``setup``, ``launch``, ``result``, ``reference``).
+``proton_pcsampling`` (a plan's actions); ``serve`` runs such jobs from stdin in one process.
+The source follows the harness contract of ``gpu/kernels/`` (``KERNEL``, ``CONFIGS``,
+``setup``, ``launch``, ``result``, ``reference``).
 With ``--parent`` (a variant) the worker first checks that the variant computes the parent's
 result. It writes its artefacts and ``DIR/result.json``: ``files``, ``gpu_s`` (seconds from the
 first CUDA work to the last), ``rel_err_vs_parent``/``rel_err_vs_torch``, ``median_us``.
@@ -51,7 +52,7 @@ def check(mod, t: dict, opts: dict, parent_path: str | None, config: str) -> dic
     out = mod.result(t).clone()
     res = {"rel_err_vs_torch": mod.rel_err(out, mod.reference(t))}
     if parent_path:
-        parent = load_module(Path(parent_path), "argus_parent")
+        parent = load_module(Path(parent_path), f"argus_parent_{next(_JOBS)}")
         parent.launch(t, **parent.CONFIGS[config])
         sync()
         res["rel_err_vs_parent"] = mod.rel_err(out, parent.result(t).double())
@@ -60,20 +61,54 @@ def check(mod, t: dict, opts: dict, parent_path: str | None, config: str) -> dic
     return res
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("action", choices=["find_launch", "cupti_timing", "ncu_source",
-                                       "proton_instr", "proton_pcsampling", "child"])
-    ap.add_argument("--source", required=True)
-    ap.add_argument("--config", required=True)
+                                       "proton_instr", "proton_pcsampling", "child", "serve"])
+    ap.add_argument("--source", help="kernel source (every action but serve)")
+    ap.add_argument("--config", help="harness configuration (every action but serve)")
     ap.add_argument("--out", type=Path, default=Path("."))
     ap.add_argument("--parent")
     ap.add_argument("--params", default="{}")
     ap.add_argument("--overrides", default="{}")
     ap.add_argument("--launches", type=int, default=4)
+    return ap
+
+
+_JOBS = iter(range(1 << 30))
+
+
+def serve() -> None:
+    """Run jobs from stdin (one JSON argument list per line) in this one process.
+
+    The runner keeps one such process per plan for the collections that can share it (the
+    launch check and clean timings: cupti-python only), so torch, CUDA and CUPTI start once.
+    Each job answers with a line ``ARGUS-RESULT {"ok": ...}``; anything else on stdout is the
+    kernels' own output.
+    """
+    for line in sys.stdin:
+        try:
+            handle(parser().parse_args(json.loads(line)))
+            answer = {"ok": True}
+        except Exception as exc:  # report and keep serving: the runner decides what follows
+            answer = {"ok": False, "error": repr(exc)[:2000]}
+        print("ARGUS-RESULT " + json.dumps(answer), flush=True)
+
+
+def main() -> None:
+    ap = parser()
     a = ap.parse_args()
+    if a.action == "serve":
+        serve()
+        return
+    if not (a.source and a.config):
+        ap.error(f"{a.action} needs --source and --config")
+    handle(a)
+
+
+def handle(a: argparse.Namespace) -> None:
     params, overrides = json.loads(a.params), json.loads(a.overrides)
-    mod = load_module(Path(a.source), "argus_subject")
+    mod = load_module(Path(a.source), f"argus_subject_{next(_JOBS)}")
     opts = launch_options(mod, a.config, overrides)
     if a.action == "child":  # the process ncu profiles
         t = mod.setup()
@@ -99,8 +134,13 @@ def main() -> None:
     (a.out / "result.json").write_text(json.dumps(res, indent=1))
 
 
+_ACTIVITY: list[Activity] = []
+
+
 def cupti_timing(mod, t: dict, opts: dict, out: Path, params: dict) -> dict:
-    act = Activity()
+    if not _ACTIVITY:  # one CUPTI client per process, its callbacks registered once
+        _ACTIVITY.append(Activity())
+    act = _ACTIVITY[0]
     for _ in range(int(params.get("launches_warmup", 3))):
         mod.launch(t, **opts)
     sync()
@@ -141,7 +181,8 @@ def ncu_source(mod, a: argparse.Namespace, params: dict) -> dict:
                            capture_output=True, text=True, check=True)
         (a.out / f"ncu.{name}").write_text(q.stdout)
         files.append(f"ncu.{name}")
-    passes = [ln for ln in (p.stdout + p.stderr).splitlines() if "passes" in ln]
+    passes = [ln for ln in (p.stdout + p.stderr).splitlines()
+              if "==PROF== Profiling" in ln and " pass" in ln]
     return {"files": files, "pass_lines": passes, "cmd": " ".join(cmd)}
 
 

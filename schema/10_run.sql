@@ -9,7 +9,7 @@ CREATE TABLE IF NOT EXISTS task (
     plan_id VARCHAR,
     -- Task configuration as JSON (collector, inputs, options).
     config JSON,
-    -- 'done', 'failed' or 'skipped'.
+    -- 'done', 'failed', 'skipped' (an upstream task failed) or 'reused' (evidence already stored).
     status VARCHAR NOT NULL,
     -- Wall-clock cost of the task, seconds.
     wall_s DOUBLE,

@@ -89,7 +89,8 @@ CREATE TABLE IF NOT EXISTS region_attribution (
 -- anything reads it (attribution: the whole version, or only the runs added since).
 -- Provenance: argusdb.materialize.
 CREATE TABLE IF NOT EXISTS materialization (
-    -- Materialization name: 'attribution' or 'derivation'.
+    -- Materialization name: 'attribution', 'derivation', or 'inputs' (a digest of all inputs at
+    -- the last refresh: readers skip the per-version comparison while it is unchanged).
     name VARCHAR NOT NULL,
     -- Program version the state covers ('' for a materialization built as a whole).
     program_version VARCHAR NOT NULL,

@@ -126,6 +126,10 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
     if need is None or not versions.ids:
         return None, []
     signals = _signals(task)
+    if task.action != "proton_instr":
+        # Only instrumentation resolves intra-kernel coordinates; other collections of the plan
+        # (e.g. the clean reference timing) are asked at launch scope.
+        scope = {**scope, **dict.fromkeys(("cta", "sm", "warp", "warp_role", "loop_iter"), "all")}
     checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(need.conditions))
     runs = store.rows(
         f"SELECT run_id, signature, replay_passes, clock_control, {checks} FROM run "
@@ -147,10 +151,10 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
             continue
         unstated = (" (the artefact does not state its clock control)"
                     if task.action == "ncu_source" and r["clock_control"] is None else "")
+        at = ", ".join(f"{k}={v}" for k, v in scope.items() if v != "all" or k == "launch")
         return {"run_id": r["run_id"],
                 "why": f"run {r['run_id']} ({r['signature']}) of {versions.why} already holds "
-                       f"{', '.join(signals)} for {kernel} at launch={scope['launch']}"
-                       f"{unstated}"}, notes
+                       f"{', '.join(signals)} for {kernel} at {at}{unstated}"}, notes
     return None, notes
 
 

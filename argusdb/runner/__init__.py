@@ -10,7 +10,9 @@
   (``parent_version``, ``transform``, ``transform_task_id`` = the task);
 - **collect**: the backend runs the collection on the task's version; each artefact is ingested
   as a run of that task (``run.task_id`` = the plan's task id); a variant's first collection
-  records its result check against the parent (``variant_check``) before derivation uses it;
+  records its result check against the parent (``variant_check``); derivation uses only checked
+  variants, and a variant that computes another result fails its task (its dependents are
+  skipped);
 - **synthesize** (``attribute``, ``derive_exposed_latency``): refreshes the materialized
   attribution and derivation and reports what they hold for the region.
 
@@ -48,10 +50,18 @@ from argusdb.store import Store
 from argusdb.transforms import apply as apply_transform
 from argusdb.variants import VariantOf, record_check
 
-__all__ = ["TaskResult", "execute"]
+__all__ = ["TaskResult", "VariantMismatch", "execute"]
 
 #: Largest relative error of a variant against its parent that still counts as "the same result".
 TOLERANCE = 1e-5
+
+
+class VariantMismatch(ArgusError):
+    """A variant does not compute its parent's result: its evidence is kept, never derived from.
+    """
+
+    exit_code = 1
+    code = "E203"
 
 
 @dataclass
@@ -99,6 +109,8 @@ class _Run:
         self.parent = _Version(self.src, {"config": self.config, **opts}, target)
         self.versions: dict[str, _Version] = {"parent": self.parent}
         self.checked: set[str] = set()
+        # launch counts the control task decided (warm-up), passed on to every collection
+        self.launch: dict[str, Any] = {}
 
     # -- program versions ----------------------------------------------------------------
     def register(self, v: _Version) -> None:
@@ -117,12 +129,14 @@ class _Run:
 
     def job(self, task: dict[str, Any], v: _Version) -> Job:
         return Job(task["action"], v.source, v.parent.source if v.parent else None, v.transform,
-                   self.config, v.overrides, task["params"],
+                   self.config, v.overrides, {**self.launch, **task["params"]},
                    self.workdir / task["id"].removeprefix(self.plan["plan_id"] + ".")
                    .replace("/", "_"))
 
     # -- tasks -----------------------------------------------------------------------------
     def control(self, task: dict[str, Any], res: TaskResult) -> None:
+        if "launches_warmup" in task["params"]:
+            self.launch["launches_warmup"] = task["params"]["launches_warmup"]
         self.register(self.parent)
         got = self.backend.run(self.job(task, self.parent))
         res.program_version, res.gpu_s = self.parent.id, got.gpu_s
@@ -163,6 +177,12 @@ class _Run:
                 res.detail["variant_check"] = {"rel_err_vs_parent": got.rel_err_vs_parent,
                                                "passed": passed}
                 self.checked.add(v.id)
+                if not passed:
+                    res.program_version, res.gpu_s = v.id, got.gpu_s
+                    raise VariantMismatch(
+                        f"variant {v.id} ({v.transform}) differs from its parent {v.parent.id}: "
+                        f"relative error {got.rel_err_vs_parent:.3g} > {TOLERANCE:g}; its runs "
+                        "are stored but derivation will not use them. Check the transform.")
         res.program_version, res.gpu_s = v.id, got.gpu_s
         res.detail.update(got.detail)
 
@@ -185,6 +205,36 @@ class _Run:
         res.detail.update({"refreshed_versions": rep.rebuilt_versions,
                            "derivation_rebuilt": rep.derivation_rebuilt,
                            f"{cls}_rows_for_region": rows[0]["n"]})
+
+    def task(self, task: dict[str, Any], failed: set[str]) -> TaskResult:
+        """Run one task (or mark it reused/skipped) and write its row in ``task``."""
+        res = TaskResult(task["id"], task["kind"], task["action"], "done", 0.0)
+        t0 = time.monotonic()
+        if task.get("reuse"):
+            res.status = "reused"
+            res.detail["reuse"] = task["reuse"]
+        elif failed & set(task["depends_on"]):
+            res.status = "skipped"
+            res.detail["reason"] = f"depends on failed {sorted(failed & set(task['depends_on']))}"
+        else:
+            handler = {"control": self.control, "transform": self.transform,
+                       "collect": self.collect, "synthesize": self.synthesize}[task["kind"]]
+            try:
+                handler(task, res)
+            except ArgusError as exc:
+                res.status = "failed"
+                res.detail["error"] = str(exc)
+        if res.status in ("failed", "skipped"):
+            failed.add(task["id"])
+        res.wall_s = time.monotonic() - t0
+        self.store.insert_row("task", {
+            "task_id": task["id"], "kind": task["kind"], "plan_id": self.plan["plan_id"],
+            "config": {"action": task["action"], "params": task["params"],
+                       "backend": self.backend.name, "program_version": res.program_version,
+                       "runs": res.run_ids, "detail": res.detail},
+            "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
+            "finished_at": datetime.now(UTC).replace(tzinfo=None)})
+        return res
 
 
 def _ordered(tasks: list[dict[str, Any]]) -> list[str]:
@@ -229,41 +279,20 @@ def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path
     backend = backend or default_backend()
     run = _Run(plan, store, Path(source_path), Path(workdir), backend)
     tasks = {t["id"]: t for t in plan["tasks"]}
-    order = _ordered(plan["tasks"])
+    ordered = [tasks[i] for i in _ordered(plan["tasks"])]
     failed: set[str] = set()
     results: list[TaskResult] = []
-    handlers = {"control": run.control, "transform": run.transform, "collect": run.collect,
-                "synthesize": run.synthesize}
-    ordered = [tasks[i] for i in order]
-    for n, task in enumerate(_progress(ordered, progress), start=1):
-        res = TaskResult(task["id"], task["kind"], task["action"], "done", 0.0)
-        t0 = time.monotonic()
-        if task.get("reuse"):
-            res.status = "reused"
-            res.detail["reuse"] = task["reuse"]
-        elif failed & set(task["depends_on"]):
-            res.status = "skipped"
-            res.detail["reason"] = f"depends on failed {sorted(failed & set(task['depends_on']))}"
-        else:
-            try:
-                handlers[task["kind"]](task, res)
-            except ArgusError as exc:
-                res.status = "failed"
-                res.detail["error"] = str(exc)
-        if res.status in ("failed", "skipped"):
-            failed.add(task["id"])
-        res.wall_s = time.monotonic() - t0
-        store.insert_row("task", {
-            "task_id": task["id"], "kind": task["kind"], "plan_id": plan["plan_id"],
-            "config": {"action": task["action"], "params": task["params"],
-                       "backend": backend.name, "program_version": res.program_version,
-                       "runs": res.run_ids, "detail": res.detail},
-            "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
-            "finished_at": datetime.now(UTC).replace(tzinfo=None)})
-        results.append(res)
-        if not progress:
-            print(f"[{n}/{len(ordered)}] {task['id']} {task['action']}: {res.status} "
-                  f"({res.wall_s:.2f} s{'' if res.gpu_s is None else f', GPU {res.gpu_s:.2f} s'})"
-                  + (f" {res.detail.get('error', '')}" if res.status == "failed" else ""),
-                  file=sys.stderr)
+    try:
+        for n, task in enumerate(_progress(ordered, progress), start=1):
+            res = run.task(task, failed)
+            results.append(res)
+            if not progress:
+                gpu = "" if res.gpu_s is None else f", GPU {res.gpu_s:.2f} s"
+                error = f" {res.detail.get('error', '')}" if res.status == "failed" else ""
+                print(f"[{n}/{len(ordered)}] {task['id']} {task['action']}: {res.status} "
+                      f"({res.wall_s:.2f} s{gpu}){error}", file=sys.stderr)
+    finally:
+        close = getattr(backend, "close", None)
+        if close is not None:  # the live backend's resident worker
+            close()
     return results

@@ -4,8 +4,9 @@ A backend gets one :class:`Job` (a collect or control task of a plan, with the p
 to run) and returns a :class:`Collected`: the artefacts, the GPU seconds it held the device, and
 the result check of a variant against its parent. The runner ingests what comes back.
 
-``LiveBackend`` runs ``gpu/worker.py`` of the checkout in a subprocess (one CUDA process per
-collection, so CUPTI, Proton and ncu never share a process). ``ReplayBackend`` answers from a
+``LiveBackend`` runs ``gpu/worker.py`` of the checkout: launch checks and clean timings in one
+resident process per plan, ncu and Proton collections in a process each (CUPTI, Proton and ncu
+never share a process). ``ReplayBackend`` answers from a
 folder recorded by ``gpu/record.py`` (``tests/data/gpu``): the same artefacts the live path
 produced on the H200, named ``KERNEL.CONFIG.*``, so the whole path after collection runs on a
 CPU.
@@ -133,7 +134,11 @@ class ReplayBackend:
         if job.transform is None:
             return Collected(self._need(job, f"{stem}.run1.cupti.jsonl"))
         if not job.transform.startswith("forced_wait:"):
-            return Collected(self._need(job, f"{stem}.{job.transform}.cupti.jsonl"))
+            # recorded by gpu/worker.py: its result.json beside the timing has the check
+            paths = self._need(job, f"{stem}.{job.transform}.cupti.jsonl")
+            doc = self._doc(f"{stem}.{job.transform}.result.json")
+            return Collected(paths, doc.get("gpu_s"), doc.get("rel_err_vs_parent"),
+                             {"recorded": paths[0].name, "median_us": doc.get("median_us")})
         region = job.transform.rsplit("/", 1)[-1]
         name = f"{stem}.fw_{region}"
         probes = self._doc("probes.json").get("sequential_cold", {}).get("probes", [])
@@ -182,51 +187,101 @@ def repo_root() -> Path:
 
 
 class LiveBackend:
-    """Runs jobs on this machine's GPU with ``gpu/worker.py`` (one process per job).
+    """Runs jobs on this machine's GPU with ``gpu/worker.py``.
 
-    ``ARGUS_GPU_SITE`` (a folder) is put first on the worker's ``PYTHONPATH``: where the GPU
+    The launch check and clean timings (cupti-python only) go to one resident worker process
+    (``worker.py serve``), started at the first such job and stopped by :meth:`close`: torch,
+    CUDA and CUPTI then start once per plan. Nsight Compute, Proton instrumentation and PC
+    sampling get a process of their own each, so two CUPTI clients never share one.
+    ``ARGUS_GPU_SITE`` (a folder) is put first on the workers' ``PYTHONPATH``: where the GPU
     machine has cupti-python installed from wheels (``gpu/record.py`` puts it in /tmp).
     """
 
     name = "live"
+    RESIDENT = frozenset({"find_launch", "cupti_timing"})
 
-    def __init__(self, python: str | None = None, worker: Path | None = None) -> None:
+    def __init__(self, python: str | None = None, worker: Path | None = None,
+                 resident: bool = True) -> None:
         self.python = python or sys.executable
         self.worker = worker or repo_root() / "gpu" / "worker.py"
+        self.resident = resident
+        self._proc: subprocess.Popen[str] | None = None
         if not self.worker.exists():
             raise InputError(str(self.worker), "the GPU worker script is missing",
                              "run observe from an argusdb checkout (it has gpu/worker.py)")
 
-    def run(self, job: Job) -> Collected:
-        job.workdir.mkdir(parents=True, exist_ok=True)
-        src = job.workdir / job.source.name
-        src.write_text(job.source.text)
-        cmd = [self.python, str(self.worker), job.action, "--source", str(src),
-               "--config", job.config, "--out", str(job.workdir),
-               "--params", json.dumps(job.params), "--overrides", json.dumps(job.overrides)]
-        if job.parent_source is not None:
-            parent = job.workdir / "parent" / job.parent_source.name
-            parent.parent.mkdir(exist_ok=True)
-            parent.write_text(job.parent_source.text)
-            cmd += ["--parent", str(parent)]
+    def _env(self) -> dict[str, str]:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         site = os.environ.get("ARGUS_GPU_SITE")
         if site:
             env["PYTHONPATH"] = os.pathsep.join([site, env.get("PYTHONPATH", "")])
+        return env
+
+    def _args(self, job: Job) -> list[str]:
+        job.workdir.mkdir(parents=True, exist_ok=True)
+        src = job.workdir / job.source.name
+        src.write_text(job.source.text)
+        args = [job.action, "--source", str(src), "--config", job.config, "--out",
+                str(job.workdir), "--params", json.dumps(job.params), "--overrides",
+                json.dumps(job.overrides)]
+        if job.parent_source is not None:
+            parent = job.workdir / "parent" / job.parent_source.name
+            parent.parent.mkdir(exist_ok=True)
+            parent.write_text(job.parent_source.text)
+            args += ["--parent", str(parent)]
+        return args
+
+    def _serve(self, args: list[str], log: Path) -> tuple[bool, str]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                [self.python, str(self.worker), "serve"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self._env())
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps(args) + "\n")
+        self._proc.stdin.flush()
+        lines: list[str] = []
+        for line in self._proc.stdout:
+            if line.startswith("ARGUS-RESULT "):
+                log.write_text("".join(lines))
+                answer = json.loads(line.removeprefix("ARGUS-RESULT "))
+                return bool(answer["ok"]), answer.get("error", "")
+            lines.append(line)
+        log.write_text("".join(lines))
+        self._proc = None
+        return False, "the resident worker exited: " + " | ".join(lines[-3:])
+
+    def run(self, job: Job) -> Collected:
+        args = self._args(job)
+        log = job.workdir / "worker.log"
         t0 = time.monotonic()
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if self.resident and job.action in self.RESIDENT:
+            ok, error = self._serve(args, log)
+        else:
+            p = subprocess.run([self.python, str(self.worker), *args], capture_output=True,
+                               text=True, env=self._env())
+            log.write_text(p.stdout + p.stderr)
+            ok = p.returncode == 0
+            error = " | ".join((p.stderr or p.stdout).strip().splitlines()[-3:])
         wall = time.monotonic() - t0
-        (job.workdir / "worker.log").write_text(p.stdout + p.stderr)
         result = job.workdir / "result.json"
-        if p.returncode != 0 or not result.exists():
-            tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
-            raise InputError(str(job.workdir / "worker.log"),
-                             f"the GPU worker failed ({job.action}, exit {p.returncode}): "
-                             f"{' | '.join(tail)}", "see the log; fix the kernel or the setup")
+        if not ok or not result.exists():
+            raise InputError(str(log), f"the GPU worker failed ({job.action}): {error}",
+                             "see the log; fix the kernel or the setup")
         doc = json.loads(result.read_text())
         return Collected([job.workdir / f for f in doc.pop("files", [])],
                          doc.pop("gpu_s", wall), doc.pop("rel_err_vs_parent", None),
                          {**doc, "process_wall_s": wall})
+
+    def close(self) -> None:
+        """Stop the resident worker (the runner calls this when the plan is done)."""
+        if self._proc is not None:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+            self._proc = None
 
 
 def default_backend() -> Backend:

@@ -203,3 +203,22 @@ def test_runs_added_later_are_built_incrementally_and_match_a_full_build(seeded:
     assert incremental == full
     # r1's shared line now follows r2's counts (reduce 60, store 0), r2's follows r1's
     assert breakdown(seeded, "r1")[f"{R}/reduce"] == 24 + 30
+
+
+def test_a_new_version_is_attributed_by_its_own_spans_alone(seeded: Store) -> None:
+    src = ProgramSource.from_path(KERNELS / "softmax.py")
+    lines = src.text.splitlines()
+    # v2: two comment lines above the kernel move every region down by two lines
+    moved = ProgramSource(src.name, "\n".join([*lines[:6], "# v2", "# v2", *lines[6:]]) + "\n")
+    seed.version(seeded, "v2", moved)
+    seed.run(seeded, "r9", "v2")
+    seed.evidence(seeded, "r9", [
+        {"kernel": K, "pc": 0, "source_file": "softmax.py", "source_line": 17,
+         "signal": "inst_executed", "value": 8}])   # line 15 of v1, in reduce
+    before = seeded.rows("SELECT * FROM region_attribution ORDER BY ALL")
+    assert materialize._plan(seeded, materialize._attribution_state(seeded)) == {"v2": None}
+    materialize.ensure_fresh(seeded)
+    assert breakdown(seeded, "r9") == {f"{R}/reduce": 8.0}
+    after = seeded.rows("SELECT * FROM region_attribution WHERE program_version = 'v1' "
+                        "ORDER BY ALL")
+    assert after == before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -22,10 +21,11 @@ def table() -> TableCounter:
     return load_table()
 
 
-@pytest.fixture
-def demo_store(tmp_path: Path) -> Iterator[Store]:
-    """A store built from the real H200 demo artefacts (cupti timings of both kernels)."""
-    st = Store.open(tmp_path / "demo.duckdb", create=True)
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A store built once from the real H200 demo artefacts (cupti, ncu source and raw pages,
+    SASS, TTGIR of both kernels). Read-only for the tests that share it."""
+    st = Store.open(tmp_path_factory.mktemp("demo") / "demo.duckdb", create=True)
     demo.build(st)
     yield st
     st.close()

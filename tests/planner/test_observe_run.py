@@ -105,3 +105,41 @@ def test_a_dry_run_after_a_run_estimates_its_cost_from_it(tmp_path: Path) -> Non
     assert est["unknown"] == [] and est["estimated"] == len(dry.plan.tasks)
     ncu = next(r["gpu_s"] for r in spent if r["action"] == "ncu_source")
     assert est["gpu_s"] >= ncu > 0
+
+
+@pytest.mark.usefixtures("replay")
+def test_instrumented_scope_timing_is_reused_with_its_variant(tmp_path: Path) -> None:
+    """A kernel at warp scope: Proton scopes at its three regions (the variant recorded on the
+    H200), per-warp scope cycles; the second request reuses the variant and both runs."""
+    store = tmp_path / "s.duckdb"
+    first = argusdb.observe("softmax/softmax_fwd", ["duration"], {"warp": "each"}, store=store,
+                            source=SOFTMAX, workdir=tmp_path / "w1")
+    assert statuses(first) == [("find_launch", "done"), ("proton_scopes", "done"),
+                               ("cupti_timing", "done"), ("proton_instr", "done")]
+    ev = first.evidence
+    assert ev is not None
+    cycles = [r for r in ev.to_pylist() if r["signal"] == "scope_cycles"]
+    assert cycles and all(r["warp"] != "all" for r in cycles)
+    assert first.report["evidence"]["scope_cycles"] == {"attributed": 6144, "observed": 6144}
+    second = argusdb.observe("softmax/softmax_fwd", ["duration"], {"warp": "each"}, store=store,
+                             source=SOFTMAX, workdir=tmp_path / "w2")
+    assert statuses(second) == [("find_launch", "done"), ("proton_scopes", "reused"),
+                                ("cupti_timing", "reused"), ("proton_instr", "reused")]
+    instr = second.plan.by_action("proton_instr")[0]
+    assert instr.reuse is not None and "(instrumentation)" in instr.reuse["why"]
+    assert "scope_cycles for softmax_fwd at launch=all, warp=each" in instr.reuse["why"]
+    assert second.report["evidence"] == first.report["evidence"]
+
+
+@pytest.mark.usefixtures("replay")
+def test_repeating_a_request_still_returns_its_evidence(tmp_path: Path) -> None:
+    # The replayed region-scope run is the recording of the three-region variant, so the
+    # load-only variant the plan asks for is not in the store and is collected again; its
+    # artefact is already ingested (same bytes), and observe still returns that run's rows.
+    store = tmp_path / "s.duckdb"
+    for i in range(2):
+        obs = argusdb.observe("softmax/softmax_fwd/load", ["duration"], {"warp": "each"},
+                              store=store, source=SOFTMAX, workdir=tmp_path / f"w{i}")
+        assert obs.report["evidence"] == {"scope_cycles": {"attributed": 2048, "observed": 6144},
+                                          "duration": {"observed": 50}}
+    assert statuses(obs)[2] == ("cupti_timing", "reused")  # the clean reference timing

@@ -32,11 +32,15 @@ def test_forced_wait_probe_totals() -> None:
 
 
 def test_observe_task_costs() -> None:
-    for name in ("softmax.load", "matmul.mainloop", "attention.load_k", "softmax.softmax_fwd"):
+    for name in ("softmax.load.exposed_latency", "matmul.mainloop.exposed_latency",
+                 "attention.load_k.exposed_latency", "softmax.load.duration",
+                 "softmax.softmax_fwd.duration"):
         rep = report(name)
         assert f"{rep['wall_s']:.2f} s / {rep['gpu_s']:.2f} s |" in README
         for t in rep["tasks"]:
             if t["gpu_s"]:
                 assert f"{t['wall_s']:.2f} / {t['gpu_s']:.2f}" in README
-    statuses = [t["status"] for t in report("softmax.softmax_fwd")["tasks"]]
+    statuses = [t["status"] for t in report("softmax.softmax_fwd.duration")["tasks"]]
     assert statuses == ["done", "reused"]
+    assert report("softmax.load.duration")["evidence"]["scope_cycles"] == {
+        "attributed": 2048, "observed": 2048}

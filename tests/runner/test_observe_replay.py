@@ -53,3 +53,33 @@ def test_live_observe_of_softmax_load_on_this_gpu(tmp_path: Path) -> None:
         assert [r.status for r in res] == ["done"] * len(res)
         assert st.rows("SELECT passed FROM variant_check") == [{"passed": True}]
         assert all(r.gpu_s and r.gpu_s > 0 for r in res if r.kind == "collect")
+
+
+def test_observe_of_a_region_duration_replays_the_proton_instrumentation(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ARGUS_REPLAY", str(DATA / "gpu"))
+    store = tmp_path / "obs.duckdb"
+    r = CliRunner().invoke(main, ["observe", str(KERNELS / "softmax.py"), "--region",
+                                  "softmax/softmax_fwd/load", "--signals", "duration",
+                                  "--store", str(store), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout.splitlines()[-1])
+    assert [(t["action"], t["status"]) for t in doc["tasks"]] == [
+        ("find_launch", "done"), ("proton_scopes", "done"), ("cupti_timing", "done"),
+        ("proton_instr", "done")]
+    # 512 rows x 4 warps: one scope instance per warp; the kernel's clean timing alongside
+    assert doc["evidence"]["scope_cycles"]["attributed"] == 2048
+    assert doc["evidence"]["duration"] == {"observed": 50}
+    with Store.open(store) as st:
+        bound = st.rows("SELECT transform, transform_task_id FROM program_version "
+                        "WHERE parent_version IS NOT NULL ORDER BY transform")
+        runs = st.rows("SELECT kind, instrumentation FROM run ORDER BY run_seq")
+    pid = doc["plan_id"]
+    # the plan asked for the load scope; the recording instrumented all three regions, and the
+    # evidence is bound to that variant (the planned one stays registered without runs)
+    assert bound == [
+        {"transform": "proton_scopes:softmax/softmax_fwd/load",
+         "transform_task_id": f"{pid}.proton_scopes"},
+        {"transform": "proton_scopes:softmax/softmax_fwd/load,softmax/softmax_fwd/reduce,"
+                      "softmax/softmax_fwd/store", "transform_task_id": f"{pid}.proton_scopes"}]
+    assert [r["instrumentation"] for r in runs] == [False, True]

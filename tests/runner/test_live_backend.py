@@ -1,0 +1,83 @@
+"""The live backend's process handling, with a stand-in for gpu/worker.py (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from argusdb.errors import InputError
+from argusdb.regions import ProgramSource
+from argusdb.runner.backends import Job, LiveBackend
+from tests.conftest import DATA
+
+WORKER = '''
+import json, os, sys
+from pathlib import Path
+
+def handle(args):
+    opts = dict(zip(args[1::2], args[2::2]))
+    if "fail" in opts["--params"]:
+        raise RuntimeError("kernel failed")
+    Path(opts["--out"], "result.json").write_text(json.dumps(
+        {"files": [], "gpu_s": 0.5, "pid": os.getpid(), "action": args[0]}))
+
+if sys.argv[1] == "serve":
+    for line in sys.stdin:
+        print("output of the kernel itself", flush=True)
+        try:
+            handle(json.loads(line))
+            print("ARGUS-RESULT " + json.dumps({"ok": True}), flush=True)
+        except Exception as exc:
+            print("ARGUS-RESULT " + json.dumps({"ok": False, "error": repr(exc)}), flush=True)
+else:
+    handle(sys.argv[1:])
+'''
+
+
+def job(tmp: Path, action: str, name: str, params: dict | None = None) -> Job:
+    src = ProgramSource.from_path(DATA / "derivation" / "kernels" / "softmax.py")
+    return Job(action, src, None, None, "default", {}, params or {}, tmp / name)
+
+
+def test_checks_and_timings_share_one_resident_worker(tmp_path: Path) -> None:
+    worker = tmp_path / "worker.py"
+    worker.write_text(WORKER)
+    be = LiveBackend(worker=worker)
+    a = be.run(job(tmp_path, "find_launch", "a"))
+    b = be.run(job(tmp_path, "cupti_timing", "b"))
+    c = be.run(job(tmp_path, "ncu_source", "c"))
+    assert a.detail["pid"] == b.detail["pid"] != c.detail["pid"]
+    assert a.gpu_s == 0.5 and b.detail["action"] == "cupti_timing"
+    # the kernels' own output goes to the job's log, not into the protocol
+    assert (tmp_path / "b" / "worker.log").read_text() == "output of the kernel itself\n"
+    with pytest.raises(InputError, match="kernel failed"):
+        be.run(job(tmp_path, "cupti_timing", "d", {"fail": 1}))
+    e = be.run(job(tmp_path, "cupti_timing", "e"))  # the worker keeps serving
+    assert e.detail["pid"] == a.detail["pid"]
+    proc = be._proc
+    be.close()
+    assert proc is not None and proc.returncode == 0 and be._proc is None
+    assert json.loads((tmp_path / "e" / "result.json").read_text())["action"] == "cupti_timing"
+
+
+def test_without_residency_every_job_is_a_process(tmp_path: Path) -> None:
+    worker = tmp_path / "worker.py"
+    worker.write_text(WORKER)
+    be = LiveBackend(worker=worker, resident=False)
+    pids = {be.run(job(tmp_path, "cupti_timing", n)).detail["pid"] for n in "ab"}
+    assert len(pids) == 2
+
+
+def test_the_real_worker_starts_serving_and_checks_its_arguments() -> None:
+    import subprocess
+    import sys
+
+    worker = Path(__file__).resolve().parents[2] / "gpu" / "worker.py"
+    served = subprocess.run([sys.executable, str(worker), "serve"], input="",
+                            capture_output=True, text=True, timeout=60)
+    assert served.returncode == 0, served.stderr
+    bad = subprocess.run([sys.executable, str(worker), "cupti_timing"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "needs --source and --config" in bad.stderr
