@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from argusdb import catalog
-from argusdb.errors import ArgusError, StoreError
+from argusdb.errors import ArgusError, QueryFailed, StoreError
 
 #: Key columns the store adds to collector batches, per table.
 _KEYED = {
@@ -31,6 +32,57 @@ _KEYED = {
     "instruction": ("run_id",),
     "inline_site": ("run_id",),
 }
+
+
+#: Leading keywords of library SQL that only reads (does not bump the write generation).
+_READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMMARIZE",
+                    "EXPLAIN"})
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+class _Watchdog:
+    """One daemon thread per store that interrupts cursors past their deadline.
+
+    It polls every ``TICK_S`` instead of being notified: waking a thread per query costs
+    milliseconds on a busy host, and a time limit does not need better than 0.1 s precision.
+    """
+
+    TICK_S = 0.1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._deadlines: dict[int, tuple[float, Any]] = {}
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def limit(self, cur: Any, timeout_s: float) -> Iterator[None]:
+        key = id(cur)
+        with self._lock:
+            self._deadlines[key] = (time.monotonic() + timeout_s, cur)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="argus-query-watchdog")
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._deadlines.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.TICK_S)
+            now = time.monotonic()
+            with self._lock:
+                due = [(k, c) for k, (d, c) in self._deadlines.items() if d <= now]
+                for k, _ in due:
+                    del self._deadlines[k]
+            for _, cur in due:
+                with suppress(Exception):
+                    cur.interrupt()
 
 
 class Store:
@@ -42,6 +94,11 @@ class Store:
         self.con = con
         self.read_only = read_only
         self._lock = threading.Lock()
+        self._locked = False
+        #: Bumped by every write path of this object; readers cache metadata against it.
+        #: (DuckDB locks the file: no other process writes while this one has it open.)
+        self.generation = 0
+        self._watchdog = _Watchdog()
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -102,6 +159,8 @@ class Store:
     # -- reading ---------------------------------------------------------------------------
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
         """Run trusted SQL (library code only; user queries go through the checker)."""
+        if query.lstrip().split(None, 1)[0].upper() not in _READS:
+            self.generation += 1
         return self.con.execute(query, params or [])
 
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> pa.Table:
@@ -111,6 +170,86 @@ class Store:
         cur = self.con.execute(query, params or [])
         names = [d[0] for d in cur.description or []]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    # -- user queries (sandboxed) -----------------------------------------------------------
+    def lock_down(self, memory_limit: str = "4GB", threads: int = 2) -> None:
+        """Lock this database instance for user queries (idempotent; cannot be undone).
+
+        External access (files, URLs, extensions) is disabled, spilling to disk is off, memory
+        and threads are bounded, and the configuration is locked so no later ``SET`` can undo
+        it. Ingest keeps working: it hands Arrow batches over in memory.
+        """
+        if self._locked:
+            return
+        for stmt in ("SET temp_directory = ''",  # before external access goes: it needs it
+                     "SET autoinstall_known_extensions = false",
+                     "SET autoload_known_extensions = false",
+                     "SET allow_community_extensions = false",
+                     "SET enable_external_access = false",
+                     f"SET memory_limit = '{memory_limit}'",
+                     f"SET threads = {int(threads)}",
+                     "SET lock_configuration = true"):
+            self.con.execute(stmt)
+        self._locked = True
+
+    def run_select(self, sql: str, timeout_s: float) -> pa.Table:
+        """Run one user SELECT on a locked-down cursor, in a transaction that is rolled back.
+
+        DuckDB's own parser must agree that ``sql`` is exactly one SELECT statement (a second
+        opinion after the checker's); a timer interrupts the query after ``timeout_s``.
+
+        Raises:
+            QueryFailed: DuckDB rejected or interrupted the query.
+        """
+        self.lock_down()
+        try:
+            stmts = self.con.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise QueryFailed(f"DuckDB cannot parse the query: {_first_line(exc)}",
+                              "write one SELECT statement in DuckDB SQL") from exc
+        if len(stmts) != 1 or stmts[0].type != duckdb.StatementType.SELECT:
+            raise QueryFailed("DuckDB reads this as something other than one SELECT",
+                              "ask one read-only SELECT question")
+        return self._guarded(sql, timeout_s, lambda cur: cur.to_arrow_table())
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new cursor (its own session: TEMP tables live as long as it does)."""
+        return self.con.cursor()
+
+    def guarded_rows(self, sql: str, timeout_s: float = 10.0,
+                     cursor: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
+        """Library read SQL (checker metadata queries) under the same time limit."""
+
+        def fetch(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+            names = [d[0] for d in cur.description or []]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+        return self._guarded(sql, timeout_s, fetch, cursor, rollback=False)
+
+    def _guarded(self, sql: str, timeout_s: float, fetch: Any,
+                 cursor: duckdb.DuckDBPyConnection | None = None,
+                 rollback: bool = True) -> Any:
+        cur = cursor or self.con.cursor()
+        try:
+            if rollback:
+                cur.execute("BEGIN TRANSACTION")
+            with self._watchdog.limit(cur, timeout_s):
+                try:
+                    return fetch(cur.execute(sql))
+                except duckdb.InterruptException as exc:
+                    raise QueryFailed(f"the query ran longer than {timeout_s:g} s and was "
+                                      f"stopped", "narrow it (filter by region, run or signal) "
+                                      "or raise the time limit (--timeout)") from exc
+                except duckdb.Error as exc:
+                    raise QueryFailed(f"DuckDB could not run the query: {_first_line(exc)}",
+                                      "fix the query; 'argus explain' shows what it reads"
+                                      ) from exc
+        finally:
+            if rollback:
+                with suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
+            if cursor is None:
+                cur.close()
 
     def run_exists(self, run_id: str) -> bool:
         row = self.con.execute("SELECT count(*) FROM run WHERE run_id = ?", [run_id]).fetchone()
@@ -128,6 +267,7 @@ class Store:
                 self.con.execute("ROLLBACK")
                 raise
             self.con.execute("COMMIT")
+            self.generation += 1
 
     def next_run_seq(self) -> int:
         row = self.con.execute("SELECT nextval('run_seq_gen')").fetchone()
@@ -136,6 +276,7 @@ class Store:
 
     def insert_row(self, table: str, row: dict[str, Any]) -> None:
         """Insert one row given as a dict; dicts and lists are stored as JSON."""
+        self.generation += 1
         cols = list(row)
         vals = [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
                 for v in row.values()]
