@@ -1,0 +1,61 @@
+"""A real MCP client session over stdio against ``argus mcp STORE`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from argusdb.api import Connection
+from tests.conftest import ROOT
+
+
+async def _session(store: str) -> dict[str, Any]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "argusdb", "mcp", store],
+                                   cwd=str(ROOT))
+    out: dict[str, Any] = {}
+    with open(Path(store).with_suffix(".stderr"), "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            out["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
+            out["query"] = await session.call_tool("query", {
+                "sql": "SELECT count(*) AS n, median(value) AS med FROM evidence "
+                       "WHERE region_id = 'softmax/softmax_fwd'"})
+            out["refused"] = await session.call_tool("query", {"sql": "DROP TABLE run"})
+            out["diff"] = await session.call_tool("diff", {
+                "region": "matmul/matmul_kernel", "from_version": "variant=a",
+                "to_version": "variant=b"})
+            out["report"] = await session.call_tool("report", {"region": "softmax/softmax_fwd"})
+    return out
+
+
+def _doc(result: Any) -> dict[str, Any]:
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return dict(json.loads(result.content[0].text))
+
+
+def test_mcp_client_session_over_stdio(relabelled: Connection) -> None:
+    path = relabelled.store.path
+    durations = relabelled.query("SELECT value FROM evidence WHERE region_id = "
+                                 "'softmax/softmax_fwd'").column("value").to_pylist()
+    relabelled.close()
+    out = anyio.run(_session, path)
+    assert out["tools"] == ["check", "diff", "explain", "query", "report", "trajectory"]
+    q = _doc(out["query"])
+    assert not out["query"].is_error
+    assert q["columns"] == ["n", "med"] and q["rows"][0][0] == len(durations) == 20
+    assert q["rows"][0][1] == sorted(durations)[9] / 2 + sorted(durations)[10] / 2
+    assert out["refused"].is_error
+    err = json.loads(out["refused"].content[0].text)
+    assert err["ok"] is False and err["errors"][0]["code"] == "AR09"
+    d = _doc(out["diff"])
+    assert d["rows"][0]["ratio"] == 1.0 and d["rows"][0]["significant"] is False
+    rep = _doc(out["report"])
+    assert rep["claims"][0]["verdict"] == "sufficient" and rep["claims"][0]["n"] == 20
