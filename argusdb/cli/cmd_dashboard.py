@@ -1,0 +1,25 @@
+"""``argus dashboard STORE --out DIR``: a static, self-contained HTML dashboard."""
+
+from __future__ import annotations
+
+import click
+
+from argusdb.answers.dashboard import build
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors
+
+
+@click.command("dashboard")
+@click.argument("store")
+@click.option("--out", "out_dir", required=True, help="Directory to write index.html into.")
+@handle_errors
+def command(store: str, out_dir: str) -> None:
+    """Write DIR/index.html: region breakdown, trajectory plots with confidence intervals and
+    the diff table, per program (inline SVG charts, no network). Needs matplotlib
+    (pip install 'argusdb[dashboard]').
+
+    Example: argus dashboard argus.duckdb --out dash/
+    """
+    with connect(store) as db:
+        page = build(db, out_dir)
+    click.echo(str(page))
