@@ -3,6 +3,8 @@
 Example:
     >>> db = argusdb.connect("argus.duckdb")
     >>> db.query("SELECT signal, count(*) FROM evidence GROUP BY signal")
+    >>> db.check("SELECT median(value) FROM evidence")       # [Finding(code='AR01', ...)]
+    >>> db.explain("SELECT * FROM version_diff('duration', 'a1', 'b2')")["program_versions"]
 """
 
 from __future__ import annotations
@@ -13,17 +15,26 @@ from typing import Any
 import pyarrow as pa
 
 from argusdb import checker
-from argusdb.errors import Finding, QueryRefused
+from argusdb.errors import Finding
 from argusdb.ingest import IngestResult, ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 
 
 class Connection:
-    """A connection to one store; user SQL is checked before it runs."""
+    """A connection to one store; user SQL is checked before it runs, read-only.
 
-    def __init__(self, path: str | Path, create: bool = False) -> None:
-        self.store = Store.open(path, create=create)
+    Args:
+        path: the store file.
+        create: make the store when missing.
+        read_only: open the file read-only (DuckDB then refuses every write itself).
+        timeout_s: time limit of one query, seconds.
+    """
+
+    def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
+                 timeout_s: float = checker.TIMEOUT_S) -> None:
+        self.store = Store.open(path, create=create, read_only=read_only)
+        self.timeout_s = timeout_s
 
     def close(self) -> None:
         self.store.close()
@@ -45,17 +56,27 @@ class Connection:
         return checker.check(sql, self.store)
 
     def query(self, sql: str) -> pa.Table:
-        """Check ``sql`` and run it; raises QueryRefused with the findings when refused."""
-        findings = self.check(sql)
-        if findings:
-            raise QueryRefused(findings)
-        return checker.execute(sql, self.store)
+        """Check ``sql`` and run it read-only; raises QueryRefused with the findings if refused.
+
+        Raises:
+            QueryRefused: the checker refused it (``.findings`` says why and what to do).
+            QueryFailed: DuckDB rejected it or it ran past the time limit.
+        """
+        return checker.execute(sql, self.store, self.timeout_s)
+
+    def query_with_provenance(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
+        """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer."""
+        table, report = checker.execute_report(sql, self.store, self.timeout_s)
+        return table, report.provenance()
 
     def explain(self, sql: str) -> dict[str, Any]:
-        """The provenance an answer would rest on: versions, runs, tasks, classes, signatures."""
+        """The provenance an answer would rest on: program versions, runs, tasks, evidence
+        classes, interference signatures, replay passes, scopes, constructs and
+        acknowledgements; with the findings when it would be refused."""
         return checker.explain(sql, self.store)
 
 
-def connect(path: str | Path, create: bool = False) -> Connection:
+def connect(path: str | Path, create: bool = False, read_only: bool = False,
+            timeout_s: float = checker.TIMEOUT_S) -> Connection:
     """Open the store at ``path`` (``create=True`` makes it when missing)."""
-    return Connection(path, create=create)
+    return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s)

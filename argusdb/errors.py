@@ -104,3 +104,24 @@ class QueryRefused(ArgusError):
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": str(self),
                 "findings": [f.to_json() for f in self.findings]}
+
+
+class QueryFailed(ArgusError):
+    """A checked query failed in the engine (bad types, a time or memory limit). Nothing ran
+    to completion and nothing was written.
+
+    Args:
+        problem: what DuckDB said, in one line.
+        fix: what to do about it.
+    """
+
+    code = "E101"
+
+    def __init__(self, problem: str, fix: str) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem}. {fix}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": str(self), "problem": self.problem,
+                "fix": self.fix}

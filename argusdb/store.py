@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from argusdb import catalog
-from argusdb.errors import ArgusError, StoreError
+from argusdb.errors import ArgusError, QueryFailed, StoreError
 
 #: Key columns the store adds to collector batches, per table.
 _KEYED = {
@@ -33,6 +33,10 @@ _KEYED = {
 }
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 class Store:
     """An argusdb store (DuckDB file)."""
 
@@ -40,6 +44,7 @@ class Store:
         self.path = path
         self.con = con
         self._lock = threading.Lock()
+        self._locked = False
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -109,6 +114,84 @@ class Store:
         cur = self.con.execute(query, params or [])
         names = [d[0] for d in cur.description or []]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    # -- user queries (sandboxed) -----------------------------------------------------------
+    def lock_down(self, memory_limit: str = "4GB", threads: int = 2) -> None:
+        """Lock this database instance for user queries (idempotent; cannot be undone).
+
+        External access (files, URLs, extensions) is disabled, spilling to disk is off, memory
+        and threads are bounded, and the configuration is locked so no later ``SET`` can undo
+        it. Ingest keeps working: it hands Arrow batches over in memory.
+        """
+        if self._locked:
+            return
+        for stmt in ("SET temp_directory = ''",  # before external access goes: it needs it
+                     "SET autoinstall_known_extensions = false",
+                     "SET autoload_known_extensions = false",
+                     "SET allow_community_extensions = false",
+                     "SET enable_external_access = false",
+                     f"SET memory_limit = '{memory_limit}'",
+                     f"SET threads = {int(threads)}",
+                     "SET lock_configuration = true"):
+            self.con.execute(stmt)
+        self._locked = True
+
+    def run_select(self, sql: str, timeout_s: float) -> pa.Table:
+        """Run one user SELECT on a locked-down cursor, in a transaction that is rolled back.
+
+        DuckDB's own parser must agree that ``sql`` is exactly one SELECT statement (a second
+        opinion after the checker's); a timer interrupts the query after ``timeout_s``.
+
+        Raises:
+            QueryFailed: DuckDB rejected or interrupted the query.
+        """
+        self.lock_down()
+        try:
+            stmts = self.con.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise QueryFailed(f"DuckDB cannot parse the query: {_first_line(exc)}",
+                              "write one SELECT statement in DuckDB SQL") from exc
+        if len(stmts) != 1 or stmts[0].type != duckdb.StatementType.SELECT:
+            raise QueryFailed("DuckDB reads this as something other than one SELECT",
+                              "ask one read-only SELECT question")
+        return self._guarded(sql, timeout_s, lambda cur: cur.to_arrow_table())
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new cursor (its own session: TEMP tables live as long as it does)."""
+        return self.con.cursor()
+
+    def guarded_rows(self, sql: str, timeout_s: float = 10.0,
+                     cursor: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
+        """Library SQL (checker metadata queries) with the same time limit and rollback."""
+
+        def fetch(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+            names = [d[0] for d in cur.description or []]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+        return self._guarded(sql, timeout_s, fetch, cursor)
+
+    def _guarded(self, sql: str, timeout_s: float, fetch: Any,
+                 cursor: duckdb.DuckDBPyConnection | None = None) -> Any:
+        cur = cursor or self.con.cursor()
+        timer = threading.Timer(timeout_s, cur.interrupt)
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            timer.start()
+            try:
+                return fetch(cur.execute(sql))
+            except duckdb.InterruptException as exc:
+                raise QueryFailed(f"the query ran longer than {timeout_s:g} s and was stopped",
+                                  "narrow it (filter by region, run or signal) or raise the "
+                                  "time limit (--timeout)") from exc
+            except duckdb.Error as exc:
+                raise QueryFailed(f"DuckDB could not run the query: {_first_line(exc)}",
+                                  "fix the query; 'argus explain' shows what it reads") from exc
+        finally:
+            timer.cancel()
+            with suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
+            if cursor is None:
+                cur.close()
 
     def run_exists(self, run_id: str) -> bool:
         row = self.con.execute("SELECT count(*) FROM run WHERE run_id = ?", [run_id]).fetchone()

@@ -11,14 +11,21 @@ from argusdb.cli.output import handle_errors, output_options, print_table
 @click.command("query")
 @click.argument("store")
 @click.argument("sql")
+@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
+              help="Stop the query after this many seconds.")
 @output_options
 @handle_errors
-def command(store: str, sql: str, as_json: bool, as_csv: bool) -> None:
+def command(store: str, sql: str, timeout_s: float, as_json: bool, as_csv: bool) -> None:
     """Check SQL against the compatibility rules, then run it read-only over STORE.
 
-    Exit codes: 0 answered, 1 refused by the checks, 2 usage or input error.
+    --json adds the constructs and acknowledgements the query used. Exit codes: 0 answered,
+    1 refused by the checks (each error has code, message, line, col, remedy), 2 usage or
+    input error.
+
+    Example: argus query argus.duckdb "SELECT * FROM version_diff('duration', 'A', 'B')"
     """
-    with connect(store) as db:
-        table = db.query(sql)
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
+        table, prov = db.query_with_provenance(sql)
     rows = [tuple(r.values()) for r in table.to_pylist()]
-    print_table(table.column_names, rows, as_json, as_csv)
+    extra = {k: prov[k] for k in ("constructs", "acknowledgements") if prov[k]}
+    print_table(table.column_names, rows, as_json, as_csv, extra=extra)

@@ -1,0 +1,173 @@
+"""What the rules look at: evidence streams, the combinations a query makes, and findings.
+
+A *stream* is one evidence-bearing FROM item of one scope (the ``evidence`` view, a construct,
+or a CTE/derived table built from them) with the properties of the rows it brings: program
+versions, runs, tasks, classes, standings (clean or perturbed by which signature), replay
+passes, scope levels. A *combination* is a place where the query puts rows of streams together:
+a join of two streams, an aggregate or a window over one stream (one combination per group
+when the store can tell the groups apart). Each compatibility rule asks one question of each
+combination: does it put together rows that differ in *my* property, without a key that keeps
+them apart (``separated``) or an acknowledgement?
+
+Example:
+    >>> Props(versions={"a", "b"}).mixed("version")
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from argusdb.checker.parse import position
+from argusdb.errors import Finding
+
+#: Columns whose equality (in a join) or presence (in GROUP BY / PARTITION BY) keeps rows that
+#: differ in a property apart. A run is of one program version and one signature.
+KEY_COLUMNS: dict[str, frozenset[str]] = {
+    "version": frozenset({"program_version", "run_id", "evidence_id"}),
+    "standing": frozenset({"run_id", "signature", "timing_clean", "evidence_id"}),
+    "pass": frozenset({"replay_pass", "evidence_id"}),
+    "class": frozenset({"evidence_class", "evidence_id"}),
+    "scope": frozenset({"cta", "sm", "warp", "warp_role", "loop_iter", "evidence_id"}),
+}
+
+
+@dataclass
+class Props:
+    """Distinct property values of a set of evidence rows."""
+
+    versions: set[str] = field(default_factory=set)
+    runs: set[str] = field(default_factory=set)
+    tasks: set[str] = field(default_factory=set)
+    classes: set[str] = field(default_factory=set)
+    standings: set[str] = field(default_factory=set)
+    signatures: set[str] = field(default_factory=set)
+    passes: set[int] = field(default_factory=set)
+    signals: set[str] = field(default_factory=set)
+    scopes: set[str] = field(default_factory=set)
+    rows: int = 0
+
+    @classmethod
+    def of_rows(cls, rows: list[dict[str, Any]]) -> Props:
+        p = cls()
+        for r in rows:
+            p.add(r)
+        return p
+
+    def add(self, r: dict[str, Any]) -> None:
+        for attr, col in (("versions", "program_version"), ("runs", "run_id"),
+                          ("tasks", "task_id"), ("classes", "evidence_class"),
+                          ("standings", "_standing"), ("signatures", "signature"),
+                          ("passes", "replay_pass"), ("signals", "signal"),
+                          ("scopes", "_scope")):
+            v = r.get(col)
+            if v is not None:
+                getattr(self, attr).add(v)
+        self.rows += int(r.get("_rows") or 0)
+
+    def merge(self, other: Props) -> Props:
+        out = Props()
+        for attr in ("versions", "runs", "tasks", "classes", "standings", "signatures",
+                     "passes", "signals", "scopes"):
+            setattr(out, attr, getattr(self, attr) | getattr(other, attr))
+        out.rows = self.rows + other.rows
+        return out
+
+    def mixed(self, prop: str) -> bool:
+        """Whether these rows differ in ``prop`` in the way its rule refuses."""
+        if prop == "version":
+            return len(self.versions) > 1
+        if prop == "standing":
+            return len(self.standings) > 1
+        if prop == "pass":
+            return len(self.passes) > 1 and len(self.signals) > 1
+        if prop == "class":
+            return "derived" in self.classes and bool(self.classes - {"derived"})
+        if prop == "scope":
+            return len(self.scopes) > 1
+        raise ValueError(prop)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"program_versions": sorted(self.versions), "runs": sorted(self.runs),
+                "tasks": sorted(self.tasks), "evidence_classes": sorted(self.classes),
+                "interference_signatures": sorted(self.signatures),
+                "standings": sorted(self.standings), "replay_passes": sorted(self.passes),
+                "signals": sorted(self.signals), "scopes": sorted(self.scopes),
+                "rows": self.rows}
+
+
+@dataclass
+class Stream:
+    """Evidence rows one FROM item brings into a scope."""
+
+    alias: str
+    relation: str
+    node: Any
+    props: Props
+    keys: dict[str, set[str]]
+    values: set[str]
+    acks: set[str] = field(default_factory=set)
+    diffs_versions: bool = False
+    base: bool = False
+    predicates: list[str] = field(default_factory=list)
+    #: SQL of the key expressions fetched with the metadata rows (base streams), as _k<i>.
+    keys_sql: list[str] = field(default_factory=list)
+    #: The query restricts scope coordinates of this stream (an aggregate stays a slice).
+    scope_filtered: bool = False
+
+
+@dataclass
+class Combination:
+    """Rows of one or more streams put together at one place of the query."""
+
+    kind: str  # 'join', 'aggregate' or 'window'
+    node: exp.Expression
+    streams: tuple[Stream, ...]
+    props: Props
+    separated: set[str]
+    group: str = ""
+
+    @property
+    def acks(self) -> set[str]:
+        return set().union(*(s.acks for s in self.streams))
+
+    @property
+    def diffs_versions(self) -> bool:
+        return any(s.diffs_versions for s in self.streams)
+
+    def what(self) -> str:
+        """Human words for the combination, e.g. 'the aggregate over e (group region_id=x)'."""
+        names = " and ".join(f"{s.alias}" + (f" ({s.relation})" if s.relation != s.alias
+                                              else "") for s in self.streams)
+        kind = {"join": "the join of", "aggregate": "the aggregate over",
+                "window": "the window function over"}[self.kind]
+        grp = f" in group {self.group}" if self.group else ""
+        return f"{kind} {names}{grp}"
+
+
+@dataclass
+class Context:
+    """Everything the rules see about one statement."""
+
+    sql: str
+    statement: exp.Expression
+    statements: list[exp.Expression] = field(default_factory=list)
+    combinations: list[Combination] = field(default_factory=list)
+    streams: list[Stream] = field(default_factory=list)
+    unknown_tables: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
+    unknown_columns: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
+    constructs: list[dict[str, Any]] = field(default_factory=list)
+    acknowledgements: list[dict[str, Any]] = field(default_factory=list)
+    bad_constructs: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
+
+    def finding(self, code: str, name: str, node: exp.Expression | None, message: str,
+                remedy: str, **extra: Any) -> Finding:
+        line, col = position(self.sql, node)
+        return Finding(code, name, message, remedy, line, col, dict(extra))
+
+    def mixing(self, prop: str) -> list[Combination]:
+        """Combinations that put rows differing in ``prop`` together without a key."""
+        return [c for c in self.combinations if prop not in c.separated and c.props.mixed(prop)]

@@ -1,0 +1,51 @@
+"""AR01 version.mixed: do not combine evidence of different program versions as one program."""
+
+from __future__ import annotations
+
+from argusdb.checker.context import Context
+from argusdb.checker.rules import Rule
+from argusdb.errors import Finding
+
+
+class VersionMixed(Rule):
+    """Aggregates, windows and joins must not put values of two program versions together.
+
+    A median over two versions of a kernel describes neither. The rule refuses an aggregate,
+    window or join whose rows come from more than one program version unless a key keeps the
+    versions apart (GROUP BY / PARTITION BY / join on ``program_version`` or ``run_id``); the
+    store decides which versions the query's own predicates select, so a question that
+    touches one version only is accepted. Versions are compared with ``version_diff``.
+
+    Anti-pattern::
+
+        SELECT region_id, median(value) FROM evidence
+        WHERE signal = 'duration' GROUP BY region_id      -- softmax v1 and v2 in one median
+
+    Best practice::
+
+        SELECT region_id, program_version, median(value) FROM evidence
+        WHERE signal = 'duration' GROUP BY region_id, program_version
+        -- or, to compare them:
+        SELECT * FROM version_diff('duration', 'ee0369be2e320607', '0e23139fd1d85fdf')
+    """
+
+    code = "AR01"
+    name = "version.mixed"
+    phase = "compat"
+
+    def check(self, ctx: Context) -> list[Finding]:
+        out = []
+        for c in ctx.mixing("version"):
+            if c.diffs_versions:
+                continue
+            vs = sorted(c.props.versions)
+            shown = ", ".join(vs[:4]) + (f" and {len(vs) - 4} more" if len(vs) > 4 else "")
+            out.append(self.finding(
+                ctx, c.node,
+                f"{c.what()} combines evidence of {len(vs)} program versions ({shown}) as if "
+                f"from one program",
+                f"group or partition by program_version (or run_id), filter one version "
+                f"(WHERE program_version = '{vs[0]}'), or compare versions region by region "
+                f"with version_diff('<signal>', '{vs[0]}', '{vs[1]}')",
+                program_versions=vs))
+        return out

@@ -1,0 +1,68 @@
+"""AR08 sandbox.statement: one read-only SELECT, nothing else."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from argusdb.checker.context import Context
+from argusdb.checker.rules import Rule
+from argusdb.errors import Finding
+
+#: Statement kinds that change the store, its configuration or the session.
+_FORBIDDEN: tuple[type[exp.Expression], ...] = (
+    exp.Insert, exp.Update, exp.Delete, exp.Merge, exp.Create, exp.Drop, exp.Alter, exp.Copy,
+    exp.Set, exp.Pragma, exp.Command, exp.Attach, exp.Detach, exp.Use, exp.Into, exp.Install,
+    exp.Transaction, exp.Commit, exp.Rollback, exp.Describe, exp.Summarize, exp.TruncateTable,
+    exp.Analyze, exp.LoadData, exp.Cache, exp.Uncache, exp.Refresh, exp.Grant,
+)
+
+
+class SandboxStatement(Rule):
+    """Only one read-only SELECT reaches the engine: no DDL or DML (CREATE, INSERT, UPDATE,
+    DELETE, DROP, ALTER, CREATE MACRO, SELECT INTO), no PRAGMA, SET, ATTACH/DETACH, USE, COPY,
+    INSTALL/LOAD, EXPORT/IMPORT, CALL, CHECKPOINT, VACUUM or transaction control, and never
+    more than one statement.
+
+    Anti-pattern::
+
+        SELECT 1; DROP TABLE run
+        COPY (SELECT * FROM evidence) TO 'out.csv'
+
+    Best practice::
+
+        SELECT * FROM evidence WHERE run_id = '647424f6cb8b6a41'
+        -- and export with the CLI: argus query STORE "..." --csv > out.csv
+    """
+
+    code = "AR08"
+    name = "sandbox.statement"
+    phase = "sandbox"
+
+    def check(self, ctx: Context) -> list[Finding]:
+        stmts = ctx.statements or [ctx.statement]
+        out: list[Finding] = []
+        if len(stmts) > 1:
+            out.append(self.finding(
+                ctx, stmts[1], f"the text holds {len(stmts)} statements; only one SELECT runs",
+                "send one SELECT statement (no ';' between statements)"))
+        for s in stmts:
+            bad = s if not isinstance(s, exp.Query) else next(
+                (n for n in s.walk() if isinstance(n, _FORBIDDEN)), None)
+            if bad is not None:
+                out.append(self.finding(
+                    ctx, bad, f"{_kind(bad)} is not allowed: queries are read-only",
+                    "ask a SELECT question over the evidence views; the store is written only "
+                    "by argus ingest/observe", statement=_kind(bad)))
+        return out
+
+
+def _kind(node: exp.Expression) -> str:
+    if isinstance(node, exp.Command):
+        return str(node.this).upper()
+    if isinstance(node, exp.Create):
+        return f"CREATE {str(node.args.get('kind') or '').upper()}".strip()
+    if isinstance(node, exp.Into):
+        return "SELECT INTO"
+    if isinstance(node, exp.Select | exp.Query):
+        return "this statement"
+    return type(node).__name__.upper()

@@ -1,0 +1,52 @@
+"""AR09 sandbox.file_access: queries read the store, never files, URLs or other databases."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from argusdb.checker.constructs import CONSTRUCTS, SAFE_TABLE_FUNCTIONS
+from argusdb.checker.context import Context
+from argusdb.checker.resolve import relation_of
+from argusdb.checker.rules import Rule
+from argusdb.errors import Finding
+
+
+class SandboxFileAccess(Rule):
+    """No table function that reads outside the store (``read_csv``, ``read_parquet``,
+    ``read_json``, ``read_text``, ``read_blob``, ``glob``, ``parquet_scan``, ``query_table``,
+    ``duckdb_*`` and every other one except ``range``/``generate_series``/``unnest`` and the
+    constructs), no quoted file path or URL as a table, no table of another database.
+
+    Anti-pattern::
+
+        SELECT * FROM read_csv('/etc/passwd')
+        SELECT * FROM 'runs.parquet'
+
+    Best practice::
+
+        SELECT * FROM run      -- ingest files first: argus ingest STORE runs.ncu-rep
+    """
+
+    code = "AR09"
+    name = "sandbox.file_access"
+    phase = "sandbox"
+
+    def check(self, ctx: Context) -> list[Finding]:
+        out: list[Finding] = []
+        for stmt in ctx.statements or [ctx.statement]:
+            for t in stmt.find_all(exp.Table):
+                rel = relation_of(t)
+                if rel.kind == "function" and rel.name not in SAFE_TABLE_FUNCTIONS \
+                        and rel.name not in CONSTRUCTS:
+                    out.append(self.finding(
+                        ctx, t, f"table function {rel.name}() is not allowed: queries read "
+                                f"only the store",
+                        "ingest the data first (argus ingest STORE FILE) and query its views",
+                        function=rel.name))
+                elif rel.kind == "path":
+                    out.append(self.finding(
+                        ctx, t, f"{rel.name!r} names a file, URL or another database: queries "
+                                f"read only the store",
+                        "ingest the file first (argus ingest STORE FILE) and query its views",
+                        path=rel.name))
+        return out

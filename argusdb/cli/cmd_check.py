@@ -1,0 +1,33 @@
+"""``argus check STORE "SQL"``: check a question without running it."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors
+from argusdb.errors import QueryRefused
+
+
+@click.command("check")
+@click.argument("store")
+@click.argument("sql")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(store: str, sql: str, as_json: bool) -> None:
+    """Run the compatibility rules on SQL over STORE's metadata; do not run the query.
+
+    Exit codes: 0 it would be answered, 1 refused (same findings as 'argus query'), 2 usage.
+
+    Example: argus check argus.duckdb "SELECT median(value) FROM evidence"
+    """
+    with connect(store, read_only=True) as db:
+        findings = db.check(sql)
+    if findings:
+        raise QueryRefused(findings)
+    if as_json:
+        click.echo(json.dumps({"ok": True, "errors": []}))
+    else:
+        click.echo("ok: the query passes every rule", err=True)

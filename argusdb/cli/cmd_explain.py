@@ -1,0 +1,47 @@
+"""``argus explain STORE "SQL"``: the provenance an answer would rest on."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors
+
+
+@click.command("explain")
+@click.argument("store")
+@click.argument("sql")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(store: str, sql: str, as_json: bool) -> None:
+    """Show which program versions, runs, tasks, evidence classes, interference signatures,
+    replay passes and scopes the answer to SQL would rest on, per source, with the constructs
+    and acknowledgements it uses and the findings if it would be refused. Exit 0 always
+    (1 only if it would be refused, so scripts can gate on it).
+
+    Example: argus explain argus.duckdb "SELECT * FROM version_diff('duration', 'A', 'B')"
+    """
+    with connect(store, read_only=True) as db:
+        prov = db.explain(sql)
+    if as_json:
+        click.echo(json.dumps(prov, default=str))
+    else:
+        for key in ("program_versions", "runs", "tasks", "evidence_classes",
+                    "interference_signatures", "replay_passes", "scopes", "rows"):
+            click.echo(f"{key}: {prov[key]}")
+        for s in prov["sources"]:
+            click.echo(f"source {s['alias']} ({s['relation']}): where "
+                       f"{' AND '.join(s['predicates']) or 'true'}: {s['rows']} rows, versions "
+                       f"{s['program_versions']}, runs {s['runs']}")
+        for c in prov["constructs"]:
+            click.echo(f"construct {c['construct']}{tuple(c['args'])} at line {c['line']}, "
+                       f"col {c['col']}")
+        for a in prov["acknowledgements"]:
+            click.echo(f"acknowledges {a['acknowledges']} ({a['rule']})")
+        for f in prov["findings"]:
+            click.echo(f"refused: {f['code']} {f['name']}: {f['message']}. Remedy: "
+                       f"{f['remedy']}")
+    if not prov["ok"]:
+        raise SystemExit(1)
