@@ -1,13 +1,18 @@
-"""Which cohorts a cross-version comparison may put side by side, and refusals with rule codes.
+"""Which cohorts a cross-version comparison may put side by side; refusals in the checker's codes.
 
 A diff compares cohorts (see :mod:`argusdb.answers.select`) of two versions that share a
-:class:`~argusdb.answers.select.CohortKey`. When a signal has no such pair, the comparison is
-refused with the checker's rule codes for the same mistakes in a query:
+:class:`~argusdb.answers.select.CohortKey` (standing, evidence class, scope). When a signal has
+no such pair, the comparison is refused with the checker's own rules, decided by the checker's
+own test (:meth:`argusdb.checker.context.Props.mixed`) on the union of both sides:
 
-- ``AR02 signature.conflict``: the two sides were measured under different interference
-  signatures (a duration under counter replay against a clean one);
-- ``AR04 class.derived_mixed``: different evidence classes (derived against observed);
-- ``AR05 scope.not_nested``: different scopes (a warp-role slice against a whole kernel).
+- ``AR02 interference.conflict``: the sides' standings differ (a duration under counter replay
+  against a clean one);
+- ``AR04 class.mix``: derived against observed or attributed evidence;
+- ``AR05 scope.nesting``: different scope levels (a warp-role slice against a whole kernel).
+
+A diff is like for like, so it is stricter than a query in two places, refused under the same
+codes: observed against attributed values (``AR04``), and two slices of one scope level with
+different coordinates, e.g. ``warp_role=producer`` against ``warp_role=consumer`` (``AR05``).
 
 Example:
     >>> pairs, findings = match_cohorts("duration", from_cohorts, to_cohorts)
@@ -18,16 +23,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from argusdb.answers.select import Cohort
+from argusdb.checker.context import Props
+from argusdb.checker.rules import rule
 from argusdb.errors import Finding
 
-SIGNATURE = ("AR02", "signature.conflict")
-CLASS_MIXED = ("AR04", "class.derived_mixed")
-SCOPE = ("AR05", "scope.not_nested")
+
+def _finding(code: str, message: str, remedy: str, **extra: object) -> Finding:
+    r = rule(code)
+    return Finding(r.code, r.name, message, remedy, extra=dict(extra))
 
 
-def _describe(cs: Sequence[Cohort], attr: str) -> list[str]:
-    vals = {getattr(c.key, attr) if attr != "scope" else c.key.scope_text() for c in cs}
-    return sorted(vals)
+def _props(cs: Sequence[Cohort]) -> Props:
+    p = Props()
+    for c in cs:
+        p.classes.add(c.key.evidence_class)
+        if c.key.standing != "derived":
+            p.standings.add(c.key.standing)
+        p.scopes.add(",".join(k for k, _ in c.key.scope) or "kernel")
+    return p
 
 
 def match_cohorts(signal: str, before: Sequence[Cohort], after: Sequence[Cohort]
@@ -42,37 +55,35 @@ def match_cohorts(signal: str, before: Sequence[Cohort], after: Sequence[Cohort]
     pairs = [(c, by_key[c.key]) for c in before if c.key in by_key]
     if pairs or not before or not after:
         return pairs, []
+    both = _props(before).merge(_props(after))
+    a, b = _props(before), _props(after)
     findings: list[Finding] = []
-    sig_a, sig_b = _describe(before, "signature"), _describe(after, "signature")
-    if not set(sig_a) & set(sig_b):
-        findings.append(Finding(
-            *SIGNATURE,
-            f"'{signal}' was measured under {sig_a} in the first version and under {sig_b} in "
-            f"the second: timings under different interference are not comparable",
+    if both.mixed("standing") and not a.standings & b.standings:
+        findings.append(_finding(
+            "AR02",
+            f"'{signal}' has standing {sorted(a.standings)} in the first version and "
+            f"{sorted(b.standings)} in the second: values perturbed by a measurement are not "
+            f"comparable with clean ones (or with other perturbations)",
             "record both versions under the same collection (e.g. clean activity-trace timing "
-            "runs) and compare those runs; name a run ID instead of a version to pick one"))
-    cls_a, cls_b = _describe(before, "evidence_class"), _describe(after, "evidence_class")
-    if not set(cls_a) & set(cls_b):
-        findings.append(Finding(
-            *CLASS_MIXED,
-            f"'{signal}' is {'/'.join(cls_a)} evidence in the first version and "
-            f"{'/'.join(cls_b)} in the second: a derived value is an inference under "
-            f"conditions, not a measurement of the same kind",
-            "compare like with like: derive the value for both versions from the same kind of "
-            "variant runs, or observe it in both"))
-    sc_a, sc_b = _describe(before, "scope"), _describe(after, "scope")
-    if not set(sc_a) & set(sc_b):
-        findings.append(Finding(
-            *SCOPE,
-            f"'{signal}' covers scope {sc_a} in the first version and {sc_b} in the second: "
-            f"these scopes do not nest into one comparable value",
-            "measure both versions at the same scope, or aggregate the finer one to the "
-            "coarser scope in a checked query first"))
-    if not findings:  # each dimension overlaps somewhere, but never all at once
-        findings.append(Finding(
-            *SIGNATURE,
-            f"no cohort of '{signal}' has the same signature, class and scope in both versions "
-            f"(first: {[c.key.to_json() for c in before]}; second: "
-            f"{[c.key.to_json() for c in after]})",
-            "record both versions under the same collection and scope"))
+            "runs, argus ingest X.cupti.jsonl) and compare those; name a run ID instead of a "
+            "version to pick one run", standings=sorted(both.standings)))
+    if not a.classes & b.classes:
+        findings.append(_finding(
+            "AR04",
+            f"'{signal}' is {'/'.join(sorted(a.classes))} evidence in the first version and "
+            f"{'/'.join(sorted(b.classes))} in the second: "
+            + ("a derived value is an inference under conditions, not a measurement"
+               if both.mixed("class") else "a diff compares like with like"),
+            "derive the value for both versions from the same kind of variant runs, or observe "
+            "it in both", evidence_classes=sorted(both.classes)))
+    if not a.scopes & b.scopes or not findings:
+        sa = sorted({c.key.scope_text() for c in before})
+        sb = sorted({c.key.scope_text() for c in after})
+        if sa != sb or not findings:
+            findings.append(_finding(
+                "AR05",
+                f"'{signal}' covers scope {sa} in the first version and {sb} in the second: "
+                f"these scopes do not nest into one comparable value",
+                "measure both versions at the same scope, or aggregate the finer one to the "
+                "coarser scope in a checked query first", scopes=sorted(both.scopes)))
     return [], findings

@@ -159,7 +159,7 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
                         xytext=(6, 8), color="#0a0")
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylabel(f"{s.signal} ({unit})")
-    ax.set_title(f"{s.region_id}: {s.signal} [{s.key.evidence_class}, {s.key.signature}]",
+    ax.set_title(f"{s.region_id}: {s.signal} [{s.key.evidence_class}, {s.key.standing}]",
                  fontsize=10)
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)

@@ -1,7 +1,8 @@
 """Region-keyed diffs across program versions over repeated launches.
 
 For one region and each signal, the diff compares the cohort of the *from* version with the
-cohort of the *to* version that has the same interference signature, evidence class and scope
+cohort of the *to* version that has the same standing (clean or perturbed by which
+interference signature), evidence class and scope
 (see :mod:`argusdb.answers.compat`; anything else is refused with the checker's rule codes).
 It reports the medians, their ratio ``to / from``, a bootstrap CI of the ratio of medians, a
 two-sided Mann-Whitney U p-value and a **noise floor**.
@@ -70,6 +71,7 @@ class DiffRow:
     n_to: int
     from_runs: list[str]
     to_runs: list[str]
+    standing: str
     signature: str
     evidence_class: str
     scope: str
@@ -201,7 +203,9 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
                 region, sig, a.unit, ref_a.program_version, ref_b.program_version,
                 stats.summarize(a.samples).median, stats.summarize(b.samples).median, t.ratio,
                 t.ci_low, t.ci_high, t.p_value, significant, verdict, floor, source,
-                len(a.samples), len(b.samples), a.runs, b.runs, a.key.signature,
+                len(a.samples), len(b.samples), a.runs, b.runs, a.key.standing,
+                f"{a.signature} -> {b.signature}" if a.signature != b.signature
+                else a.signature,
                 a.key.evidence_class, a.key.scope_text()))
     if refusals:
         raise QueryRefused(refusals)

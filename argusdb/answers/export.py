@@ -90,7 +90,7 @@ def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
 def _pick(candidates: list[Any]) -> Any:
     """One cohort per (region, signal): observed before attributed, clean timing first."""
     return sorted(candidates, key=lambda c: (_CLASS_ORDER.get(c.key.evidence_class, 9),
-                                             not c.timing_clean, c.key.signature))[0]
+                                             c.key.standing != "clean", c.key.standing))[0]
 
 
 def hatchet_literal(db: Connection, version: str, program: str | None = None

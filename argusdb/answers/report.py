@@ -51,6 +51,7 @@ class Claim:
     unit: str | None
     value: float
     evidence_class: str
+    standing: str
     signature: str
     timing_clean: bool
     scope: str
@@ -130,7 +131,7 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
         found = cohorts(fetch_rows(db, region, ref, signals))
         observed = {sig for (_, sig, k) in found if k.evidence_class == "observed"}
         for (_, sig, key), co in sorted(found.items(), key=lambda kv: (
-                kv[0][1], kv[0][2].evidence_class, kv[0][2].signature, kv[0][2].scope)):
+                kv[0][1], kv[0][2].evidence_class, kv[0][2].standing, kv[0][2].scope)):
             s = stats.summarize(co.samples)
             ent = co.association_entropy
             verdict, reason = _judge(key.evidence_class, ent, sig in observed, max_entropy_bits)
@@ -141,13 +142,14 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                              f"execution counts (a degree of sharing, not an error bound)")
             if co.conditions:
                 notes.append("derived under the conditions listed in 'conditions'")
-            if not co.timing_clean and co.unit == "ns":
-                notes.append(f"timed under interference ({key.signature}): not a clean duration")
+            if key.standing not in ("clean", "derived"):
+                notes.append(f"perturbed by its measurement ({key.standing}): comparable only "
+                             f"with values of the same standing")
             if s.n == 1:
                 notes.append("a single measurement: no repeat statistics")
             rep.claims.append(Claim(
                 region, ref.program_version, sig, co.unit, s.median, key.evidence_class,
-                key.signature, co.timing_clean, key.scope_text(), s.n, s.median, s.q1, s.q3,
-                s.iqr, s.cv, s.ci_low, s.ci_high, co.runs, sorted(co.tasks), ent,
+                key.standing, co.signature, co.timing_clean, key.scope_text(), s.n, s.median,
+                s.q1, s.q3, s.iqr, s.cv, s.ci_low, s.ci_high, co.runs, sorted(co.tasks), ent,
                 co.conditions, notes, verdict, reason))
     return rep

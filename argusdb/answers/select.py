@@ -4,10 +4,16 @@ All reads go through the checked query surface (:meth:`argusdb.api.Connection.qu
 program version per query, so every answer rests on questions the checker accepted.
 
 A **cohort** is the set of rows of one region, version and signal that can be compared as
-repeats of one measurement: same interference signature, same evidence class and same scope
-(every scope coordinate except ``launch``). Its **samples** are per (run, launch) values: rows
-that share run, launch and scope are parts of one value (e.g. attributed shares of several
-instructions) and are summed; distinct launches or runs are repeats.
+repeats of one measurement: same *standing*, same evidence class and same scope (every scope
+coordinate except ``launch``). The standing is the checker's (see
+``argusdb/checker/provenance.py``): ``clean``, or the run's interference signature when the
+measurement perturbs the value (a timing value from a run that is not ``timing_clean``, any
+value of an instrumented or forced-wait run); ``derived`` for derived values. Counters from a
+replayed run are clean: replay re-executes, it does not change what executes.
+
+Its **samples** are per (run, launch) values: rows that share run, launch and scope are parts
+of one value (e.g. attributed shares of several instructions) and are summed; distinct launches
+or runs are repeats.
 
 Example:
     >>> ref = resolve_version(db, "variant=tiled", region="matmul/matmul_kernel")
@@ -21,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from argusdb.checker.provenance import TIMING_UNITS
 from argusdb.errors import UsageError
 
 if TYPE_CHECKING:
@@ -46,9 +53,9 @@ class VersionRef:
 
 @dataclass(frozen=True)
 class CohortKey:
-    """What two samples must share to be compared: signature, class and scope."""
+    """What two samples must share to be compared: standing, class and scope."""
 
-    signature: str
+    standing: str
     evidence_class: str
     scope: tuple[tuple[str, str], ...] = ()
 
@@ -56,7 +63,7 @@ class CohortKey:
         return ",".join(f"{k}={v}" for k, v in self.scope) or "per launch"
 
     def to_json(self) -> dict[str, Any]:
-        return {"signature": self.signature, "evidence_class": self.evidence_class,
+        return {"standing": self.standing, "evidence_class": self.evidence_class,
                 "scope": dict(self.scope)}
 
 
@@ -71,6 +78,7 @@ class Cohort:
     timing_clean: bool = True
     values: dict[tuple[str, str], float] = field(default_factory=dict)
     tasks: set[str] = field(default_factory=set)
+    signatures: set[str] = field(default_factory=set)
     entropy_weighted: float = 0.0
     weight: float = 0.0
     conditions: list[Any] = field(default_factory=list)
@@ -78,6 +86,11 @@ class Cohort:
     @property
     def samples(self) -> list[float]:
         return [self.values[k] for k in sorted(self.values)]
+
+    @property
+    def signature(self) -> str:
+        """The interference signatures of the cohort's runs ('; '-joined)."""
+        return "; ".join(sorted(self.signatures))
 
     @property
     def runs(self) -> list[str]:
@@ -168,7 +181,7 @@ def fetch_rows(db: Connection, region: str, ref: VersionRef,
     sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
            f"e.evidence_class, e.association_entropy, e.launch, "
            f"{', '.join('e.' + c for c in NESTED_SCOPE)}, {extra} "
-           f"r.signature, r.timing_clean "
+           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait "
            f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
            f"WHERE {' AND '.join(where)} AND e.value IS NOT NULL "
            f"ORDER BY e.run_id, e.signal, e.launch")
@@ -177,11 +190,28 @@ def fetch_rows(db: Connection, region: str, ref: VersionRef,
 
 def versions_of_region(db: Connection, region: str) -> list[str]:
     """Program versions with evidence for ``region``, in the order their first run landed."""
-    rows = _rows(db, f"SELECT e.program_version, min(r.run_seq) AS first_seq "
+    # DISTINCT rather than GROUP BY + min(): the checker's metadata pass cannot evaluate
+    # alias-qualified GROUP BY keys yet (AR00 'Referenced table "e" not found').
+    rows = _rows(db, f"SELECT DISTINCT e.program_version, r.run_seq "
                      f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
-                     f"WHERE e.region_id = {lit(region)} "
-                     f"GROUP BY e.program_version ORDER BY first_seq")
-    return [str(r["program_version"]) for r in rows]
+                     f"WHERE e.region_id = {lit(region)}")
+    first: dict[str, int] = {}
+    for r in rows:
+        v = str(r["program_version"])
+        first[v] = min(first.get(v, int(r["run_seq"])), int(r["run_seq"]))
+    return sorted(first, key=lambda v: first[v])
+
+
+def standing(row: dict[str, Any]) -> str:
+    """The checker's standing of one evidence row (see the module docstring)."""
+    if row["evidence_class"] == "derived":
+        return "derived"
+    unit = str(row["unit"] or "").lower()
+    timing = unit in TIMING_UNITS or "duration" in str(row["signal"])
+    if row.get("instrumentation") or row.get("forced_wait") or (
+            timing and not row["timing_clean"]):
+        return str(row["signature"] or "unknown run")
+    return "clean"
 
 
 def cohorts(rows: list[dict[str, Any]]) -> dict[tuple[str, str, CohortKey], Cohort]:
@@ -189,7 +219,7 @@ def cohorts(rows: list[dict[str, Any]]) -> dict[tuple[str, str, CohortKey], Coho
     out: dict[tuple[str, str, CohortKey], Cohort] = {}
     for r in rows:
         scope = tuple((c, str(r[c])) for c in NESTED_SCOPE if str(r[c]) != "all")
-        key = CohortKey(str(r["signature"]), str(r["evidence_class"]), scope)
+        key = CohortKey(standing(r), str(r["evidence_class"]), scope)
         ck = (str(r["program_version"]), str(r["signal"]), key)
         co = out.get(ck)
         if co is None:
@@ -198,6 +228,7 @@ def cohorts(rows: list[dict[str, Any]]) -> dict[tuple[str, str, CohortKey], Coho
         v = float(r["value"])
         co.values[sample] = co.values.get(sample, 0.0) + v
         co.tasks.add(str(r["task_id"]))
+        co.signatures.add(str(r["signature"]))
         co.entropy_weighted += abs(v) * float(r["association_entropy"] or 0.0)
         co.weight += abs(v)
         cond = r.get("conditions")

@@ -126,7 +126,7 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
     for region in regions:
         per_version = [cohorts(fetch_rows(db, region, ref, signals)) for ref in refs]
         keys = sorted({(sig, k) for cs in per_version for (_, sig, k) in cs},
-                      key=lambda x: (x[0], x[1].signature, x[1].evidence_class, x[1].scope))
+                      key=lambda x: (x[0], x[1].standing, x[1].evidence_class, x[1].scope))
         if not keys:
             traj.notes.append(f"{region}: no evidence in any of the versions")
             continue

@@ -49,6 +49,6 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
                f"{result.to_ref.program_version}", err=True)
     for r in result.rows:
         click.echo(f"{r.signal}: noise floor {r.noise_floor:.2%} ({r.noise_source}); "
-                   f"{r.signature}, {r.evidence_class}, {r.scope}", err=True)
+                   f"{r.standing} ({r.signature}), {r.evidence_class}, {r.scope}", err=True)
     for n in result.notes:
         click.echo(f"note: {n}", err=True)

@@ -27,7 +27,10 @@ async def _session(store: str) -> dict[str, Any]:
             out["query"] = await session.call_tool("query", {
                 "sql": "SELECT count(*) AS n, median(value) AS med FROM evidence "
                        "WHERE region_id = 'softmax/softmax_fwd'"})
-            out["refused"] = await session.call_tool("query", {"sql": "DROP TABLE run"})
+            out["refused"] = await session.call_tool("query", {
+                "sql": "SELECT region_id, median(value) AS med FROM evidence "
+                       "WHERE region_id = 'matmul/matmul_kernel' GROUP BY region_id"})
+            out["hostile"] = await session.call_tool("query", {"sql": "DROP TABLE run"})
             out["diff"] = await session.call_tool("diff", {
                 "region": "matmul/matmul_kernel", "from_version": "variant=a",
                 "to_version": "variant=b"})
@@ -54,7 +57,11 @@ def test_mcp_client_session_over_stdio(relabelled: Connection) -> None:
     assert q["rows"][0][1] == sorted(durations)[9] / 2 + sorted(durations)[10] / 2
     assert out["refused"].is_error
     err = json.loads(out["refused"].content[0].text)
-    assert err["ok"] is False and err["errors"][0]["code"] == "AR09"
+    # variant=a and variant=b are two program versions: the checker's version rule refuses
+    assert err["ok"] is False and err["errors"][0]["code"] == "AR01"
+    assert err["errors"][0]["name"] == "version.mixed" and err["errors"][0]["remedy"]
+    assert out["hostile"].is_error
+    assert json.loads(out["hostile"].content[0].text)["errors"][0]["code"] == "AR08"
     d = _doc(out["diff"])
     assert d["rows"][0]["ratio"] == 1.0 and d["rows"][0]["significant"] is False
     rep = _doc(out["report"])
