@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from argusdb import checker
+from argusdb import checker, materialize
 from argusdb.errors import Finding
 from argusdb.ingest import IngestResult, ingest_path
 from argusdb.regions import ProgramSource
@@ -53,6 +53,7 @@ class Connection:
 
     def check(self, sql: str) -> list[Finding]:
         """Findings of the compatibility checker for ``sql`` (empty when it may run)."""
+        materialize.ensure_fresh(self.store)
         return checker.check(sql, self.store)
 
     def query(self, sql: str) -> pa.Table:
@@ -62,10 +63,12 @@ class Connection:
             QueryRefused: the checker refused it (``.findings`` says why and what to do).
             QueryFailed: DuckDB rejected it or it ran past the time limit.
         """
+        materialize.ensure_fresh(self.store)
         return checker.execute(sql, self.store, self.timeout_s)
 
     def query_with_provenance(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer."""
+        materialize.ensure_fresh(self.store)
         table, report = checker.execute_report(sql, self.store, self.timeout_s)
         return table, report.provenance()
 
@@ -73,6 +76,7 @@ class Connection:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
+        materialize.ensure_fresh(self.store)
         return checker.explain(sql, self.store)
 
 

@@ -15,9 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from argusdb import materialize
 from argusdb.errors import InputError, UsageError
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
 from argusdb.store import Store
+from argusdb.variants import VariantOf, bind
 from collectors import detect
 from collectors.base import Artefact, normalize_target
 
@@ -107,8 +109,12 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
 
 
 def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = None,
-                options: dict[str, str] | None = None) -> IngestResult:
+                options: dict[str, str] | None = None,
+                variant: VariantOf | None = None) -> IngestResult:
     """Ingest one artefact as one run, atomically and idempotently.
+
+    With ``variant`` the program version is bound to its parent and transform task
+    (see :mod:`argusdb.variants`).
 
     Raises:
         InputError: unknown, corrupt or mismatching input; nothing is written.
@@ -180,5 +186,9 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
                        "options": options},
             "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
             "finished_at": now})
+        if variant is not None:
+            bind(store, version, variant)
+        # Attribution and derivation commit with the run that changes their inputs.
+        materialize.refresh(store)
     result.rows = rows
     return result

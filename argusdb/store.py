@@ -40,9 +40,11 @@ def _first_line(exc: BaseException) -> str:
 class Store:
     """An argusdb store (DuckDB file)."""
 
-    def __init__(self, path: str, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, path: str, con: duckdb.DuckDBPyConnection,
+                 read_only: bool = False) -> None:
         self.path = path
         self.con = con
+        self.read_only = read_only
         self._lock = threading.Lock()
         self._locked = False
 
@@ -64,7 +66,7 @@ class Store:
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot open as a DuckDB store ({exc}). Check that no other "
                              "process writes it and that it is an argusdb store.") from exc
-        st = cls(str(p), con)
+        st = cls(str(p), con, read_only)
         if not read_only:
             st.ensure_schema()
         elif not st.has_table("run"):

@@ -150,18 +150,38 @@ def head_bytes(path: Path, n: int = 4096) -> bytes:
     return raw
 
 
-def evidence_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
-    """Build an ``evidence`` batch; missing scope columns become ``'all'``, others NULL."""
+def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
+    """Build an ``evidence`` batch; missing scope columns become ``'all'``, others NULL.
+
+    Values are Python lists or Arrow arrays (used as they are, cast to the schema's type), so a
+    reader that builds columns with Arrow compute does not round-trip through Python objects.
+    """
     n = len(rows["signal"])
     cols = []
     for f in EVIDENCE_SCHEMA:
-        if f.name in rows:
-            cols.append(pa.array(rows[f.name], type=f.type))
+        v = rows.get(f.name)
+        if isinstance(v, pa.ChunkedArray):
+            v = v.combine_chunks()
+        if isinstance(v, pa.Array):
+            cols.append(v.cast(f.type) if v.type != f.type else v)
+        elif v is not None:
+            cols.append(pa.array(v, type=f.type))
         elif f.name in SCOPE_COLUMNS:
-            cols.append(pa.array(["all"] * n, type=f.type))
+            cols.append(pa.repeat(pa.scalar("all", f.type), n))
         else:
             cols.append(pa.nulls(n, type=f.type))
     return pa.RecordBatch.from_arrays(cols, schema=EVIDENCE_SCHEMA)
+
+
+#: Wide records (one CSV row holding many values, as Nsight Compute writes them) number their
+#: values ``src_row = row * stride + column`` so every value has its own lineage; the reader
+#: records its stride in ``run.meta`` as ``src_row_stride``.
+WIDE_ROW_STRIDE = 4096
+
+
+def wide_src_row(row: int, column: int, stride: int = WIDE_ROW_STRIDE) -> int:
+    """Lineage number of the value in ``column`` (0-based) of CSV record ``row`` (0-based)."""
+    return row * stride + column
 
 
 def normalize_target(value: str | None) -> str | None:

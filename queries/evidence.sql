@@ -1,6 +1,8 @@
 -- The public evidence view: every value in the store with its keys, class and lineage.
--- Observed rows come from collectors (observed_evidence); attributed and derived rows are added
--- by the attribution and derivation modules when they exist.
+-- Observed rows come from collectors (observed_evidence); attributed rows are the region-level
+-- sums of region_attribution, derived rows those of derived_evidence (both materialized by
+-- argusdb.materialize and refreshed before they are read). Instruction-level observed rows stay
+-- (region_id NULL) next to their attributed sums: filter on evidence_class to avoid counting both.
 CREATE OR REPLACE VIEW evidence AS
 SELECT
     -- Row identity (stable): run_seq * 2^32 + artefact row for observed values.
@@ -41,10 +43,28 @@ SELECT
     e.unit,
     -- 'observed', 'attributed' or 'derived'.
     'observed' AS evidence_class,
-    -- Shannon entropy (bits) of the ownership split; 0 for observed values (one owner).
+    -- Shannon entropy (bits) of the ownership split: value-weighted over the shares of an
+    -- attributed sum; 0 for observed and derived values (one owner). Not an error bound.
     0.0::DOUBLE AS association_entropy,
     -- Replay pass of a counter (Nsight Compute), else NULL.
     e.replay_pass,
-    -- Lineage as JSON: the artefact and row the value was read from.
+    -- Lineage as JSON: observed: the artefact row; attributed: run, task, mapping runs and the
+    -- source evidence ids; derived: variant and parent runs, source ids and the conditions.
     json_object('run_id', e.run_id, 'artefact_row', e.src_row) AS lineage
-FROM observed_evidence AS e;
+FROM observed_evidence AS e
+UNION ALL
+SELECT a.evidence_id, a.program_version, a.task_id, a.run_id, a.region_id, a.kernel, a.launch,
+       a.cta, a.sm, a.warp, a.warp_role, a.loop_iter, NULL, NULL, NULL, a.signal, a.value, a.unit,
+       'attributed', a.association_entropy, NULL,
+       json_object('run_id', a.run_id, 'task_id', a.task_id, 'table', 'region_attribution',
+                   'mapping_run_ids', a.mapping_run_ids, 'n_shared_rows', a.n_shared_rows,
+                   'source_evidence_ids', a.source_evidence_ids)
+FROM region_attribution AS a
+UNION ALL
+SELECT d.evidence_id, d.program_version, d.task_id, d.run_id, d.region_id, d.kernel, d.launch,
+       d.cta, d.sm, d.warp, d.warp_role, d.loop_iter, NULL, NULL, NULL, d.signal, d.value, d.unit,
+       'derived', 0.0, NULL,
+       json_object('run_id', d.run_id, 'parent_run_id', d.parent_run_id, 'task_id', d.task_id,
+                   'variant_version', d.variant_version, 'table', 'derived_evidence',
+                   'source_evidence_ids', d.source_evidence_ids, 'conditions', d.conditions)
+FROM derived_evidence AS d;

@@ -22,3 +22,6 @@ def command(store: str) -> None:
         click.echo(f"\n-- {demo.QUESTION}\n")
         table = db.query(demo.QUESTION)
         print_table(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
+        click.echo(f"\n-- {demo.REGION_BREAKDOWN}\n")
+        table = db.query(demo.REGION_BREAKDOWN)
+        print_table(table.column_names, [tuple(r.values()) for r in table.to_pylist()])

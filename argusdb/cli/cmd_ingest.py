@@ -7,9 +7,11 @@ import json
 import click
 
 from argusdb.cli.output import handle_errors
+from argusdb.errors import UsageError
 from argusdb.ingest import ingest_path, parse_options
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
+from argusdb.variants import VariantOf
 
 
 @click.command("ingest")
@@ -19,20 +21,30 @@ from argusdb.store import Store
 @click.option("--option", "options", multiple=True, metavar="KEY=VALUE",
               help="Compile option, constexpr or toolchain fact the artefact cannot tell "
                    "(repeatable); enters the program version.")
+@click.option("--parent-version", help="Bind the version as a variant of this parent version.")
+@click.option("--transform", help="Transform that made the variant, e.g. "
+                                  "'forced_wait:softmax/softmax_fwd/load' (with --parent-version).")
+@click.option("--transform-task", help="Task that made the variant (default 'x-<version>').")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
-            options: tuple[str, ...], as_json: bool) -> None:
+            options: tuple[str, ...], parent_version: str | None, transform: str | None,
+            transform_task: str | None, as_json: bool) -> None:
     """Ingest artefacts (kind detected from content), each as one run, atomically.
 
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
     """
     opts = parse_options(options)
+    if bool(parent_version) != bool(transform):
+        raise UsageError("--parent-version and --transform go together: a variant names its "
+                         "parent and the transform that made it")
+    variant = VariantOf(parent_version, transform, transform_task) \
+        if parent_version and transform else None
     program = ProgramSource.from_path(program_path) if program_path else None
     results = []
     with Store.open(store, create=True) as st:
         for p in paths:
-            r = ingest_path(st, p, program, opts)
+            r = ingest_path(st, p, program, opts, variant)
             results.append(r)
             if not as_json:
                 what = "already ingested" if r.already else ", ".join(

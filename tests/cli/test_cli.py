@@ -60,3 +60,17 @@ def test_regions_json(tmp_path: Path) -> None:
 def test_demo_answers(tmp_path: Path) -> None:
     code, out, _ = run("demo", str(tmp_path / "d.duckdb"))
     assert code == 0 and "softmax/softmax_fwd" in out and "matmul/matmul_kernel" in out
+
+
+def test_conserve_and_demo_region_breakdown(tmp_path: Path) -> None:
+    db = str(tmp_path / "d.duckdb")
+    code, out, _ = run("demo", db)
+    assert code == 0
+    assert "softmax/softmax_fwd/reduce" in out and "inst_entropy_bits" in out
+    code, out, _ = run("conserve", db, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["conserved"] is True
+    kernels = {r[1] for r in doc["rows"]}
+    assert kernels == {"softmax_fwd", "matmul_kernel"}
+    code, out, _ = run("conserve", db)
+    assert code == 0 and "softmax_fwd" in out

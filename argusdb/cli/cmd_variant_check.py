@@ -1,0 +1,44 @@
+"""``argus variant-check STORE VARIANT``: record that a variant computes its parent's result."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.cli.output import handle_errors
+from argusdb.store import Store
+from argusdb.variants import record_check
+
+
+@click.command("variant-check")
+@click.argument("store")
+@click.argument("variant_version")
+@click.option("--parent", "parent_version", required=True, help="Parent program version.")
+@click.option("--rel-err", type=float, required=True,
+              help="Relative error of the variant's output against the parent's.")
+@click.option("--tolerance", type=float, default=1e-5, show_default=True,
+              help="Largest relative error accepted as the same result.")
+@click.option("--task", "task_id", help="Task that ran the check.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(store: str, variant_version: str, parent_version: str, rel_err: float,
+            tolerance: float, task_id: str | None, as_json: bool) -> None:
+    """Record a result check of VARIANT_VERSION against its parent.
+
+    Derivation (e.g. exposed latency from a forced wait) uses a variant's runs only while its
+    latest check passed. Exit 0 when it passed, 1 when the results differ.
+
+    Example: argus variant-check argus.duckdb 3f2a... --parent 9c1e... --rel-err 2.1e-8
+    """
+    with Store.open(store) as st:
+        passed = record_check(st, variant_version, parent_version, rel_err, tolerance, task_id)
+    if as_json:
+        click.echo(json.dumps({"ok": True, "passed": passed, "rel_err": rel_err,
+                               "tolerance": tolerance}))
+    else:
+        click.echo(f"{variant_version}: rel err {rel_err:.3g} vs {parent_version} "
+                   f"{'<=' if passed else '>'} {tolerance:g}: "
+                   f"{'same result' if passed else 'result differs'}")
+    if not passed:
+        raise SystemExit(1)

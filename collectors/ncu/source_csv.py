@@ -1,0 +1,333 @@
+"""Nsight Compute source page CSV: per-SASS-instruction metrics (``*.source.csv``).
+
+Exported with ``ncu -i R.ncu-rep --page source --csv --print-source cuda,sass``. The file is a
+sequence of sections, one per source file of a kernel::
+
+    "File Path","/opt/.../triton/language/standard.py"
+    "Function Name","softmax_fwd"
+    "Line No","Source","Address","Source","Warp Stall Sampling (All Samples)",...
+    "170","return core.maximum(a, b)","-","-","2478",...        <- a source line (aggregate)
+    "","","0x7fc1c97a29d0","      FMNMX R13, R9, R8, !PT","2023",...   <- one SASS instruction
+    "","","...","...","-",...                                  <- a gap in the address range
+
+Only the SASS rows become evidence; a source-line row is the sum of the SASS rows under it, so
+keeping both would count every value twice. Each SASS row gets the file name (no directory) of
+its section and the line of the preceding source-line row. Addresses are absolute virtual
+addresses of the profiled process; they are stored as byte offsets from the kernel's lowest
+address, which is what ``nvdisasm`` prints as ``/*0000*/`` (checked on the recorded H200 data).
+
+What the source page cannot state: the number of replay passes, the section set, clock and
+cache control, the tool version and the device. Those come from the raw page of the same report
+(``--page raw --csv``, see :mod:`collectors.ncu.raw_csv`), which is a separate artefact and a
+separate run here; values are never copied between the two.
+
+Example:
+    >>> art = SourceCsvReader().read(Path("softmax.source.csv"))
+    >>> art.kernels, art.interference.signature()
+    (['softmax_fwd'], 'replay(? passes, ?)+pc_sampling')
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from argusdb.errors import InputError
+from collectors.base import (
+    WIDE_ROW_STRIDE,
+    Artefact,
+    Interference,
+    SourceRef,
+    evidence_batch,
+    open_text,
+)
+from collectors.ncu._values import numeric
+
+ADAPTER_VERSION = "ncu.source_csv/1"
+#: SASS rows per batch: about 60 values each, so ~250k evidence rows per batch.
+BATCH_INSTRUCTIONS = 4096
+
+#: Columns with a fixed signal name (and unit) in argusdb.
+_NAMED = {
+    "Warp Stall Sampling (All Samples)": ("warp_stall_samples", "samples"),
+    "Warp Stall Sampling (Not-issued Samples)": ("warp_stall_samples_not_issued", "samples"),
+    "Instructions Executed": ("inst_executed", "count"),
+    "Thread Instructions Executed": ("thread_inst_executed", "count"),
+    "Predicated-On Thread Instructions Executed": ("thread_inst_executed_pred_on", "count"),
+    "Avg. Threads Executed": ("avg_threads_executed", "threads"),
+    "Avg. Predicated-On Threads Executed": ("avg_threads_executed_pred_on", "threads"),
+    "Derivative Avg. Predicated-On Threads Executed":
+        ("derivative_avg_threads_executed_pred_on", "threads"),
+    "Avg. Predicated-On Threads Unexecuted": ("avg_threads_unexecuted_pred_on", "threads"),
+}
+#: Columns that are not measurements, or repeat another column: ``# Samples`` equals
+#: "Warp Stall Sampling (All Samples)" on every row of the recorded reports; address space,
+#: operation and access size describe the instruction rather than measure it.
+_SKIP = {"Line No", "Source", "Address", "# Samples", "Address Space", "Access Operation",
+         "Access Size"}
+_REQUIRED = ("Address", "Instructions Executed", "Warp Stall Sampling (All Samples)")
+_UNIT_WORDS = (("sectors", "sectors"), ("wavefronts", "wavefronts"), ("requests", "requests"),
+               )
+_NOT_ISSUED = re.compile(r"^(stall_\w+)\s*\(Not Issued\)$")
+
+
+def signal_of(column: str) -> tuple[str, str]:
+    """argusdb signal name and unit of a source-page column.
+
+    Example:
+        >>> signal_of("stall_long_sb (Not Issued)")
+        ('stall_long_sb_not_issued', 'samples')
+    """
+    if column in _NAMED:
+        return _NAMED[column]
+    m = _NOT_ISSUED.match(column)
+    if m:
+        return f"{m.group(1)}_not_issued", "samples"
+    if column.startswith("stall_"):
+        return column, "samples"
+    name = re.sub(r"[^0-9a-z]+", "_", column.lower()).strip("_")
+    unit = next((u for w, u in _UNIT_WORDS if w in name), "count")
+    return name, unit
+
+
+@dataclass
+class _Layout:
+    """Where things are in a section's header row."""
+
+    header: list[str]
+    line_no: int | None
+    address: int
+    sass: int
+    metrics: list[tuple[int, str, str]]  # (column, signal, unit)
+
+    @classmethod
+    def of(cls, path: Path, row_no: int, header: list[str]) -> _Layout:
+        missing = [c for c in _REQUIRED if c not in header]
+        if missing:
+            hint = ("it was exported without SASS; export with --print-source cuda,sass"
+                    if "Address" in missing else "export the full source page of a report "
+                    "collected with the SourceCounters section (e.g. --set full)")
+            raise InputError(str(path), f"the header row at line {row_no + 1} lacks the "
+                             f"column(s) {missing}", hint)
+        addr = header.index("Address")
+        if addr + 1 >= len(header):
+            raise InputError(str(path), f"line {row_no + 1}: no SASS column after 'Address'",
+                             "export with --print-source cuda,sass")
+        metrics = [(i, *signal_of(c)) for i, c in enumerate(header)
+                   if i not in (addr, addr + 1) and c not in _SKIP]
+        return cls(header, header.index("Line No") if "Line No" in header else None, addr,
+                   addr + 1, metrics)
+
+
+def _split(path: Path, row_no: int, line: str) -> list[str]:
+    """Fields of one line. ncu quotes every field but does not escape quotes inside a field
+    (``"x = tl.load(..., other=float("-inf"))"``), so a CSV parser would mangle quoted source
+    text; splitting on ``","`` keeps it, and :func:`_walk` rejoins a source field that itself
+    contained ``","``."""
+    s = line.rstrip("\r\n")
+    if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+        return s[1:-1].split('","')
+    if not s.strip():
+        return []
+    try:
+        return next(csv.reader([s]))
+    except csv.Error as exc:
+        raise InputError(str(path), f"line {row_no + 1}: malformed CSV ({exc})",
+                         "the file is truncated or corrupt; export it again") from exc
+
+
+def _records(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Records with their 0-based line number."""
+    with open_text(path) as fh:
+        for row_no, line in enumerate(fh):
+            yield row_no, _split(path, row_no, line)
+
+
+def _walk(path: Path) -> Iterator[tuple[str, Any, Any, Any]]:
+    """Classify records: ('file', name, path), ('kernel', name), ('line', no, text),
+    ('sass', row_no, rec, layout); validates the structure as it goes."""
+    layout: _Layout | None = None
+    seen_file = False
+    for row_no, rec in _records(path):
+        if not rec or (len(rec) == 1 and not rec[0].strip()):
+            continue
+        tag = rec[0]
+        if tag == "File Path" and len(rec) == 2:
+            seen_file, layout = True, None
+            yield "file", os.path.basename(rec[1].replace("\\", "/")), rec[1], None
+            continue
+        if tag == "Function Name" and len(rec) == 2:
+            yield "kernel", rec[1], None, None
+            continue
+        if not seen_file:
+            raise InputError(str(path), f"line {row_no + 1} comes before any 'File Path' line",
+                             "pass a file written by ncu --page source --csv")
+        if tag == "Line No" or (layout is None and "Address" in rec):
+            layout = _Layout.of(path, row_no, rec)
+            continue
+        if layout is None:
+            raise InputError(str(path), f"line {row_no + 1}: a data row before the header row",
+                             "pass a complete ncu --page source --csv export")
+        if len(rec) > len(layout.header) and layout.line_no is not None:
+            extra, text = len(rec) - len(layout.header), layout.line_no + 1
+            rec[text:text + extra + 1] = ['","'.join(rec[text:text + extra + 1])]
+        if len(rec) != len(layout.header):
+            raise InputError(str(path), f"line {row_no + 1} has {len(rec)} fields, the header "
+                             f"has {len(layout.header)}",
+                             "the file is truncated or corrupt; export it again")
+        addr = rec[layout.address]
+        if addr == "...":
+            continue
+        if addr in ("-", ""):
+            if layout.line_no is not None and rec[layout.line_no].strip():
+                try:
+                    line = int(rec[layout.line_no])
+                except ValueError as exc:
+                    raise InputError(str(path), f"line {row_no + 1}: 'Line No' is "
+                                     f"{rec[layout.line_no]!r}, not a number",
+                                     "the file is corrupt; export it again") from exc
+                yield "line", line, rec[layout.line_no + 1] if layout.line_no + 1 < len(rec) \
+                    else None, None
+            continue
+        yield "sass", row_no, rec, layout
+
+
+def _address(path: Path, row_no: int, text: str) -> int:
+    try:
+        return int(text, 16)
+    except ValueError as exc:
+        raise InputError(str(path), f"line {row_no + 1}: address {text!r} is not hexadecimal",
+                         "the file is corrupt; export it again") from exc
+
+
+class SourceCsvReader:
+    """``ncu --page source --csv --print-source cuda,sass`` exports."""
+
+    kind = "ncu.source_csv"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        return head.lstrip(b"\xef\xbb\xbf").startswith(b'"File Path",')
+
+    def read(self, path: Path) -> Artefact:
+        # First pass: kernels, their lowest address (the PC origin), quoted source lines.
+        base: dict[str, int] = {}
+        seen: set[tuple[str, int]] = set()
+        refs: dict[tuple[str, int], SourceRef] = {}
+        files: dict[str, str] = {}
+        kernel = fname = None
+        n_sass = 0
+        for kind, a, b, lay in _walk(path):
+            if kind == "file":
+                fname, kernel = a, None
+                files[a] = b
+            elif kind == "kernel":
+                kernel = a
+            elif kind == "line":
+                assert fname is not None
+                refs.setdefault((fname, a), SourceRef(fname, a, b))
+            else:
+                if kernel is None:
+                    raise InputError(str(path), f"line {a + 1}: an instruction before any "
+                                     "'Function Name' line", "pass a complete ncu export")
+                pc_abs = _address(path, a, b[lay.address])
+                if (kernel, pc_abs) in seen:
+                    raise InputError(str(path), f"kernel {kernel} lists address {hex(pc_abs)} "
+                                     "twice: the export holds more than one profiled launch",
+                                     "export one launch per file (ncu -i R --page source "
+                                     "--csv --print-source cuda,sass --launch-skip N "
+                                     "--launch-count 1)")
+                seen.add((kernel, pc_abs))
+                base[kernel] = min(base.get(kernel, pc_abs), pc_abs)
+                n_sass += 1
+        if not n_sass:
+            raise InputError(str(path), "holds no SASS instruction rows",
+                             "export with --print-source cuda,sass from a report collected "
+                             "with the SourceCounters section")
+        return Artefact(
+            path=str(path), collector="ncu", kind=self.kind, tool="Nsight Compute",
+            adapter_version=ADAPTER_VERSION, export_schema="page=source,print-source=cuda,sass",
+            batches=lambda: self._batches(path, base),
+            interference=Interference(counter_replay=True, pc_sampling=True),
+            kernels=sorted(base), source_refs=list(refs.values()),
+            meta={"instructions": n_sass, "src_row_stride": WIDE_ROW_STRIDE,
+                  "source_files": sorted(files),
+                  "kernel_base_address": {k: hex(v) for k, v in sorted(base.items())},
+                  "not_stated": ["replay_passes", "section_set", "clock_control",
+                                 "cache_control", "tool_version", "device"],
+                  "note": "the source page does not state replay passes, section set, clock "
+                          "or cache control; ingest the raw page (--page raw --csv) of the "
+                          "same report for them"})
+
+    def _batches(self, path: Path, base: dict[str, int]
+                 ) -> Iterator[tuple[str, pa.RecordBatch]]:
+        chunk: list[tuple[int, str, int, str, str | None, int | None, list[str]]] = []
+        layout: _Layout | None = None
+        kernel = fname = None
+        line: int | None = None
+        for kind, a, b, lay in _walk(path):
+            if kind == "file":
+                fname, kernel, line = a, None, None
+            elif kind == "kernel":
+                kernel = a
+            elif kind == "line":
+                line = a
+            else:
+                if lay is not layout and chunk:
+                    yield from _flush(chunk, layout)  # columns differ between sections
+                layout = lay
+                assert kernel is not None
+                pc_abs = _address(path, a, b[lay.address])
+                chunk.append((a, kernel, pc_abs - base[kernel], b[lay.sass].strip(), fname,
+                              line, b))
+                if len(chunk) >= BATCH_INSTRUCTIONS:
+                    yield from _flush(chunk, layout)
+        if chunk and layout is not None:
+            yield from _flush(chunk, layout)
+
+
+def _flush(chunk: list[tuple[int, str, int, str, str | None, int | None, list[str]]],
+           layout: _Layout | None) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """One instruction batch and one evidence batch (wide → long, column-wise in Arrow)."""
+    assert layout is not None
+    rows, kernels, pcs, sass, files, lines, recs = (list(c) for c in zip(*chunk, strict=True))
+    chunk.clear()
+    kernel_a = pa.array(kernels, pa.string())
+    pc_a = pa.array(pcs, pa.int64())
+    file_a = pa.array(files, pa.string())
+    line_a = pa.array(lines, pa.int32())
+    yield "instruction", pa.RecordBatch.from_arrays(
+        [kernel_a, pc_a, pa.array(sass, pa.string()), file_a, line_a],
+        names=["kernel", "pc", "sass", "source_file", "source_line"])
+    row_a = pa.array(rows, pa.int64())
+    cols = list(zip(*recs, strict=True))
+    parts: dict[str, list[pa.Array]] = {k: [] for k in (
+        "kernel", "pc", "source_file", "source_line", "signal", "value", "unit", "src_row")}
+    for col, signal, unit in layout.metrics:
+        values = numeric(pa.array(cols[col], pa.string()))
+        if values.null_count == len(values):
+            continue  # a categorical or empty column
+        keep = pc.is_valid(values)
+        take = pc.indices_nonzero(keep) if values.null_count else None
+        n = len(values) - values.null_count
+
+        def pick(a: pa.Array, take: pa.Array | None = take) -> pa.Array:
+            return a if take is None else a.take(take)
+
+        parts["kernel"].append(pick(kernel_a))
+        parts["pc"].append(pick(pc_a))
+        parts["source_file"].append(pick(file_a))
+        parts["source_line"].append(pick(line_a))
+        parts["value"].append(pick(values))
+        parts["src_row"].append(pc.add(pc.multiply(pick(row_a), WIDE_ROW_STRIDE), col))
+        parts["signal"].append(pa.repeat(pa.scalar(signal), n))
+        parts["unit"].append(pa.repeat(pa.scalar(unit), n))
+    if parts["signal"]:
+        yield "evidence", evidence_batch({k: pa.concat_arrays(v) for k, v in parts.items()})

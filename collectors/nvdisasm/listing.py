@@ -1,0 +1,144 @@
+"""SASS listings printed by ``nvdisasm -g -gi -c K.cubin`` (``*.sass``).
+
+The listing names the target in its header flags (``EF_CUDA_SM90``), opens one section per
+kernel (``.section .text.<kernel>``), and prints a line marker before the instructions that a
+source line produced::
+
+    .headerflags @"... EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+    .section .text.softmax_fwd,"ax",@progbits
+        //## File "/src/kernels/softmax.py", line 8
+            /*0000*/                   LDC R1, c[0x0][0x28] ;
+
+Each instruction becomes an ``instruction`` row: the PC is the ``/*0000*/`` byte offset (the
+same origin as Nsight Compute's addresses after :mod:`collectors.ncu.source_csv` subtracts the
+kernel's first address), the file is the marker's file name without directory, and the line is
+the marker's line: for inlined library code that is the library line (``standard.py``, line 170),
+as in Nsight Compute's source page. When nvdisasm adds an ``inlined at`` clause the first
+location (the inlined code) is kept. A listing has no measurements, so no evidence rows.
+
+Example:
+    >>> art = SassListingReader().read(Path("softmax.sass"))
+    >>> art.target, art.kernels
+    ('sm_90', ['softmax_fwd'])
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from argusdb.errors import InputError
+from collectors.base import Artefact, SourceRef, normalize_target, open_text
+
+ADAPTER_VERSION = "nvdisasm.listing/1"
+_BATCH = 50_000
+_FLAGS = re.compile(r'^\s*\.headerflags\s+@"([^"]*)"')
+_SM = re.compile(r"\bEF_CUDA_SM(\d+)\b")
+_SECTION = re.compile(r"^\s*\.section\s+\.text\.([^\s,]+)")
+_MARKER = re.compile(r'^\s*//## File "([^"]+)", line (\d+)')
+_INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s*(.*?)\s*;?\s*(?:/\*.*\*/)?\s*$")
+_OTHER_SECTION = re.compile(r"^\s*\.section\s+(?!\.text\.)")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with open_text(path) as fh:
+        yield from enumerate(fh, start=1)
+
+
+class SassListingReader:
+    """``nvdisasm -g`` listings: instructions with PCs and source lines."""
+
+    kind = "nvdisasm.sass"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        text = head.decode("utf-8", "replace")
+        return ".headerflags" in text and "EF_CUDA_" in text
+
+    def read(self, path: Path) -> Artefact:
+        flags: str | None = None
+        kernels: list[str] = []
+        refs: dict[tuple[str, int], SourceRef] = {}
+        n = 0
+        markers = 0
+        for _, text in self._walk(path):
+            kind = text[0]
+            if kind == "flags":
+                flags = text[1]
+            elif kind == "kernel":
+                kernels.append(text[1])
+            elif kind == "marker":
+                markers += 1
+                refs.setdefault((text[1], text[2]), SourceRef(text[1], text[2]))
+            else:
+                n += 1
+        if flags is None:
+            raise InputError(str(path), "has no .headerflags line", "pass the complete output "
+                             "of nvdisasm -g -gi -c K.cubin")
+        if not n:
+            raise InputError(str(path), "holds no instructions",
+                             "disassemble the kernel's cubin with nvdisasm -g -gi -c K.cubin")
+        sm = _SM.search(flags)
+        return Artefact(
+            path=str(path), collector="nvdisasm", kind=self.kind, tool="nvdisasm",
+            adapter_version=ADAPTER_VERSION, export_schema="nvdisasm -g -c",
+            batches=lambda: self._batches(path),
+            target=normalize_target(sm.group(1)) if sm else None,
+            kernels=sorted(set(kernels)), source_refs=list(refs.values()),
+            meta={"header_flags": flags, "instructions": n, "line_markers": markers,
+                  "has_line_info": bool(markers)})
+
+    def _walk(self, path: Path) -> Iterator[tuple[int, tuple[Any, ...]]]:
+        """('flags', s) | ('kernel', name) | ('marker', file, line) | ('insn', pc, sass)."""
+        in_text = False
+        for no, line in _lines(path):
+            if m := _FLAGS.match(line):
+                yield no, ("flags", m.group(1))
+            elif m := _SECTION.match(line):
+                in_text = True
+                yield no, ("kernel", m.group(1))
+            elif _OTHER_SECTION.match(line):
+                in_text = False
+            elif m := _MARKER.match(line):
+                yield no, ("marker", os.path.basename(m.group(1)), int(m.group(2)))
+            elif in_text and (m := _INSN.match(line)):
+                yield no, ("insn", int(m.group(1), 16), m.group(2))
+
+    def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
+        cols: dict[str, list[Any]] = {c: [] for c in ("kernel", "pc", "sass", "source_file",
+                                                      "source_line")}
+        kernel: str | None = None
+        where: tuple[str | None, int | None] = (None, None)
+        for no, item in self._walk(path):
+            if item[0] == "kernel":
+                kernel, where = item[1], (None, None)
+            elif item[0] == "marker":
+                where = (item[1], item[2])
+            elif item[0] == "insn":
+                if kernel is None:
+                    raise InputError(str(path), f"line {no}: an instruction outside a "
+                                     ".text.<kernel> section", "pass an nvdisasm listing")
+                cols["kernel"].append(kernel)
+                cols["pc"].append(item[1])
+                cols["sass"].append(item[2])
+                cols["source_file"].append(where[0])
+                cols["source_line"].append(where[1])
+                if len(cols["pc"]) >= _BATCH:
+                    yield "instruction", _batch(cols)
+        if cols["pc"]:
+            yield "instruction", _batch(cols)
+
+
+def _batch(cols: dict[str, list[Any]]) -> pa.RecordBatch:
+    b = pa.RecordBatch.from_arrays(
+        [pa.array(cols["kernel"], pa.string()), pa.array(cols["pc"], pa.int64()),
+         pa.array(cols["sass"], pa.string()), pa.array(cols["source_file"], pa.string()),
+         pa.array(cols["source_line"], pa.int32())],
+        names=["kernel", "pc", "sass", "source_file", "source_line"])
+    for v in cols.values():
+        v.clear()
+    return b

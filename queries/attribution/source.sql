@@ -1,0 +1,65 @@
+-- Source line of each PC per program version and kernel, from the newest `instruction` listing
+-- (Nsight Compute source page or nvdisasm -g) of that version that knows the PC.
+CREATE OR REPLACE VIEW _attribution_pc_line AS
+SELECT
+    r.program_version,
+    i.kernel,
+    i.pc,
+    arg_max(i.source_file, r.run_seq) AS source_file,
+    arg_max(i.source_line, r.run_seq) AS source_line
+FROM instruction AS i
+JOIN run AS r USING (run_id)
+GROUP BY r.program_version, i.kernel, i.pc;
+
+-- The attributable observed rows: instruction-level (pc) and line-level values, without a region,
+-- of program-bound versions, in additive units. Non-additive units (percent, ratios, averages)
+-- are not split (a share of a ratio means nothing): they stay instruction-level observed rows.
+CREATE OR REPLACE VIEW attribution_source AS
+SELECT
+    -- observed_evidence.evidence_id of the row.
+    e.evidence_id,
+    -- Program version measured.
+    e.program_version,
+    -- Program name (source file stem) of the version.
+    pv.program,
+    -- Task that collected the row.
+    e.task_id,
+    -- Run the row was measured in.
+    e.run_id,
+    -- Ordinal of the run in the store (newer runs have larger run_seq).
+    r.run_seq,
+    -- Kernel (function) name.
+    e.kernel,
+    -- Scope: launch index or 'all'.
+    e.launch,
+    -- Scope: CTA index or 'all'.
+    e.cta,
+    -- Scope: SM index or 'all'.
+    e.sm,
+    -- Scope: warp index or 'all'.
+    e.warp,
+    -- Scope: warp role or 'all'.
+    e.warp_role,
+    -- Scope: loop iteration (range) or 'all'.
+    e.loop_iter,
+    -- Program counter (byte offset), NULL for line-level rows.
+    e.pc,
+    -- Source file name: the row's own, else the instruction listing's for its pc.
+    coalesce(e.source_file, l.source_file) AS source_file,
+    -- Source line: the row's own, else the instruction listing's for its pc.
+    coalesce(e.source_line, l.source_line) AS source_line,
+    -- Signal name.
+    e.signal,
+    -- Value in unit.
+    e.value,
+    -- Unit of value (additive units only).
+    e.unit
+FROM observed_evidence AS e
+JOIN run AS r ON r.run_id = e.run_id
+JOIN program_version AS pv ON pv.program_version = e.program_version
+LEFT JOIN _attribution_pc_line AS l
+    ON e.source_line IS NULL AND l.program_version = e.program_version AND l.kernel = e.kernel
+    AND l.pc = e.pc
+WHERE e.region_id IS NULL AND e.kernel IS NOT NULL AND pv.program IS NOT NULL
+    AND (e.pc IS NOT NULL OR e.source_line IS NOT NULL)
+    AND e.unit IN ('count', 'samples', 'bytes', 'ns', 'cycles', 'sectors', 'requests', 'wavefronts');

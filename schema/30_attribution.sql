@@ -1,0 +1,121 @@
+-- Attribution, materialized: one row per (instruction-level observed value, candidate region).
+-- Provenance: built by argusdb.materialize from the views of queries/attribution/ (PC -> source
+-- line via the row itself or an `instruction` listing; library line -> kernel line via TTGIR
+-- call sites; kernel line -> region via region_span). Rebuilt per program version whenever the
+-- version's input fingerprint changes (see `materialization`). The share of a value that a region
+-- gets is a contribution estimate; association_entropy is the degree of sharing, not an error
+-- bound.
+CREATE TABLE IF NOT EXISTS attribution_share (
+    -- The observed row the value came from (observed_evidence.evidence_id): lineage to the artefact.
+    evidence_id BIGINT NOT NULL,
+    -- Program version of the source row.
+    program_version VARCHAR NOT NULL,
+    -- Task that collected the source row.
+    task_id VARCHAR NOT NULL,
+    -- Run the source row was measured in.
+    run_id VARCHAR NOT NULL,
+    -- Kernel (function) name of the source row.
+    kernel VARCHAR NOT NULL,
+    -- Scope: launch index or 'all' (copied from the source row).
+    launch VARCHAR NOT NULL,
+    -- Scope: CTA index or 'all'.
+    cta VARCHAR NOT NULL,
+    -- Scope: SM index or 'all'.
+    sm VARCHAR NOT NULL,
+    -- Scope: warp index or 'all'.
+    warp VARCHAR NOT NULL,
+    -- Scope: warp role or 'all'.
+    warp_role VARCHAR NOT NULL,
+    -- Scope: loop iteration (range) or 'all'.
+    loop_iter VARCHAR NOT NULL,
+    -- Program counter (byte offset) of the source row; NULL for line-level source rows.
+    pc BIGINT,
+    -- Source file name the instruction maps to (row's own, else the instruction listing's).
+    source_file VARCHAR,
+    -- Source line the instruction maps to (1-based); NULL when no listing knows the PC.
+    source_line INTEGER,
+    -- Kernel lines that reach source_line in this region (the line itself, or TTGIR call sites).
+    caller_lines INTEGER[],
+    -- Region credited, '<program>/<kernel>/<name>'; '<program>/<kernel>/_unattributed' if none.
+    region_id VARCHAR NOT NULL,
+    -- Signal name of the source row.
+    signal VARCHAR NOT NULL,
+    -- The region's part of the source value, in unit: source value * share.
+    value DOUBLE,
+    -- Unit of value (additive units: count, samples, bytes, ns, cycles, sectors, requests, wavefronts).
+    unit VARCHAR,
+    -- Fraction (0..1) of the source value credited to this region; the shares of a row sum to 1.
+    share DOUBLE NOT NULL,
+    -- Shannon entropy (bits) of the row's split over its candidate regions; 0 with one owner.
+    association_entropy DOUBLE NOT NULL,
+    -- Number of candidate regions of the source line (1 = not shared; 0 = unattributed).
+    n_candidates INTEGER NOT NULL,
+    -- How the region was found: 'line', 'callsite', 'mapping_run', 'ttgir_n_ops', 'unattributed'.
+    basis VARCHAR NOT NULL,
+    -- Independent run whose per-region instruction counts set the split ('mapping_run' basis).
+    mapping_run_id VARCHAR
+);
+
+-- Region-level attributed evidence (what the `evidence` view shows as evidence_class
+-- 'attributed'): attribution_share summed per run, kernel, region, scope and signal.
+-- Provenance: argusdb.materialize, from attribution_share in the same refresh.
+CREATE TABLE IF NOT EXISTS region_attribution (
+    -- Row identity: a negative 62-bit hash of (run, region, signal, scope); stable across refreshes.
+    evidence_id BIGINT NOT NULL,
+    -- Program version of the source rows.
+    program_version VARCHAR NOT NULL,
+    -- Task that collected the source rows.
+    task_id VARCHAR NOT NULL,
+    -- Run the source rows were measured in.
+    run_id VARCHAR NOT NULL,
+    -- Region credited ('<program>/<kernel>/<name>' or '<program>/<kernel>/_unattributed').
+    region_id VARCHAR NOT NULL,
+    -- Kernel (function) name.
+    kernel VARCHAR NOT NULL,
+    -- Scope: launch index or 'all'.
+    launch VARCHAR NOT NULL,
+    -- Scope: CTA index or 'all'.
+    cta VARCHAR NOT NULL,
+    -- Scope: SM index or 'all'.
+    sm VARCHAR NOT NULL,
+    -- Scope: warp index or 'all'.
+    warp VARCHAR NOT NULL,
+    -- Scope: warp role or 'all'.
+    warp_role VARCHAR NOT NULL,
+    -- Scope: loop iteration (range) or 'all'.
+    loop_iter VARCHAR NOT NULL,
+    -- Signal name (inst_executed, warp_stall_samples, stall_<reason>, ...).
+    signal VARCHAR NOT NULL,
+    -- Sum of the region's shares of the source values, in unit.
+    value DOUBLE,
+    -- Unit of value.
+    unit VARCHAR,
+    -- Value-weighted mean of the association entropies (bits) of the shares summed here.
+    association_entropy DOUBLE NOT NULL,
+    -- Number of source rows (instructions x signal) that contributed.
+    n_source_rows BIGINT NOT NULL,
+    -- Number of those source rows that were shared with other regions (n_candidates > 1).
+    n_shared_rows BIGINT NOT NULL,
+    -- Independent mapping runs that set the splits of the shared rows (empty when none).
+    mapping_run_ids VARCHAR[],
+    -- observed_evidence.evidence_id of every source row: lineage to the artefact rows.
+    source_evidence_ids BIGINT[]
+);
+
+-- What each materialization was built from. A materialization is stale when the fingerprint of
+-- its inputs (runs, spans, version facts, variant checks, and the SQL of its modules) differs
+-- from the one recorded here; argusdb.materialize refreshes it before anything reads it.
+-- Provenance: argusdb.materialize.
+CREATE TABLE IF NOT EXISTS materialization (
+    -- Materialization name: 'attribution' or 'derivation'.
+    name VARCHAR NOT NULL,
+    -- Program version the state covers ('' for a materialization built as a whole).
+    program_version VARCHAR NOT NULL,
+    -- md5 of the inputs' state and of the module SQL the rows were built from.
+    fingerprint VARCHAR NOT NULL,
+    -- Rows the build wrote for this version.
+    n_rows BIGINT NOT NULL,
+    -- When the rows were built (UTC).
+    built_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (name, program_version)
+);
