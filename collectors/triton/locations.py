@@ -18,7 +18,8 @@ import re
 
 Frame = tuple[str, int]
 
-_TOKEN = re.compile(r'\s*("(?:[^"\\]|\\.)*"|#loc\d*|callsite|fused|unknown|at\b|\d+|[():\[\],])')
+_TOKEN = re.compile(r'\s*("(?:[^"\\]|\\.)*"|#[A-Za-z_][\w$.]*|callsite|fused|unknown|at\b|\d+'
+                    r'|[():\[\],])')
 
 
 class LocError(ValueError):
@@ -73,7 +74,7 @@ class Locations:
         if i >= len(t):
             raise LocError("location ends early")
         tok = t[i]
-        if tok.startswith("#loc"):
+        if tok.startswith("#"):
             return list(self.alias(tok)), i + 1
         if tok == "unknown":
             return [], i + 1

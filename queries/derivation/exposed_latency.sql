@@ -67,7 +67,8 @@ LEFT JOIN fences AS f ON f.variant_run = l.variant_run AND f.side = l.side;
 
 -- Rows of derived_evidence as the current inputs define them: per pair of runs, the exposed
 -- latency of the probe's target region = median(kept variant launches) - median(kept parent
--- launches), with the conditions it holds under.
+-- launches), with the conditions it holds under. above_noise says whether the difference
+-- exceeds the parent's interquartile range (else the probe exposed no measurable latency).
 CREATE OR REPLACE VIEW _derived_evidence_build AS
 WITH stats AS (
     SELECT variant_run, parent_run,
@@ -97,6 +98,8 @@ SELECT -((hash(s.variant_run, s.parent_run, p.region_id, 'exposed_latency') >> 2
            'variant_median_ns': s.variant_median_ns, 'parent_median_ns': s.parent_median_ns,
            'variant_iqr_ns': s.variant_iqr[2] - s.variant_iqr[1],
            'parent_iqr_ns': s.parent_iqr[2] - s.parent_iqr[1],
+           'above_noise': s.variant_median_ns - s.parent_median_ns
+               > s.parent_iqr[2] - s.parent_iqr[1],
            'kept': {'variant': s.kept_variant, 'parent': s.kept_parent},
            'dropped': coalesce(s.dropped, []),
            'rules': {'warmup_launches': 1, 'outliers': 'Tukey fences, 1.5 IQR per run',

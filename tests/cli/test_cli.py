@@ -74,3 +74,29 @@ def test_conserve_and_demo_region_breakdown(tmp_path: Path) -> None:
     assert kernels == {"softmax_fwd", "matmul_kernel"}
     code, out, _ = run("conserve", db)
     assert code == 0 and "softmax_fwd" in out
+
+
+def test_variant_ingest_check_and_derived_evidence(tmp_path: Path) -> None:
+    gpu = Path(__file__).resolve().parent.parent / "data" / "gpu"
+    parent_src = gpu.parent / "derivation" / "kernels" / "softmax.py"
+    db = str(tmp_path / "v.duckdb")
+    code, out, _ = run("ingest", db, str(gpu / "softmax.default.run1.cupti.jsonl"),
+                       "--program", str(parent_src), "--json")
+    parent = json.loads(out)["runs"][0]["program_version"]
+    variant_src = tmp_path / "softmax.py"   # the variant keeps the parent's file name
+    variant_src.write_text((gpu / "variants" / "softmax.default.fw_load.py").read_text())
+    code, out, _ = run("ingest", db, str(gpu / "softmax.default.fw_load.cupti.jsonl"),
+                       "--program", str(variant_src), "--parent-version", parent, "--json")
+    assert code == 2 and "--transform" in json.loads(out)["errors"][0]["message"]
+    code, out, _ = run("ingest", db, str(gpu / "softmax.default.fw_load.cupti.jsonl"),
+                       "--program", str(variant_src), "--parent-version", parent,
+                       "--transform", "forced_wait:softmax/softmax_fwd/load", "--json")
+    variant = json.loads(out)["runs"][0]["program_version"]
+    assert code == 0 and variant != parent
+    code, out, _ = run("variant-check", db, variant, "--parent", parent, "--rel-err", "0.5")
+    assert code == 1 and "result differs" in out
+    q = "SELECT count(*) FROM evidence WHERE evidence_class = 'derived'"
+    assert json.loads(run("query", db, q, "--json")[1])["rows"] == [[0]]
+    code, out, _ = run("variant-check", db, variant, "--parent", parent, "--rel-err", "0")
+    assert code == 0 and "same result" in out
+    assert json.loads(run("query", db, q, "--json")[1])["rows"] == [[1]]

@@ -1,0 +1,228 @@
+"""Nsight Compute exports recorded on an H200 (argusdb/demo/h200, tests/data/ncu)."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from argusdb.errors import InputError
+from argusdb.ingest import ingest_path
+from argusdb.regions import ProgramSource
+from argusdb.store import Store
+from collectors import detect
+from collectors.base import EVIDENCE_SCHEMA
+from tests.conftest import DATA, DEMO, KERNELS
+
+SOURCE = DEMO / "softmax" / "softmax.source.csv"
+RAW = DEMO / "softmax" / "softmax.raw.csv"
+SASS = DEMO / "softmax" / "softmax.sass"
+
+
+def tables(path: Path) -> dict[str, pa.Table]:
+    art = detect(path).read(path)
+    out: dict[str, list[pa.RecordBatch]] = {}
+    for name, batch in art.batches():
+        out.setdefault(name, []).append(batch)
+    return {k: pa.Table.from_batches(v) for k, v in out.items()}
+
+
+def signal(ev: pa.Table, name: str) -> pa.Table:
+    return ev.filter(pc.equal(ev["signal"], name))
+
+
+def csv_sass_rows(path: Path) -> list[dict[str, str]]:
+    """SASS rows of a source page, read independently of the reader (plain csv module)."""
+    rows, header = [], None
+    with open(path) as fh:
+        for rec in csv.reader(fh):
+            if rec and rec[0] == "Line No":
+                header = rec
+            elif header and len(rec) == len(header) and rec[2].startswith("0x"):
+                rows.append(dict(zip(header, rec, strict=True)))
+    return rows
+
+
+def test_source_page_schema_and_dtypes() -> None:
+    t = tables(SOURCE)
+    assert t["evidence"].schema == EVIDENCE_SCHEMA
+    assert t["instruction"].schema == pa.schema([
+        ("kernel", pa.string()), ("pc", pa.int64()), ("sass", pa.string()),
+        ("source_file", pa.string()), ("source_line", pa.int32())])
+    art = detect(SOURCE).read(SOURCE)
+    assert art.kind == "ncu.source_csv" and art.kernels == ["softmax_fwd"]
+    assert art.interference.counter_replay and not art.interference.timing_clean()
+    # The source page does not state the pass count: recorded as unknown, never invented.
+    assert art.interference.replay_passes is None and "replay_passes" in art.meta["not_stated"]
+
+
+def test_source_page_values_match_the_csv_and_the_raw_page() -> None:
+    ev = tables(SOURCE)["evidence"]
+    rows = csv_sass_rows(SOURCE)
+    assert len(rows) == 184
+    total = sum(int(r["Instructions Executed"]) for r in rows)
+    assert pc.sum(signal(ev, "inst_executed")["value"]).as_py() == total == 11_403_264
+    # The per-instruction sums equal the kernel totals of the raw page of the same report.
+    raw = tables(RAW)["evidence"]
+    assert signal(raw, "inst_executed")["value"].to_pylist() == [11_403_264]
+    assert pc.sum(signal(ev, "warp_stall_samples")["value"]).as_py() == 3712
+    assert signal(raw, "smsp__pcsamp_sample_count")["value"].to_pylist() == [3712]
+    assert pc.sum(signal(ev, "stall_long_sb")["value"]).as_py() == 2285
+    assert pc.sum(signal(ev, "thread_inst_executed")["value"]).as_py() == 364_904_448
+    stalls = {s for s in ev["signal"].to_pylist() if s.startswith("stall_")}
+    assert len([s for s in stalls if not s.endswith("_not_issued")]) == 18
+    assert len([s for s in stalls if s.endswith("_not_issued")]) == 18
+    assert {"stall_long_sb_not_issued", "stall_sleeping_not_issued"} <= stalls
+    assert set(signal(ev, "warp_stall_samples")["unit"].to_pylist()) == {"samples"}
+    assert set(signal(ev, "inst_executed")["unit"].to_pylist()) == {"count"}
+
+
+def test_source_page_pcs_file_and_line() -> None:
+    t = tables(SOURCE)
+    ins = {r["pc"]: r for r in t["instruction"].to_pylist()}
+    assert min(ins) == 0 and len(ins) == 184
+    # 0x7fc1c97a29d0 - 0x7fc1c97a2800: a max of the inlined tl.max, in standard.py line 170.
+    assert ins[0x1D0] == {"kernel": "softmax_fwd", "pc": 0x1D0, "sass": "FMNMX R13, R9, R8, !PT",
+                          "source_file": "standard.py", "source_line": 170}
+    assert ins[0]["sass"] == "LDC R1, c[0x0][0x28]" and ins[0]["source_line"] == 8
+    ev = t["evidence"]
+    at = ev.filter(pc.and_(pc.equal(ev["pc"], 0x1D0), pc.equal(ev["signal"], "inst_executed")))
+    assert at.to_pylist()[0] | {"src_row": 0} == {
+        "kernel": "softmax_fwd", "launch": "all", "cta": "all", "sm": "all", "warp": "all",
+        "warp_role": "all", "loop_iter": "all", "pc": 0x1D0, "source_file": "standard.py",
+        "source_line": 170, "signal": "inst_executed", "value": 65536.0, "unit": "count",
+        "replay_pass": None, "src_row": 0}
+    assert len(set(ev["src_row"].to_pylist())) == ev.num_rows  # unique lineage per value
+
+
+def _norm(sass: str) -> str:
+    return re.sub(r"\s+", " ", sass.replace(".reuse", "")).strip()
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "matmul"])
+def test_source_page_offsets_match_nvdisasm(kernel: str) -> None:
+    """PCs normalised to offsets address the same instructions nvdisasm prints at /*offset*/."""
+    ncu = {r["pc"]: r for r in tables(DEMO / kernel / f"{kernel}.source.csv")["instruction"]
+           .to_pylist()}
+    nvd = {r["pc"]: r for r in tables(DEMO / kernel / f"{kernel}.sass")["instruction"]
+           .to_pylist()}
+    assert ncu.keys() == nvd.keys()
+    assert all(ncu[p]["sass"].split()[0] == nvd[p]["sass"].split()[0] for p in ncu)
+    same = sum(_norm(ncu[p]["sass"]) == _norm(nvd[p]["sass"]) for p in ncu)
+    # Differences: branch targets (ncu prints absolute addresses, nvdisasm labels) and LDGSTS
+    # operand order; everything else is the same text.
+    assert same >= 0.93 * len(ncu)
+    assert all((ncu[p]["source_file"], ncu[p]["source_line"]) ==
+               (nvd[p]["source_file"], nvd[p]["source_line"]) for p in ncu)
+
+
+def test_raw_page_metrics_units_device_and_passes() -> None:
+    art = detect(RAW).read(RAW)
+    assert art.kind == "ncu.raw_csv" and art.target == "sm_90"
+    assert art.device["name"] == "NVIDIA H200" and art.device["multiprocessor_count"] == 132
+    assert art.interference.replay_passes == 38 and art.interference.counter_replay
+    assert art.interference.section_set is None and art.interference.clock_control is None
+    assert {"section_set", "clock_control"} <= set(art.meta["not_stated"])
+    ev = tables(RAW)["evidence"]
+    assert ev.schema == EVIDENCE_SCHEMA
+    dur = signal(ev, "gpu__time_duration.sum").to_pylist()[0]
+    assert (dur["value"], dur["unit"]) == (31.072, "us")
+    ns = signal(ev, "duration").to_pylist()[0]
+    assert ns["value"] == pytest.approx(31_072.0) and ns["unit"] == "ns"
+    assert ns["launch"] == "0" and ns["pc"] is None
+    grid = signal(ev, "launch__grid_size").to_pylist()[0]
+    assert grid["value"] == 16_384  # printed as "16,384"
+    assert signal(ev, "launch__registers_per_thread")["unit"].to_pylist() == ["register/thread"]
+    names = set(ev["signal"].to_pylist())
+    assert not any(n.startswith(("device__attribute_", "profiler__")) for n in names)
+    assert "derived_tempMetric4" not in names  # 'nan'
+    assert "launch__cluster_scheduling_policy" not in names  # a word, not a number
+
+
+def test_ingest_binds_program_and_refuses_the_wrong_one(store: Store) -> None:
+    prog = ProgramSource.from_path(KERNELS / "softmax.py")
+    r = ingest_path(store, SOURCE, prog, {"target": "sm_90"})
+    assert r.rows == {"instruction": 184, "evidence": 10_856}
+    raw = ingest_path(store, RAW, prog)
+    assert raw.program_version == r.program_version  # both say (or are told) sm_90
+    rows = store.rows("SELECT region_id, count(*) AS n FROM evidence "
+                      "WHERE signal = 'duration' GROUP BY ALL")
+    assert rows == [{"region_id": "softmax/softmax_fwd", "n": 1}]
+    run = store.rows(f"SELECT * FROM run WHERE run_id = '{raw.run_id}'")[0]
+    assert run["replay_passes"] == 38 and not run["timing_clean"]
+    assert run["device"] == "NVIDIA H200"
+    with pytest.raises(InputError, match=r"matmul\.py"):
+        ingest_path(store, SOURCE, ProgramSource.from_path(KERNELS / "matmul.py"))
+    changed = prog.text.replace('other=float("-inf")', "other=0.0")
+    with pytest.raises(InputError, match="line 13"):
+        ingest_path(store, SOURCE, ProgramSource(prog.name, changed))
+    assert store.sql("SELECT count(*) FROM run").fetchone() == (2,)
+
+
+def _bad(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_truncated_source_page(tmp_path: Path) -> None:
+    text = SOURCE.read_text()
+    bad = _bad(tmp_path, "cut.source.csv", text[: len(text) // 2])
+    with pytest.raises(InputError, match=r"cut\.source\.csv: line \d+ has \d+ fields.*export"):
+        detect(bad).read(bad)
+
+
+def test_source_page_missing_column(tmp_path: Path) -> None:
+    lines = SOURCE.read_text().splitlines()
+    col = lines[2].split('","').index("Instructions Executed")
+    cut = ['","'.join(f for i, f in enumerate(ln.split('","')) if i != col)
+           if ln.count('","') > 5 else ln for ln in lines]
+    bad = _bad(tmp_path, "nocol.source.csv", "\n".join(cut))
+    with pytest.raises(InputError, match=r"lacks the column\(s\) \['Instructions Executed'\]"):
+        detect(bad).read(bad)
+
+
+def test_source_page_without_sass(tmp_path: Path) -> None:
+    text = SOURCE.read_text().replace('"Address"', '"Addr"')
+    bad = _bad(tmp_path, "nosass.source.csv", text)
+    with pytest.raises(InputError, match="--print-source cuda,sass"):
+        detect(bad).read(bad)
+
+
+def test_corrupt_address(tmp_path: Path) -> None:
+    bad = _bad(tmp_path, "addr.source.csv", SOURCE.read_text().replace("0x7fc1c97a29e0", "0xZZ"))
+    with pytest.raises(InputError, match="'0xZZ' is not hexadecimal"):
+        detect(bad).read(bad)
+
+
+def test_two_launches_in_one_export_are_refused(tmp_path: Path) -> None:
+    text = SOURCE.read_text()
+    bad = _bad(tmp_path, "two.source.csv", text + text)
+    with pytest.raises(InputError, match="more than one profiled launch"):
+        detect(bad).read(bad)
+
+
+def test_raw_page_without_results_and_without_units(tmp_path: Path) -> None:
+    lines = RAW.read_text().splitlines()
+    head = _bad(tmp_path, "head.raw.csv", "\n".join(lines[:2]) + "\n")
+    with pytest.raises(InputError, match="holds no profiled kernel"):
+        detect(head).read(head)
+    nounits = _bad(tmp_path, "nounits.raw.csv", "\n".join([lines[0], lines[2]]) + "\n")
+    with pytest.raises(InputError, match="not the units row"):
+        detect(nounits).read(nounits)
+    cut = _bad(tmp_path, "cut.raw.csv", "\n".join(lines)[: -5000])
+    with pytest.raises(InputError, match="fields, the header has 2238"):
+        detect(cut).read(cut)
+
+
+def test_ncu_rep_needs_nsight_computes_reader() -> None:
+    rep = DATA / "ncu" / "softmax.ncu-rep"
+    with pytest.raises(InputError) as err:
+        detect(rep).read(rep)
+    msg = str(err.value)
+    assert "softmax.ncu-rep" in msg and "ncu_report" in msg
+    assert "--page source --csv --print-source cuda,sass > softmax.source.csv" in msg
