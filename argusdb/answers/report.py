@@ -64,6 +64,7 @@ class Claim:
     ci_low: float | None
     ci_high: float | None
     runs: list[str]
+    related_runs: list[str]
     tasks: list[str]
     association_entropy: float
     conditions: list[Any]
@@ -140,8 +141,11 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                 notes.append(f"association entropy {ent:.3f} bits: the value is a contribution "
                              f"estimate of instructions shared with other regions, split by "
                              f"execution counts (a degree of sharing, not an error bound)")
-            if co.conditions:
-                notes.append("derived under the conditions listed in 'conditions'")
+            for cond in co.conditions:
+                notes.append("derived under conditions: " + ", ".join(
+                    f"{k}={v}" for k, v in sorted(cond.items())
+                    if not isinstance(v, dict | list)) if isinstance(cond, dict)
+                    else f"derived under conditions {cond}")
             if key.standing not in ("clean", "derived"):
                 notes.append(f"perturbed by its measurement ({key.standing}): comparable only "
                              f"with values of the same standing")
@@ -150,6 +154,6 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
             rep.claims.append(Claim(
                 region, ref.program_version, sig, co.unit, s.median, key.evidence_class,
                 key.standing, co.signature, co.timing_clean, key.scope_text(), s.n, s.median,
-                s.q1, s.q3, s.iqr, s.cv, s.ci_low, s.ci_high, co.runs, sorted(co.tasks), ent,
-                co.conditions, notes, verdict, reason))
+                s.q1, s.q3, s.iqr, s.cv, s.ci_low, s.ci_high, co.runs, sorted(co.related_runs),
+                sorted(co.tasks), ent, co.conditions, notes, verdict, reason))
     return rep

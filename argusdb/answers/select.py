@@ -82,6 +82,7 @@ class Cohort:
     entropy_weighted: float = 0.0
     weight: float = 0.0
     conditions: list[Any] = field(default_factory=list)
+    related_runs: set[str] = field(default_factory=set)
 
     @property
     def samples(self) -> list[float]:
@@ -110,10 +111,6 @@ class Cohort:
 
 def _rows(db: Connection, sql: str) -> list[dict[str, Any]]:
     return list(db.query(sql).to_pylist())
-
-
-def _evidence_columns(db: Connection) -> set[str]:
-    return set(db.query("SELECT * FROM evidence LIMIT 0").column_names)
 
 
 def resolve_version(db: Connection, text: str, region: str | None = None) -> VersionRef:
@@ -172,7 +169,6 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
 def fetch_rows(db: Connection, region: str, ref: VersionRef,
                signals: list[str] | None = None) -> list[dict[str, Any]]:
     """Evidence rows of ``region`` in one version (and its selected runs), with run facts."""
-    extra = "e.conditions," if "conditions" in _evidence_columns(db) else ""
     where = [f"e.region_id = {lit(region)}", f"e.program_version = {lit(ref.program_version)}"]
     if signals:
         where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
@@ -180,7 +176,7 @@ def fetch_rows(db: Connection, region: str, ref: VersionRef,
         where.append(f"e.run_id IN ({', '.join(lit(r) for r in ref.runs)})")
     sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
            f"e.evidence_class, e.association_entropy, e.launch, "
-           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, {extra} "
+           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, e.lineage, "
            f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait "
            f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
            f"WHERE {' AND '.join(where)} AND e.value IS NOT NULL "
@@ -231,7 +227,14 @@ def cohorts(rows: list[dict[str, Any]]) -> dict[tuple[str, str, CohortKey], Coho
         co.signatures.add(str(r["signature"]))
         co.entropy_weighted += abs(v) * float(r["association_entropy"] or 0.0)
         co.weight += abs(v)
-        cond = r.get("conditions")
+        lineage = json.loads(r["lineage"]) if isinstance(r.get("lineage"), str) else {}
+        cond = (lineage or {}).get("conditions")
         if cond is not None and cond not in co.conditions:
             co.conditions.append(cond)
+        # Runs a value rests on besides its own: attribution's mapping runs, a derived value's
+        # parent (unperturbed) run.
+        for k in ("mapping_run_ids", "parent_run_id"):
+            rel = (lineage or {}).get(k)
+            co.related_runs.update(str(x) for x in (rel if isinstance(rel, list) else
+                                                    [rel] if rel else []))
     return out
