@@ -230,7 +230,8 @@ class Store:
         """Append one collector batch to ``table`` with the store's key columns.
 
         ``region_id`` is set for kernel-wide rows of kernels in ``kernels`` (the @triton.jit
-        functions of the program) to ``<program>/<kernel>``; per-PC and per-line rows stay NULL.
+        functions of the program) to ``<program>/<kernel>``; per-PC, per-line and in-kernel
+        scope rows (``scope_path`` below the kernel) stay NULL.
         """
         if table not in _KEYED:
             raise ArgusError(f"collector yielded rows for unknown table {table!r}")
@@ -247,8 +248,13 @@ class Store:
                 params.append(keys["run_seq"])
             elif k == "region_id":
                 if program and kernels:
-                    wide = "pc IS NULL AND source_line IS NULL AND " if table != "kernel_launch" \
-                        else ""
+                    # Kernel-wide: no PC, no line, and no scope inside the kernel (a scope
+                    # path, when there is one, ends at the kernel: 'it0/k', not 'k2/load').
+                    scoped = "scope_path" in batch.schema.names
+                    wide = ("pc IS NULL AND source_line IS NULL AND " + (
+                        "(scope_path IS NULL OR scope_path = kernel OR "
+                        "ends_with(scope_path, '/' || kernel)) AND " if scoped else "")
+                            ) if table != "kernel_launch" else ""
                     select.append(f"CASE WHEN {wide}list_contains(?::VARCHAR[], kernel) "
                                   f"THEN ? || '/' || kernel END")
                     params.extend([list(kernels), program])

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,7 @@ EVIDENCE_SCHEMA = pa.schema([
     ("value", pa.float64()),
     ("unit", pa.string()),
     ("replay_pass", pa.int32()),
+    ("scope_path", pa.string()),
     ("src_row", pa.int64()),
 ])
 
@@ -142,10 +144,11 @@ def head_bytes(path: Path, n: int = 4096) -> bytes:
     with open(path, "rb") as fh:
         raw = fh.read(n)
     if raw[:2] == b"\x1f\x8b":
+        # A streaming inflate returns what it can, so a truncated .gz is still recognised
+        # (its reader then reports the truncation) rather than taken for an empty file.
         try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(n)
-        except (OSError, EOFError):
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, n)
+        except zlib.error:
             return b""
     return raw
 
@@ -197,3 +200,35 @@ def normalize_target(value: str | None) -> str | None:
         major, minor = v.split(".", 1)
         v = f"{major}{minor[:1]}"
     return f"sm_{v}" if v.isdigit() else None
+
+
+#: Columns of the ``kernel_launch`` batches a collector yields (``run_id``, ``region_id`` are
+#: added by the store). Trace collectors build them with :func:`kernel_launch_batch`.
+KERNEL_LAUNCH_SCHEMA = pa.schema([
+    ("kernel", pa.string()),
+    ("launch", pa.int32()),
+    ("start_ns", pa.int64()),
+    ("end_ns", pa.int64()),
+    ("dur_ns", pa.int64()),
+    ("correlation_id", pa.int64()),
+    ("host_op", pa.string()),
+    ("launch_api", pa.string()),
+    ("grid_x", pa.int32()),
+    ("grid_y", pa.int32()),
+    ("grid_z", pa.int32()),
+    ("block_x", pa.int32()),
+    ("block_y", pa.int32()),
+    ("block_z", pa.int32()),
+    ("registers", pa.int32()),
+    ("shared_bytes", pa.int64()),
+    ("device_id", pa.int32()),
+    ("stream_id", pa.int64()),
+])
+
+
+def kernel_launch_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
+    """Build a ``kernel_launch`` batch from columns; absent columns become NULL."""
+    n = len(rows["kernel"])
+    cols = [pa.array(rows[f.name], type=f.type) if f.name in rows else pa.nulls(n, type=f.type)
+            for f in KERNEL_LAUNCH_SCHEMA]
+    return pa.RecordBatch.from_arrays(cols, schema=KERNEL_LAUNCH_SCHEMA)

@@ -48,6 +48,8 @@ SELECT
     0.0::DOUBLE AS association_entropy,
     -- Replay pass of a counter (Nsight Compute), else NULL.
     e.replay_pass,
+    -- Path in the tool's scope tree, e.g. 'it0/k' (Proton); NULL where the artefact has none.
+    e.scope_path,
     -- Lineage as JSON: observed: the artefact row; attributed: run, task, mapping runs and the
     -- source evidence ids; derived: variant and parent runs, source ids and the conditions.
     json_object('run_id', e.run_id, 'artefact_row', e.src_row) AS lineage
@@ -55,7 +57,7 @@ FROM observed_evidence AS e
 UNION ALL
 SELECT a.evidence_id, a.program_version, a.task_id, a.run_id, a.region_id, a.kernel, a.launch,
        a.cta, a.sm, a.warp, a.warp_role, a.loop_iter, NULL, NULL, NULL, a.signal, a.value, a.unit,
-       'attributed', a.association_entropy, NULL,
+       'attributed', a.association_entropy, NULL, NULL,
        json_object('run_id', a.run_id, 'task_id', a.task_id, 'table', 'region_attribution',
                    'mapping_run_ids', a.mapping_run_ids, 'n_shared_rows', a.n_shared_rows,
                    'source_evidence_ids', a.source_evidence_ids)
@@ -63,7 +65,7 @@ FROM region_attribution AS a
 UNION ALL
 SELECT d.evidence_id, d.program_version, d.task_id, d.run_id, d.region_id, d.kernel, d.launch,
        d.cta, d.sm, d.warp, d.warp_role, d.loop_iter, NULL, NULL, NULL, d.signal, d.value, d.unit,
-       'derived', 0.0, NULL,
+       'derived', 0.0, NULL, NULL,
        json_object('run_id', d.run_id, 'parent_run_id', d.parent_run_id, 'task_id', d.task_id,
                    'variant_version', d.variant_version, 'table', 'derived_evidence',
                    'source_evidence_ids', d.source_evidence_ids, 'conditions', d.conditions)

@@ -1,7 +1,8 @@
 -- Observed evidence: every value a collector read from an artefact, one row per value.
 -- Provenance: the collector named by run.collector; region_id is set at ingest when the row's
--- kernel is a @triton.jit function of --program and the row is kernel-wide (no PC, no line),
--- else NULL (attribution maps PCs and lines onto regions, see queries/attribution).
+-- kernel is a @triton.jit function of --program and the row is kernel-wide (no PC, no line,
+-- no scope_path below the kernel), else NULL (attribution maps PCs, lines and in-kernel scopes
+-- onto regions, see queries/attribution).
 CREATE TABLE IF NOT EXISTS observed_evidence (
     -- Row identity: run_seq * 2^32 + src_row; stable across refreshes.
     evidence_id BIGINT PRIMARY KEY,
@@ -41,6 +42,11 @@ CREATE TABLE IF NOT EXISTS observed_evidence (
     unit VARCHAR,
     -- Replay pass the counter was collected in (Nsight Compute), else NULL.
     replay_pass INTEGER,
+    -- Path of the value in the tool's scope tree: frame names joined by '/' from below the root
+    -- down to the frame that holds the value, e.g. 'it0/k' (Proton scope 'it0', kernel 'k') or
+    -- 'k2/load' (instrumented scope 'load' inside kernel 'k2'); NULL where the artefact has no
+    -- scope tree (cupti, kineto, nsys, ncu).
+    scope_path VARCHAR,
     -- Row (0-based) of the artefact record the value was read from: lineage to the artefact.
     src_row BIGINT NOT NULL
 );
@@ -65,6 +71,10 @@ CREATE TABLE IF NOT EXISTS kernel_launch (
     correlation_id BIGINT,
     -- Name of the host operator (torch op) that launched it, when traced.
     host_op VARCHAR,
+    -- Runtime or driver API call that launched it (e.g. 'cudaLaunchKernel', 'cuLaunchKernel'),
+    -- found through the correlation ID (kineto cuda_runtime/cuda_driver events, nsys
+    -- CUPTI_ACTIVITY_KIND_RUNTIME); NULL when the artefact has no runtime records.
+    launch_api VARCHAR,
     -- Grid dimensions (x, y, z).
     grid_x INTEGER,
     grid_y INTEGER,

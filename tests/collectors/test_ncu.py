@@ -95,7 +95,7 @@ def test_source_page_pcs_file_and_line() -> None:
         "kernel": "softmax_fwd", "launch": "all", "cta": "all", "sm": "all", "warp": "all",
         "warp_role": "all", "loop_iter": "all", "pc": 0x1D0, "source_file": "standard.py",
         "source_line": 170, "signal": "inst_executed", "value": 65536.0, "unit": "count",
-        "replay_pass": None, "src_row": 0}
+        "replay_pass": None, "scope_path": None, "src_row": 0}
     assert len(set(ev["src_row"].to_pylist())) == ev.num_rows  # unique lineage per value
 
 

@@ -1,0 +1,124 @@
+"""Nsight Systems SQLite export: the public CloverLeaf recording (4 A100s, schema 3.13.2)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from argusdb.errors import InputError
+from argusdb.ingest import ingest_path
+from argusdb.store import Store
+from collectors import detect
+from collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
+from collectors.nsys import NsysSqliteReader
+from tests.conftest import DATA
+
+EXPORT = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
+
+
+def tables(art: Artefact) -> dict[str, pa.Table]:
+    out: dict[str, list[pa.RecordBatch]] = {}
+    for name, batch in art.batches():
+        out.setdefault(name, []).append(batch)
+    return {k: pa.Table.from_batches(v) for k, v in out.items()}
+
+
+def test_kernels_devices_and_export_metadata() -> None:
+    reader = detect(EXPORT)
+    assert isinstance(reader, NsysSqliteReader)
+    art = reader.read(EXPORT)
+    assert (art.export_schema, art.tool_version) == ("3.13.2", "2024.5.1.113")
+    assert art.target == "sm_80" and art.device["name"] == "NVIDIA A100-SXM4-80GB"
+    gpus = art.device["devices"]
+    assert len(gpus) == 4 and [g["id"] for g in gpus] == [0, 1, 2, 3]
+    assert [g["ran_kernels"] for g in gpus] == [True, False, False, False]
+    assert gpus[0]["busLocation"] == "0000:c1:00.0" and gpus[0]["smCount"] == 108
+    assert art.interference.signature() == "activity_tracing"
+    t = tables(art)
+    assert t["kernel_launch"].schema == KERNEL_LAUNCH_SCHEMA
+    assert t["evidence"].schema == EVIDENCE_SCHEMA
+    rows = t["kernel_launch"].to_pylist()
+    assert len(rows) == 1312 and t["evidence"].num_rows == 1312
+    assert {r["launch_api"] for r in rows} == {"cudaLaunchKernel_v7000"}
+    assert {r["device_id"] for r in rows} == {0}
+    first = rows[0]
+    assert first["kernel"] == ("void clover::par_ranged2d_kernel<build_field(global_variables &)"
+                               "::[lambda(int, int) (instance 1)]>(clover::Range2d, T1)")
+    assert (first["start_ns"], first["end_ns"], first["dur_ns"]) == (533338240, 534705884,
+                                                                     1367644)
+    assert (first["grid_x"], first["block_x"], first["registers"]) == (115426, 256, 32)
+    assert first["correlation_id"] == 452 and first["launch"] == 0
+    # launch indices run 0..n-1 per kernel name, in start order
+    per_name = Counter(r["kernel"] for r in rows)
+    for name, n in per_name.items():
+        assert sorted(r["launch"] for r in rows if r["kernel"] == name) == list(range(n))
+    ev = t["evidence"].to_pylist()
+    assert ev[0]["value"] == 1367644.0 and ev[0]["unit"] == "ns" and ev[0]["launch"] == "0"
+
+
+def test_small_batches_stream_the_same_rows() -> None:
+    art = NsysSqliteReader(batch_rows=100).read(EXPORT)
+    sizes = [b.num_rows for t, b in art.batches() if t == "kernel_launch"]
+    assert max(sizes) == 100 and sum(sizes) == 1312
+
+
+def test_ingest_records_the_run(store: Store) -> None:
+    res = ingest_path(store, EXPORT)
+    assert res.rows == {"evidence": 1312, "kernel_launch": 1312}
+    run = store.rows("SELECT tool, tool_version, export_schema, device, timing_clean, "
+                     "json_array_length(device_info->'devices') AS gpus FROM run")[0]
+    assert run == {"tool": "Nsight Systems", "tool_version": "2024.5.1.113",
+                   "export_schema": "3.13.2", "device": "NVIDIA A100-SXM4-80GB",
+                   "timing_clean": True, "gpus": 4}
+
+
+def _no_run(store: Store) -> bool:
+    return store.rows("SELECT count(*) AS n FROM run")[0]["n"] == 0
+
+
+def test_sqlite_that_is_not_an_export(tmp_path: Path, store: Store) -> None:
+    db = tmp_path / "other.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+    with pytest.raises(InputError) as err:
+        ingest_path(store, db)
+    assert err.value.path == str(db) and "not an Nsight Systems export" in err.value.problem
+    assert "nsys export --type sqlite" in err.value.fix
+    assert _no_run(store)
+
+
+def test_export_without_kernel_table(tmp_path: Path, store: Store) -> None:
+    db = tmp_path / "nokernels.sqlite"
+    shutil.copy(EXPORT, db)
+    with sqlite3.connect(db) as con:
+        con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
+    with pytest.raises(InputError, match="no CUPTI_ACTIVITY_KIND_KERNEL table") as err:
+        ingest_path(store, db)
+    assert "--trace=cuda" in err.value.fix
+    assert _no_run(store)
+
+
+def test_truncated_export(tmp_path: Path, store: Store) -> None:
+    db = tmp_path / "cut.sqlite"
+    db.write_bytes(EXPORT.read_bytes()[:600_000])
+    with pytest.raises(InputError) as err:
+        ingest_path(store, db)
+    assert err.value.path == str(db) and "truncated or corrupt" in err.value.fix
+    assert _no_run(store)
+
+
+def test_export_with_missing_kernel_columns(tmp_path: Path, store: Store) -> None:
+    db = tmp_path / "old.sqlite"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
+        con.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER)")
+    with pytest.raises(InputError, match=r"lacks columns \['deviceId'") as err:
+        ingest_path(store, db)
+    assert err.value.path == str(db)
+    assert _no_run(store)
