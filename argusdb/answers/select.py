@@ -118,22 +118,32 @@ def resolve_version(db: Connection, text: str, region: str | None = None) -> Ver
 
     ``text`` is a program version ID or a unique prefix of one (>= 4 chars); a run ID or prefix
     (that run's version, narrowed to that run); or ``KEY=VALUE[,KEY=VALUE]`` matched against the
-    versions' ``--option`` values (restricted to the program of ``region`` when given).
+    versions' ``--option`` values (restricted to the program of ``region`` when given). Variants
+    share their parent's options: ``KEY=VALUE`` names the original, ``transform=T`` a variant.
 
     Raises:
         UsageError: nothing or more than one version matches.
     """
     t = text.strip()
     program = region.split("/", 1)[0] if region else None
-    versions = _rows(db, "SELECT program_version, program, options FROM program_version "
-                         "ORDER BY program_version")
+    versions = _rows(db, "SELECT program_version, program, options, transform "
+                         "FROM program_version ORDER BY program_version")
     if program:
         versions = [v for v in versions if v["program"] == program]
     if "=" in t:
-        want = dict(p.split("=", 1) for p in t.split(",") if "=" in p)
-        hits = [v for v in versions
-                if all(json.loads(v["options"] or "{}").get(k.strip()) == val.strip()
-                       for k, val in want.items())]
+        want = {k.strip(): val.strip() for k, val in
+                (p.split("=", 1) for p in t.split(",") if "=" in p)}
+
+        def matches(v: dict[str, Any]) -> bool:
+            o = json.loads(v["options"] or "{}")
+            return all((v["transform"] if k == "transform" else o.get(k)) == val
+                       for k, val in want.items())
+
+        hits = [v for v in versions if matches(v)]
+        if len(hits) > 1 and "transform" not in want:
+            # Variants (forced waits, probes) share their parent's options: KEY=VALUE names the
+            # original unless it says transform=...
+            hits = [v for v in hits if v["transform"] is None] or hits
         return VersionRef(_one(hits, t, versions), t)
     if len(t) < 4:
         raise UsageError(f"version {t!r}: give at least 4 characters of a program version or "
