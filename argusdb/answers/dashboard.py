@@ -3,8 +3,8 @@
 ``build(db, out_dir)`` writes ``index.html``: one self-contained file (CSS inline, charts as
 inline SVG from matplotlib's SVG backend, no scripts, no network). Per program it shows:
 
-- **region breakdown** of its latest version: each region's claims (median, class, n, verdict)
-  and a bar chart per signal;
+- **region breakdown** of the version with evidence in the most regions (latest on ties): each
+  region's claims (median, class, n, verdict) and a bar chart per signal;
 - **trajectories** along its versions in the order they were first recorded: median per
   version with its 95 % bootstrap CI as error bars, significant steps marked;
 - **diff table**: each step between consecutive versions (ratio, CI, p, noise floor, verdict).
@@ -52,6 +52,7 @@ class ProgramView:
     labels: dict[str, str]
     claims: list[Claim] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
+    breakdown_version: str = ""
 
 
 def _scale(unit: str | None) -> tuple[float, str | None]:
@@ -84,33 +85,59 @@ def _labels(db: Connection, versions: list[str]) -> dict[str, str]:
     return out
 
 
-def collect(db: Connection) -> list[ProgramView]:
-    """Programs with region evidence, their versions (first-recorded order), claims, series."""
+#: Signals the dashboard shows unless told otherwise (those the store has).
+DEFAULT_SIGNALS = ("duration", "inst_executed", "warp_stall_samples", "exposed_latency")
+
+
+def collect(db: Connection, signals: list[str] | None = None,
+            include_variants: bool = False) -> list[ProgramView]:
+    """Programs with region evidence, their versions (first-recorded order), claims, series.
+
+    Args:
+        signals: signals to show; default those of :data:`DEFAULT_SIGNALS` the store has (all
+            signals when it has none of them).
+        include_variants: also put variants (forced waits, probes) on the trajectories; by
+            default a trajectory follows original versions only.
+    """
     regions = [str(r["region_id"]) for r in db.query(
         "SELECT DISTINCT region_id FROM evidence WHERE region_id IS NOT NULL "
         "ORDER BY region_id").to_pylist()]
     if not regions:
         raise UsageError("the store has no region evidence yet; ingest artefacts with "
                          "--program first (see 'argus ingest --help')")
+    if signals is None:
+        have = {str(r["signal"]) for r in db.query(
+            "SELECT DISTINCT signal FROM evidence WHERE region_id IS NOT NULL").to_pylist()}
+        signals = [x for x in DEFAULT_SIGNALS if x in have] or None
+    first_seq: dict[str, int] = {}
+    for r in db.query("SELECT program_version, run_seq FROM run").to_pylist():
+        v = str(r["program_version"])
+        first_seq[v] = min(first_seq.get(v, int(r["run_seq"])), int(r["run_seq"]))
+    variants = {str(r["program_version"]) for r in db.query(
+        "SELECT program_version FROM program_version WHERE transform IS NOT NULL").to_pylist()}
     by_program: dict[str, list[str]] = {}
     for r in regions:
         by_program.setdefault(r.split("/", 1)[0], []).append(r)
     views = []
     for program, regs in sorted(by_program.items()):
-        order: list[str] = []
+        has: dict[str, list[str]] = {}
         for r in regs:
             for v in versions_of_region(db, r):
-                if v not in order:
-                    order.append(v)
+                if include_variants or v not in variants:
+                    has.setdefault(v, []).append(r)
+        if not has:
+            continue
+        order = sorted(has, key=lambda v: first_seq.get(v, 0))
         labels = _labels(db, order)
         refs = [VersionRef(v, labels[v]) for v in order]
         view = ProgramView(program, refs, labels)
-        latest = refs[-1]
-        for r in regs:
-            if latest.program_version in versions_of_region(db, r):
-                view.claims.extend(report(db, r, [latest.program_version]).claims)
+        # The breakdown shows the version with evidence in the most regions (latest on ties).
+        shown = max(reversed(order), key=lambda v: len(has[v]))
+        view.breakdown_version = shown
+        for r in has[shown]:
+            view.claims.extend(report(db, r, [shown], signals=signals).claims)
         if len(refs) >= 2:
-            view.series = trajectory(db, regs, list(refs)).series
+            view.series = trajectory(db, regs, list(refs), signals).series
         views.append(view)
     return views
 
@@ -124,7 +151,9 @@ def _breakdown_charts(view: ProgramView) -> list[str]:
         cs = [c for c in view.claims if c.signal == sig]
         fig = Figure(figsize=(6.0, 0.5 + 0.45 * len(cs)))
         ax = fig.subplots()
-        names = [f"{c.region_id.split('/', 1)[1]} [{c.evidence_class}]" for c in cs]
+        names = [f"{c.region_id.split('/', 1)[1]} [{c.evidence_class}"
+                 + ("" if c.standing in ("clean", "derived") else ", perturbed") + "]"
+                 for c in cs]
         k, unit = _scale(cs[0].unit)
         ax.barh(names, [c.value * k for c in cs],
                 color=[_CLASS_COLORS.get(c.evidence_class, "#777") for c in cs])
@@ -163,6 +192,7 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
                  fontsize=10)
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
+    ax.margins(x=0.08, y=0.15)  # room for the step annotations
     return _svg(fig)
 
 
@@ -186,7 +216,7 @@ def render(views: list[ProgramView]) -> str:
             f"{e(v.labels[r.program_version])} = {e(r.program_version)}" for r in v.versions)
             + "</p>")
         parts.append(f"<section class='breakdown'><h3>Region breakdown "
-                     f"({e(v.labels[v.versions[-1].program_version])})</h3>")
+                     f"({e(v.labels[v.breakdown_version])})</h3>")
         parts.extend(f"<div class='chart breakdown-chart'>{svg}</div>"
                      for svg in _breakdown_charts(v))
         parts.append("<table class='claims'><tr><th>region</th><th>signal</th><th>median</th>"
@@ -234,7 +264,8 @@ def render(views: list[ProgramView]) -> str:
     return "\n".join(parts)
 
 
-def build(db: Connection, out_dir: str | Path) -> Path:
+def build(db: Connection, out_dir: str | Path, signals: list[str] | None = None,
+          include_variants: bool = False) -> Path:
     """Write ``index.html`` into ``out_dir`` (created when missing); returns its path."""
     try:
         import matplotlib  # noqa: F401
@@ -244,5 +275,5 @@ def build(db: Connection, out_dir: str | Path) -> Path:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     page = out / "index.html"
-    page.write_text(render(collect(db)), encoding="utf-8")
+    page.write_text(render(collect(db, signals, include_variants)), encoding="utf-8")
     return page

@@ -53,9 +53,9 @@ def recorded(config: str) -> np.ndarray:
     return np.concatenate([launches(config, r) for r in TIMING[config]])
 
 
-@pytest.fixture(scope="module")
-def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connection]:
-    db = argusdb.connect(tmp_path_factory.mktemp("h200") / "h200.duckdb", create=True)
+def build_store(path: Path) -> Connection:
+    """The store of this module: timing runs, bk64_s3's ncu pages and forced-wait variant."""
+    db = argusdb.connect(path, create=True)
     for config, runs in TIMING.items():
         for run in runs:
             db.ingest(GPU / f"matmul.{config}.{run}.cupti.jsonl", MATMUL, opts(config))
@@ -67,6 +67,12 @@ def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connection]:
     variant = ingest_path(db.store, GPU / f"{stem}.cupti.jsonl", ProgramSource("matmul.py", text),
                           opts("bk64_s3"), VariantOf(parent, f"forced_wait:{MAINLOOP}"))
     assert record_check(db.store, variant.program_version, parent, 0.0)
+    return db
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connection]:
+    db = build_store(tmp_path_factory.mktemp("h200") / "h200.duckdb")
     yield db
     db.close()
 
