@@ -18,6 +18,12 @@ __all__ = ["Connection", "connect", "diff", "report", "trajectory"]
 _ANSWERS = ("diff", "report", "trajectory")
 __version__ = "0.1.0"
 
+# Eager but light (the planner and the store load when observe is called). Binding the function
+# after the submodule import keeps ``argusdb.observe`` the function, not the module.
+from argusdb.observe import observe  # noqa: E402
+
+__all__ += ["observe"]
+
 
 def __getattr__(name: str) -> Any:
     # Lazy, so that collectors can import argusdb.errors without importing the store.

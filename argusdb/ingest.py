@@ -110,11 +110,12 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
 
 def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = None,
                 options: dict[str, str] | None = None,
-                variant: VariantOf | None = None) -> IngestResult:
+                variant: VariantOf | None = None, task_id: str | None = None) -> IngestResult:
     """Ingest one artefact as one run, atomically and idempotently.
 
     With ``variant`` the program version is bound to its parent and transform task
-    (see :mod:`argusdb.variants`).
+    (see :mod:`argusdb.variants`). With ``task_id`` the run belongs to that (plan) task, whose
+    row the caller writes (the runner); otherwise the ingest is a collect task of its own.
 
     Raises:
         InputError: unknown, corrupt or mismatching input; nothing is written.
@@ -137,7 +138,8 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
         result.already = True
         return result
     t0 = time.monotonic()
-    task_id = f"t-{run_id}"
+    own_task = task_id is None
+    task_id = task_id or f"t-{run_id}"
     itf = art.interference
     with store.transaction():
         seq = store.next_run_seq()
@@ -180,12 +182,13 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
             "serialized": itf.serialized, "clock_control": itf.clock_control,
             "cache_control": itf.cache_control, "device": art.device.get("name"),
             "device_info": art.device, "meta": art.meta, "ingested_at": now})
-        store.insert_row("task", {
-            "task_id": task_id, "kind": "collect", "plan_id": None,
-            "config": {"ingest": p.name, "collector": art.collector, "kind": art.kind,
-                       "options": options},
-            "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
-            "finished_at": now})
+        if own_task:
+            store.insert_row("task", {
+                "task_id": task_id, "kind": "collect", "plan_id": None,
+                "config": {"ingest": p.name, "collector": art.collector, "kind": art.kind,
+                           "options": options},
+                "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
+                "finished_at": now})
         if variant is not None:
             bind(store, version, variant)
         # Attribution and derivation commit with the run that changes their inputs.

@@ -161,6 +161,7 @@ def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
     """
     n = len(rows["signal"])
     cols = []
+    everywhere = pa.repeat(pa.scalar("all", pa.string()), n)  # one array for all scope columns
     for f in EVIDENCE_SCHEMA:
         v = rows.get(f.name)
         if isinstance(v, pa.ChunkedArray):
@@ -170,7 +171,7 @@ def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
         elif v is not None:
             cols.append(pa.array(v, type=f.type))
         elif f.name in SCOPE_COLUMNS:
-            cols.append(pa.repeat(pa.scalar("all", f.type), n))
+            cols.append(everywhere)
         else:
             cols.append(pa.nulls(n, type=f.type))
     return pa.RecordBatch.from_arrays(cols, schema=EVIDENCE_SCHEMA)

@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS observed_evidence (
     -- scope tree (cupti, kineto, nsys, ncu).
     scope_path VARCHAR,
     -- Row (0-based) of the artefact record the value was read from: lineage to the artefact.
+    -- Wide records (one CSV row, many values: Nsight Compute pages) number each value
+    -- row * stride + column (0-based), with the stride in run.meta.src_row_stride.
     src_row BIGINT NOT NULL
 );
 

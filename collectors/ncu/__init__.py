@@ -4,7 +4,8 @@
   cuda,sass``): per-SASS-instruction counts and warp-stall samples by reason.
 - :mod:`collectors.ncu.raw_csv`: the raw page (``--page raw --csv``): every metric per profiled
   kernel with units, device attributes and the replay pass count.
-- :mod:`collectors.ncu.report`: ``.ncu-rep`` reports, which need Nsight Compute's own reader.
+- :mod:`collectors.ncu.report`: ``.ncu-rep`` reports, which need Nsight Compute's own reader;
+  details pages (``--page details --csv``), which are refused in favour of the raw page.
 
 Every ncu run is a counter-replay run: its durations are not clean timings.
 """
@@ -12,7 +13,7 @@ Every ncu run is a counter-replay run: its durations are not clean timings.
 from __future__ import annotations
 
 from collectors.ncu.raw_csv import RawCsvReader
-from collectors.ncu.report import NcuRepReader
+from collectors.ncu.report import DetailsCsvRefusal, NcuRepReader
 from collectors.ncu.source_csv import SourceCsvReader
 
-READERS = [SourceCsvReader(), RawCsvReader(), NcuRepReader()]
+READERS = [SourceCsvReader(), RawCsvReader(), NcuRepReader(), DetailsCsvRefusal()]

@@ -44,3 +44,24 @@ class NcuRepReader:
         # give identical evidence; reading the report directly is not implemented yet.
         raise InputError(str(path), "is an Nsight Compute report; argusdb reads its CSV pages, "
                          "not the report itself", export)
+
+
+class DetailsCsvRefusal:
+    """``ncu --page details --csv``: recognised, and refused with the export that works.
+
+    The details page repeats raw-page metrics under display names ("Duration", "Memory
+    Throughput") rounded for reading, plus rule advice; ingesting it beside the raw page would
+    store the same measurement twice under two names.
+    """
+
+    kind = "ncu.details_csv"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        first = head.lstrip(b"\xef\xbb\xbf").split(b"\n", 1)[0]
+        return first.startswith(b'"ID","Process ID",') and b'"Section Name","Metric Name"' in first
+
+    def read(self, path: Path) -> Artefact:
+        raise InputError(str(path), "is an Nsight Compute details page: display names and "
+                         "rounded values of metrics the raw page holds exactly",
+                         "export the raw page of the same report (ncu -i R.ncu-rep --page raw "
+                         "--csv > R.raw.csv) and ingest that")

@@ -226,3 +226,25 @@ def test_ncu_rep_needs_nsight_computes_reader() -> None:
     msg = str(err.value)
     assert "softmax.ncu-rep" in msg and "ncu_report" in msg
     assert "--page source --csv --print-source cuda,sass > softmax.source.csv" in msg
+
+
+def test_details_page_is_refused_for_the_raw_page() -> None:
+    p = DATA / "ncu" / "softmax.details.csv"
+    with pytest.raises(InputError, match=r"details page.*--page raw --csv"):
+        detect(p).read(p)
+
+
+def test_source_page_streams_in_bounded_batches(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import collectors.ncu.source_csv as mod
+
+    text = SOURCE.read_text()
+    big = tmp_path / "big.source.csv"
+    big.write_text("".join(text.replace('"softmax_fwd"', f'"k{i}"') for i in range(6)))
+    monkeypatch.setattr(mod, "BATCH_INSTRUCTIONS", 100)
+    art = detect(big).read(big)
+    sizes = [(t, b.num_rows) for t, b in art.batches()]
+    ins = [n for t, n in sizes if t == "instruction"]
+    assert sum(ins) == 6 * 184 and max(ins) <= 100 and len(ins) >= 12
+    assert sum(n for t, n in sizes if t == "evidence") == 6 * 10_856
+    assert art.kernels == [f"k{i}" for i in range(6)]

@@ -9,10 +9,17 @@ import math
 import torch
 import triton
 import triton.language as tl
-import triton.profiler.language as _argus_pl
 
-# argusdb: Triton-DSL scopes are recorded only once the 'triton' semantic is enabled.
-_argus_pl.enable_semantic("triton")
+import os as _argus_os
+
+if _argus_os.environ.get("TRITON_INTERPRET", "0") == "1":
+    class _argus_pl:  # argusdb: the interpreter runs the kernel without Proton's scopes
+        enter_scope = exit_scope = staticmethod(lambda name: None)
+else:
+    import triton.profiler.language as _argus_pl
+
+    # argusdb: Triton-DSL scopes are recorded only once the 'triton' semantic is enabled.
+    _argus_pl.enable_semantic("triton")
 
 
 @triton.jit

@@ -1,9 +1,16 @@
 """Tiled matmul kernel, used as a measurement subject."""
 import torch, triton, triton.language as tl, sys, json, os
-import triton.profiler.language as _argus_pl
 
-# argusdb: Triton-DSL scopes are recorded only once the 'triton' semantic is enabled.
-_argus_pl.enable_semantic("triton")
+import os as _argus_os
+
+if _argus_os.environ.get("TRITON_INTERPRET", "0") == "1":
+    class _argus_pl:  # argusdb: the interpreter runs the kernel without Proton's scopes
+        enter_scope = exit_scope = staticmethod(lambda name: None)
+else:
+    import triton.profiler.language as _argus_pl
+
+    # argusdb: Triton-DSL scopes are recorded only once the 'triton' semantic is enabled.
+    _argus_pl.enable_semantic("triton")
 
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,

@@ -1,0 +1,268 @@
+"""The runner: execute a plan's tasks, ingest what they collect, record what each one cost.
+
+``execute`` walks the plan in topological order (graphlib). Per kind:
+
+- **control** ``find_launch``: reads the source's launch harness (kernel, default
+  configuration), registers the parent program version, and has the backend launch it once
+  (live: a correctness check against torch);
+- **transform** (``forced_wait``, ``proton_scopes``, ``pipelining_off``): makes the variant with
+  :mod:`argusdb.transforms` and registers it as a program version bound to its parent
+  (``parent_version``, ``transform``, ``transform_task_id`` = the task);
+- **collect**: the backend runs the collection on the task's version; each artefact is ingested
+  as a run of that task (``run.task_id`` = the plan's task id); a variant's first collection
+  records its result check against the parent (``variant_check``) before derivation uses it;
+- **synthesize** (``attribute``, ``derive_exposed_latency``): refreshes the materialized
+  attribution and derivation and reports what they hold for the region.
+
+Tasks with ``reuse`` are not run (status ``reused``); a task whose dependency failed is
+``skipped``. Every task gets a row in ``task`` with its plan, status, ``wall_s`` (this process)
+and ``gpu_s`` (device seconds the backend held, recorded ones on replay). Progress: a tqdm bar on
+a terminal, plain lines otherwise.
+
+Example:
+    >>> from argusdb.runner.backends import ReplayBackend
+    >>> results = execute(plan.to_json(), store, Path("gpu/kernels/softmax.py"),
+    ...                   Path("work"), progress=False,
+    ...                   backend=ReplayBackend(Path("tests/data/gpu")))
+    >>> [(r.action, r.status) for r in results][:2]
+    [('find_launch', 'done'), ('cupti_timing', 'done')]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from graphlib import TopologicalSorter
+from pathlib import Path
+from typing import Any
+
+from argusdb import materialize
+from argusdb.errors import ArgusError, InputError
+from argusdb.ingest import ingest_path, program_version_id
+from argusdb.regions import ProgramSource, parse_regions
+from argusdb.runner.backends import Backend, Collected, Job, default_backend
+from argusdb.runner.harness import Harness
+from argusdb.store import Store
+from argusdb.transforms import apply as apply_transform
+from argusdb.variants import VariantOf, record_check
+
+__all__ = ["TaskResult", "execute"]
+
+#: Largest relative error of a variant against its parent that still counts as "the same result".
+TOLERANCE = 1e-5
+
+
+@dataclass
+class TaskResult:
+    """What one task did."""
+
+    task_id: str
+    kind: str
+    action: str
+    status: str
+    wall_s: float
+    gpu_s: float | None = None
+    program_version: str | None = None
+    run_ids: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Version:
+    source: ProgramSource
+    options: dict[str, str]
+    target: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    parent: _Version | None = None
+    transform: str | None = None
+    task_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        return program_version_id(self.source, self.options, self.target)
+
+
+class _Run:
+    def __init__(self, plan: dict[str, Any], store: Store, source_path: Path, workdir: Path,
+                 backend: Backend) -> None:
+        self.plan, self.store, self.workdir, self.backend = plan, store, workdir, backend
+        self.src = ProgramSource.from_path(source_path)
+        self.harness = Harness.read(self.src)
+        opts = {str(k): str(v) for k, v in (plan["request"].get("options") or {}).items()}
+        target = opts.pop("target", "sm_90")
+        self.config = opts.pop("config", self.harness.default_config)
+        if self.config not in self.harness.configs:
+            raise InputError(self.src.name, f"no configuration {self.config!r}",
+                             f"use one of {', '.join(self.harness.configs)}")
+        self.parent = _Version(self.src, {"config": self.config, **opts}, target)
+        self.versions: dict[str, _Version] = {"parent": self.parent}
+        self.checked: set[str] = set()
+
+    # -- program versions ----------------------------------------------------------------
+    def register(self, v: _Version) -> None:
+        """Insert the version and its region spans (ingest finds them there)."""
+        with self.store.transaction():
+            self.store.insert_row("program_version", {
+                "program_version": v.id, "program": v.source.stem,
+                "source_name": v.source.name, "source_sha256": v.source.sha256,
+                "source_text": v.source.text, "options": v.options, "target": v.target,
+                "parent_version": v.parent.id if v.parent else None,
+                "transform_task_id": v.task_id, "transform": v.transform})
+            for r in parse_regions(v.source):
+                self.store.insert_row("region_span", {
+                    "program_version": v.id, "region_id": r.region_id, "kernel": r.kernel,
+                    "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
+
+    def job(self, task: dict[str, Any], v: _Version) -> Job:
+        return Job(task["action"], v.source, v.parent.source if v.parent else None, v.transform,
+                   self.config, v.overrides, task["params"],
+                   self.workdir / task["id"].rsplit(".", 1)[-1].replace("/", "_"))
+
+    # -- tasks -----------------------------------------------------------------------------
+    def control(self, task: dict[str, Any], res: TaskResult) -> None:
+        self.register(self.parent)
+        got = self.backend.run(self.job(task, self.parent))
+        res.program_version, res.gpu_s = self.parent.id, got.gpu_s
+        res.detail.update({"kernel": self.harness.kernel, "config": self.config, **got.detail})
+
+    def transform(self, task: dict[str, Any], res: TaskResult) -> None:
+        var = apply_transform(task["action"], self.src, task["params"])
+        v = _Version(var.source, {**self.parent.options,
+                                  **{k: str(x) for k, x in var.options.items()}},
+                     self.parent.target, dict(var.options), self.parent, var.transform,
+                     task["id"])
+        self.register(v)
+        self.versions[task["id"]] = v
+        res.program_version = v.id
+        res.detail.update({"transform": var.transform, "parent_version": self.parent.id})
+
+    def collect(self, task: dict[str, Any], res: TaskResult) -> None:
+        v = self.versions.get(task["params"].get("version", "parent"))
+        if v is None:
+            raise InputError(task["id"], f"version {task['params'].get('version')!r} was not "
+                             "made by an earlier transform task", "check the plan")
+        got = self.backend.run(self.job(task, v))
+        v = self._ran(v, got)
+        for path in got.paths:
+            ing = ingest_path(self.store, path, v.source, {**v.options, "target": v.target},
+                              VariantOf(v.parent.id, v.transform or "", v.task_id)
+                              if v.parent else None, task_id=task["id"])
+            res.run_ids.append(ing.run_id)
+            res.detail.setdefault("artefacts", []).append(
+                {"file": path.name, "kind": ing.kind, "rows": ing.rows,
+                 "already_ingested": ing.already})
+        if v.parent is not None and v.id not in self.checked:
+            if got.rel_err_vs_parent is None:
+                res.detail["variant_check"] = "no result check came back: not used by derivation"
+            else:
+                passed = record_check(self.store, v.id, v.parent.id, got.rel_err_vs_parent,
+                                      TOLERANCE, task_id=task["id"])
+                res.detail["variant_check"] = {"rel_err_vs_parent": got.rel_err_vs_parent,
+                                               "passed": passed}
+                self.checked.add(v.id)
+        res.program_version, res.gpu_s = v.id, got.gpu_s
+        res.detail.update(got.detail)
+
+    def _ran(self, v: _Version, got: Collected) -> _Version:
+        if got.ran_source is None:
+            return v
+        ran = _Version(got.ran_source, v.options, v.target, v.overrides, v.parent,
+                       got.ran_transform or v.transform, v.task_id)
+        self.register(ran)
+        return ran
+
+    def synthesize(self, task: dict[str, Any], res: TaskResult) -> None:
+        with self.store.transaction():
+            rep = materialize.refresh(self.store)
+        region = task["params"].get("region_id") or self.plan["request"].get("region")
+        cls = "derived" if task["action"] == "derive_exposed_latency" else "attributed"
+        rows = self.store.rows(
+            "SELECT count(*) AS n FROM evidence WHERE evidence_class = ? AND region_id = ?",
+            [cls, region])
+        res.detail.update({"refreshed_versions": rep.rebuilt_versions,
+                           "derivation_rebuilt": rep.derivation_rebuilt,
+                           f"{cls}_rows_for_region": rows[0]["n"]})
+
+
+def _ordered(tasks: list[dict[str, Any]]) -> list[str]:
+    """Topological order; among ready tasks, plan order (so runs happen as planned)."""
+    index = {t["id"]: i for i, t in enumerate(tasks)}
+    ts = TopologicalSorter({t["id"]: set(t["depends_on"]) for t in tasks})
+    ts.prepare()
+    out: list[str] = []
+    while ts.is_active():
+        ready = sorted(ts.get_ready(), key=index.__getitem__)
+        out.extend(ready)
+        ts.done(*ready)
+    return out
+
+
+def _progress(tasks: list[dict[str, Any]], on: bool) -> Any:
+    if on:
+        from tqdm import tqdm
+
+        return tqdm(tasks, desc="observe", unit="task", file=sys.stderr)
+    return tasks
+
+
+def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path,
+            progress: bool, backend: Backend | None = None) -> list[TaskResult]:
+    """Run ``plan`` (its JSON form) against ``store``; see the module docstring.
+
+    Args:
+        plan: ``{"plan_id", "request", "tasks": [...]}`` as the planner writes it.
+        store: an open store; every task gets a row in ``task`` (plan_id set).
+        source_path: the kernel source the plan was made for.
+        workdir: where artefacts are written (a folder per task).
+        progress: a tqdm bar (True) or one plain line per task on stderr (False).
+        backend: where collections run; default: replay from ``ARGUS_REPLAY``, else live.
+
+    Returns:
+        One result per task, in execution order.
+
+    Raises:
+        InputError: the source has no launch harness, or no backend is available.
+    """
+    backend = backend or default_backend()
+    run = _Run(plan, store, Path(source_path), Path(workdir), backend)
+    tasks = {t["id"]: t for t in plan["tasks"]}
+    order = _ordered(plan["tasks"])
+    failed: set[str] = set()
+    results: list[TaskResult] = []
+    handlers = {"control": run.control, "transform": run.transform, "collect": run.collect,
+                "synthesize": run.synthesize}
+    ordered = [tasks[i] for i in order]
+    for n, task in enumerate(_progress(ordered, progress), start=1):
+        res = TaskResult(task["id"], task["kind"], task["action"], "done", 0.0)
+        t0 = time.monotonic()
+        if task.get("reuse"):
+            res.status = "reused"
+            res.detail["reuse"] = task["reuse"]
+        elif failed & set(task["depends_on"]):
+            res.status = "skipped"
+            res.detail["reason"] = f"depends on failed {sorted(failed & set(task['depends_on']))}"
+        else:
+            try:
+                handlers[task["kind"]](task, res)
+            except ArgusError as exc:
+                res.status = "failed"
+                res.detail["error"] = str(exc)
+        if res.status in ("failed", "skipped"):
+            failed.add(task["id"])
+        res.wall_s = time.monotonic() - t0
+        store.insert_row("task", {
+            "task_id": task["id"], "kind": task["kind"], "plan_id": plan["plan_id"],
+            "config": {"action": task["action"], "params": task["params"],
+                       "backend": backend.name, "program_version": res.program_version,
+                       "runs": res.run_ids, "detail": res.detail},
+            "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
+            "finished_at": datetime.now(UTC).replace(tzinfo=None)})
+        results.append(res)
+        if not progress:
+            print(f"[{n}/{len(ordered)}] {task['id']} {task['action']}: {res.status} "
+                  f"({res.wall_s:.2f} s{'' if res.gpu_s is None else f', GPU {res.gpu_s:.2f} s'})"
+                  + (f" {res.detail.get('error', '')}" if res.status == "failed" else ""),
+                  file=sys.stderr)
+    return results

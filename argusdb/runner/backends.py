@@ -1,0 +1,240 @@
+"""Where a collection runs: on the local GPU (live), or from recorded bundles (replay).
+
+A backend gets one :class:`Job` (a collect or control task of a plan, with the program version
+to run) and returns a :class:`Collected`: the artefacts, the GPU seconds it held the device, and
+the result check of a variant against its parent. The runner ingests what comes back.
+
+``LiveBackend`` runs ``gpu/worker.py`` of the checkout in a subprocess (one CUDA process per
+collection, so CUPTI, Proton and ncu never share a process). ``ReplayBackend`` answers from a
+folder recorded by ``gpu/record.py`` (``tests/data/gpu``): the same artefacts the live path
+produced on the H200, named ``KERNEL.CONFIG.*``, so the whole path after collection runs on a
+CPU.
+
+Example:
+    >>> execute(plan, store, source, workdir, progress=False,
+    ...         backend=ReplayBackend(Path("tests/data/gpu")))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from argusdb.errors import InputError
+from argusdb.regions import ProgramSource
+
+
+@dataclass
+class Job:
+    """One collection (or the control task) to run.
+
+    Attributes:
+        action: the plan action (``cupti_timing``, ``ncu_source``, ``proton_instr``,
+            ``proton_pcsampling``, ``find_launch``).
+        source: the program version's source (a variant's transformed text).
+        parent_source: the parent's source when ``source`` is a variant, for the result check.
+        transform: the variant's transform, None for the parent.
+        config: the harness configuration launched.
+        overrides: launch-option overrides of the variant (``{"num_stages": 1}``).
+        params: the task's params as planned.
+        workdir: a fresh folder for the artefacts.
+    """
+
+    action: str
+    source: ProgramSource
+    parent_source: ProgramSource | None
+    transform: str | None
+    config: str
+    overrides: dict[str, Any]
+    params: dict[str, Any]
+    workdir: Path
+
+
+@dataclass
+class Collected:
+    """What a collection produced."""
+
+    paths: list[Path]
+    gpu_s: float | None = None
+    rel_err_vs_parent: float | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    # The source that really ran, when it differs from the job's (a replayed recording of
+    # another variant of the same parent); the runner then binds evidence to that version.
+    ran_source: ProgramSource | None = None
+    ran_transform: str | None = None
+
+
+class Backend(Protocol):
+    """Runs jobs; ``name`` goes into each task's config."""
+
+    name: str
+
+    def run(self, job: Job) -> Collected: ...
+
+
+def _stem(job: Job) -> str:
+    return f"{job.source.stem}.{job.config}"
+
+
+class ReplayBackend:
+    """Answers jobs from a folder of recordings made by ``gpu/record.py``."""
+
+    name = "replay"
+
+    def __init__(self, bundle: Path) -> None:
+        self.bundle = Path(bundle)
+        self._json: dict[str, Any] = {}
+
+    def _doc(self, name: str) -> Any:
+        if name not in self._json:
+            path = self.bundle / name
+            self._json[name] = json.loads(path.read_text()) if path.exists() else {}
+        return self._json[name]
+
+    def _need(self, job: Job, *names: str) -> list[Path]:
+        paths = [self.bundle / n for n in names]
+        missing = [p.name for p in paths if not p.exists()]
+        if missing:
+            raise InputError(str(self.bundle), f"no recording of {job.action} for "
+                             f"{job.transform or 'the parent'} of {_stem(job)} "
+                             f"(missing {', '.join(missing)})",
+                             "record it with gpu/record.py on the GPU machine, or run live")
+        return paths
+
+    def run(self, job: Job) -> Collected:
+        stem = _stem(job)
+        if job.action == "find_launch":
+            checks = [c for c in self._doc("timing.json").get("checks", [])
+                      if (c["kernel"], c["config"]) == (job.source.stem, job.config)]
+            if not checks:
+                raise InputError(str(self.bundle), f"no recorded launch of {stem}",
+                                 "record it with gpu/record.py")
+            return Collected([], None, None, {"kernel": checks[0].get("name"),
+                                              "rel_err_vs_torch": checks[0]["rel_err_vs_torch"]})
+        if job.action == "cupti_timing":
+            return self._timing(job, stem)
+        if job.action == "ncu_source":
+            return self._ncu(job, stem)
+        if job.action == "proton_instr":
+            return self._proton(job, stem)
+        if job.action == "proton_pcsampling":
+            return Collected(self._need(job, f"{stem}.pcs.hatchet"))
+        raise InputError(job.action, "not a collection the runner knows",
+                         "use cupti_timing, ncu_source, proton_instr or proton_pcsampling")
+
+    def _timing(self, job: Job, stem: str) -> Collected:
+        if job.transform is None:
+            return Collected(self._need(job, f"{stem}.run1.cupti.jsonl"))
+        if not job.transform.startswith("forced_wait:"):
+            return Collected(self._need(job, f"{stem}.{job.transform}.cupti.jsonl"))
+        region = job.transform.rsplit("/", 1)[-1]
+        name = f"{stem}.fw_{region}"
+        probes = self._doc("probes.json").get("sequential_cold", {}).get("probes", [])
+        probe = next((p for p in probes if p["stem"] == name), None)
+        paths = self._need(job, f"{name}.cupti.jsonl")
+        ran = self._ran(job, f"variants/{name}.py")
+        return Collected(paths, sum(probe["phases"].values()) if probe else None,
+                         probe["rel_err_vs_parent"] if probe else None,
+                         {"recorded": paths[0].name}, ran,
+                         probe["transform"] if probe and ran else None)
+
+    def _ncu(self, job: Job, stem: str) -> Collected:
+        doc = self._doc("ncu.json")
+        recorded = set(doc.get("sections", []))
+        asked = set(job.params.get("sections") or [])
+        if not asked <= recorded:
+            raise InputError(str(self.bundle), f"recorded ncu sections {sorted(recorded)} lack "
+                             f"{sorted(asked - recorded)}", "record them, or run live")
+        paths = self._need(job, f"{stem}.source.csv", f"{stem}.raw.csv")
+        run: dict[str, Any] = next(
+            (r for r in doc.get("runs", []) if r["kernel"] == job.source.stem), {})
+        return Collected(paths, run.get("wall_s"), None,
+                         {"pass_lines": run.get("pass_lines", [])})
+
+    def _proton(self, job: Job, stem: str) -> Collected:
+        paths = self._need(job, f"{stem}.instr.chrome_trace.gz")
+        doc = self._doc("proton.json")
+        rec: dict[str, Any] = next(
+            (r for r in doc.get("instrumentation", []) if r["kernel"] == job.source.stem), {})
+        ran = self._ran(job, f"variants/{stem}.proton_scopes.py")
+        return Collected(paths, rec.get("first_launch_s"), None,
+                         {"size": rec.get("size"), "rel_err_vs_torch": rec.get("rel_err_vs_torch")},
+                         ran, rec.get("transform") if ran else None)
+
+    def _ran(self, job: Job, name: str) -> ProgramSource | None:
+        path = self.bundle / name
+        if not path.exists():
+            return None
+        text = path.read_text()
+        return None if text == job.source.text else ProgramSource(job.source.name, text)
+
+
+def repo_root() -> Path:
+    """The checkout this argusdb was imported from (``gpu/`` lives beside ``argusdb/``)."""
+    return Path(__file__).resolve().parents[2]
+
+
+class LiveBackend:
+    """Runs jobs on this machine's GPU with ``gpu/worker.py`` (one process per job).
+
+    ``ARGUS_GPU_SITE`` (a folder) is put first on the worker's ``PYTHONPATH``: where the GPU
+    machine has cupti-python installed from wheels (``gpu/record.py`` puts it in /tmp).
+    """
+
+    name = "live"
+
+    def __init__(self, python: str | None = None, worker: Path | None = None) -> None:
+        self.python = python or sys.executable
+        self.worker = worker or repo_root() / "gpu" / "worker.py"
+        if not self.worker.exists():
+            raise InputError(str(self.worker), "the GPU worker script is missing",
+                             "run observe from an argusdb checkout (it has gpu/worker.py)")
+
+    def run(self, job: Job) -> Collected:
+        job.workdir.mkdir(parents=True, exist_ok=True)
+        src = job.workdir / job.source.name
+        src.write_text(job.source.text)
+        cmd = [self.python, str(self.worker), job.action, "--source", str(src),
+               "--config", job.config, "--out", str(job.workdir),
+               "--params", json.dumps(job.params), "--overrides", json.dumps(job.overrides)]
+        if job.parent_source is not None:
+            parent = job.workdir / "parent" / job.parent_source.name
+            parent.parent.mkdir(exist_ok=True)
+            parent.write_text(job.parent_source.text)
+            cmd += ["--parent", str(parent)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        site = os.environ.get("ARGUS_GPU_SITE")
+        if site:
+            env["PYTHONPATH"] = os.pathsep.join([site, env.get("PYTHONPATH", "")])
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        wall = time.monotonic() - t0
+        (job.workdir / "worker.log").write_text(p.stdout + p.stderr)
+        result = job.workdir / "result.json"
+        if p.returncode != 0 or not result.exists():
+            tail = (p.stderr or p.stdout).strip().splitlines()[-3:]
+            raise InputError(str(job.workdir / "worker.log"),
+                             f"the GPU worker failed ({job.action}, exit {p.returncode}): "
+                             f"{' | '.join(tail)}", "see the log; fix the kernel or the setup")
+        doc = json.loads(result.read_text())
+        return Collected([job.workdir / f for f in doc.pop("files", [])],
+                         doc.pop("gpu_s", wall), doc.pop("rel_err_vs_parent", None),
+                         {**doc, "process_wall_s": wall})
+
+
+def default_backend() -> Backend:
+    """Replay from ``ARGUS_REPLAY`` when set, else the local GPU."""
+    replay = os.environ.get("ARGUS_REPLAY")
+    if replay:
+        return ReplayBackend(Path(replay))
+    if shutil.which("nvidia-smi") is None:
+        raise InputError("observe", "no NVIDIA GPU here and no ARGUS_REPLAY folder",
+                         "run on a GPU host, or set ARGUS_REPLAY to recorded bundles")
+    return LiveBackend()

@@ -1,0 +1,155 @@
+"""The runner on recorded H200 bundles (tests/data/gpu): plans of the real planner, executed
+with the replay backend, ingested into a real store with variants bound to their parents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from argusdb.errors import InputError
+from argusdb.planner import plan as make_plan
+from argusdb.regions import ProgramSource
+from argusdb.runner import execute
+from argusdb.runner.backends import ReplayBackend
+from argusdb.runner.harness import Harness
+from argusdb.store import Store
+from tests.conftest import DATA
+
+GPU = DATA / "gpu"
+# The parent sources the bundles were recorded from (identical to gpu/kernels/ then).
+KERNELS = DATA / "derivation" / "kernels"
+
+
+def run(store: Store, tmp: Path, program: str, region: str, signals: str
+        ) -> tuple[dict, list]:
+    p = make_plan(KERNELS / f"{program}.py", region, signals.split(","), None, store).to_json()
+    res = execute(p, store, KERNELS / f"{program}.py", tmp / "work", False, ReplayBackend(GPU))
+    return p, res
+
+
+def durations_ns(name: str) -> list[float]:
+    recs = [json.loads(x) for x in (GPU / name).read_text().splitlines() if x.strip()]
+    return [float(r["end"] - r["start"]) for r in recs if r["kind"] == "CONCURRENT_KERNEL"]
+
+
+def test_softmax_load_plan_runs_every_task_and_binds_the_variant(store: Store, tmp_path: Path,
+                                                                 capsys) -> None:
+    p, res = run(store, tmp_path, "softmax", "softmax/softmax_fwd/load",
+                 "exposed_latency,inst_executed")
+    pid = p["plan_id"]
+    assert [(r.action, r.status) for r in res] == [
+        ("find_launch", "done"), ("cupti_timing", "done"), ("forced_wait", "done"),
+        ("ncu_source", "done"), ("cupti_timing", "done"), ("attribute", "done"),
+        ("derive_exposed_latency", "done")]
+    # one plain progress line per task on stderr
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 7 and err[0].startswith(f"[1/7] {pid}.find_launch find_launch: done")
+    parent, variant = res[0].program_version, res[2].program_version
+    assert res[1].program_version == res[3].program_version == parent
+    assert res[4].program_version == variant != parent
+    assert store.rows("SELECT parent_version, transform, transform_task_id, options::VARCHAR o "
+                      "FROM program_version WHERE program_version = ?", [variant]) == [{
+        "parent_version": parent, "transform": "forced_wait:softmax/softmax_fwd/load",
+        "transform_task_id": f"{pid}.forced_wait",
+        "o": '{"config": "default"}'}]
+    # runs belong to the plan's collect tasks; ncu gave a source page and a raw page
+    runs = store.rows("SELECT task_id, kind FROM run ORDER BY run_seq")
+    assert runs == [{"task_id": f"{pid}.cupti_timing.parent", "kind": "cupti.activity_jsonl"},
+                    {"task_id": f"{pid}.ncu_source", "kind": "ncu.source_csv"},
+                    {"task_id": f"{pid}.ncu_source", "kind": "ncu.raw_csv"},
+                    {"task_id": f"{pid}.cupti_timing.forced_wait",
+                     "kind": "cupti.activity_jsonl"}]
+    # the variant's result check (recorded on the H200: bit-identical output)
+    assert store.rows("SELECT rel_err, passed, task_id FROM variant_check") == [
+        {"rel_err": 0.0, "passed": True, "task_id": f"{pid}.cupti_timing.forced_wait"}]
+    # every task has a cost row in the plan; replayed GPU seconds are the recorded ones
+    cost = {r["task_id"].removeprefix(pid + "."): r for r in store.rows(
+        "SELECT task_id, status, wall_s, gpu_s FROM task WHERE plan_id = ?", [pid])}
+    assert set(cost) == {"find_launch", "cupti_timing.parent", "forced_wait", "ncu_source",
+                         "cupti_timing.forced_wait", "attribute", "derive_exposed_latency"}
+    assert all(c["status"] == "done" and c["wall_s"] >= 0 for c in cost.values())
+    ncu = json.loads((GPU / "ncu.json").read_text())["runs"][0]
+    assert cost["ncu_source"]["gpu_s"] == pytest.approx(ncu["wall_s"])
+    probe = next(x for x in json.loads((GPU / "probes.json").read_text())["sequential_cold"]
+                 ["probes"] if x["stem"] == "softmax.default.fw_load")
+    assert cost["cupti_timing.forced_wait"]["gpu_s"] == pytest.approx(
+        sum(probe["phases"].values()))
+
+
+def tukey_median(d: list[float]) -> float:
+    x = np.array(d[1:])
+    q1, q3 = np.percentile(x, [25, 75])
+    return float(np.median(x[(x >= q1 - 1.5 * (q3 - q1)) & (x <= q3 + 1.5 * (q3 - q1))]))
+
+
+@pytest.mark.parametrize(("program", "config", "region"), [
+    ("softmax", "default", "load"), ("matmul", "bk64_s3", "mainloop")])
+def test_exposed_latency_is_derived_from_the_replayed_runs(store: Store, tmp_path: Path,
+                                                           program, config, region) -> None:
+    kernel = Harness.read(ProgramSource.from_path(KERNELS / f"{program}.py")).kernel
+    rid = f"{program}/{kernel}/{region}"
+    _, res = run(store, tmp_path, program, rid, "exposed_latency")
+    assert all(r.status == "done" for r in res)
+    rows = store.rows("SELECT value, unit, task_id FROM evidence WHERE evidence_class = "
+                      "'derived' AND region_id = ?", [rid])
+    want = (tukey_median(durations_ns(f"{program}.{config}.fw_{region}.cupti.jsonl"))
+            - tukey_median(durations_ns(f"{program}.{config}.run1.cupti.jsonl")))
+    assert len(rows) == 1 and rows[0]["unit"] == "ns"
+    assert rows[0]["value"] == pytest.approx(want)
+    if program == "matmul":  # the forced wait costs the pipelined main loop ~310 us
+        assert 300e3 < rows[0]["value"] < 320e3
+
+
+def plan_doc(tasks: list[dict]) -> dict:
+    base = {"depends_on": [], "run": None, "why": "test", "params": {}, "reuse": None}
+    return {"plan_id": "p-test", "request": {"source": "matmul.py",
+                                             "region": "matmul/matmul_kernel/mainloop",
+                                             "signals": ["duration"], "scope": {}},
+            "tasks": [{**base, **t} for t in tasks]}
+
+
+def test_a_missing_recording_fails_its_task_and_skips_what_depends_on_it(store: Store,
+                                                                         tmp_path: Path) -> None:
+    p = plan_doc([
+        {"id": "p-test.find", "kind": "control", "action": "find_launch"},
+        {"id": "p-test.nopipe", "kind": "transform", "action": "pipelining_off",
+         "depends_on": ["p-test.find"]},
+        {"id": "p-test.t", "kind": "collect", "action": "cupti_timing", "run": "r1",
+         "params": {"version": "p-test.nopipe"}, "depends_on": ["p-test.nopipe"]},
+        {"id": "p-test.d", "kind": "synthesize", "action": "derive_exposed_latency",
+         "depends_on": ["p-test.t"]},
+        {"id": "p-test.old", "kind": "collect", "action": "cupti_timing", "run": "r2",
+         "params": {"version": "parent"}, "reuse": {"run_id": "abc", "why": "stored"}},
+    ])
+    res = {r.task_id: r for r in execute(p, store, KERNELS / "matmul.py", tmp_path, False,
+                                         ReplayBackend(GPU))}
+    assert res["p-test.nopipe"].status == "done"
+    v = store.rows("SELECT options::VARCHAR o, transform FROM program_version "
+                   "WHERE program_version = ?", [res["p-test.nopipe"].program_version])
+    assert v == [{"o": '{"config": "bk64_s3", "num_stages": "1"}', "transform": "pipelining_off"}]
+    assert res["p-test.t"].status == "failed"
+    assert "matmul.bk64_s3.pipelining_off.cupti.jsonl" in res["p-test.t"].detail["error"]
+    assert res["p-test.d"].status == "skipped"
+    assert res["p-test.old"].status == "reused" and res["p-test.old"].run_ids == []
+    assert store.rows("SELECT count(*) n FROM run") == [{"n": 0}]
+    assert store.rows("SELECT status, count(*) n FROM task WHERE plan_id = 'p-test' GROUP BY ALL "
+                      "ORDER BY status") == [{"status": "done", "n": 2},
+                                             {"status": "failed", "n": 1},
+                                             {"status": "reused", "n": 1},
+                                             {"status": "skipped", "n": 1}]
+
+
+def test_a_source_without_a_launch_harness_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "k.py"
+    src.write_text("import triton\n\n@triton.jit\ndef k(x):\n    pass\n")
+    with pytest.raises(InputError, match="no launch harness"):
+        Harness.read(ProgramSource.from_path(src))
+
+
+def test_the_harness_is_read_without_importing_the_kernel() -> None:
+    h = Harness.read(ProgramSource.from_path(KERNELS / "attention.py"))
+    assert (h.kernel, h.default_config) == ("attn_fwd", "causal")
+    assert h.configs["causal"]["BLOCK_N"] == 64

@@ -1,0 +1,40 @@
+"""The demo store: every shipped H200 artefact ingests, and the answer comes from clean runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from argusdb import demo
+from argusdb.api import connect
+
+
+def test_demo_ingests_every_format_into_one_version_per_kernel(tmp_path: Path) -> None:
+    with connect(tmp_path / "d.duckdb", create=True) as db:
+        results = demo.build(db.store)
+        assert sorted({r.kind for r in results}) == [
+            "cupti.activity_jsonl", "ncu.raw_csv", "ncu.source_csv", "nvdisasm.sass",
+            "triton.ttgir"]
+        # All five artefacts of a kernel bind to one program version (target sm_90 throughout).
+        versions = db.store.rows("SELECT program, count(DISTINCT r.program_version) AS n, "
+                                 "count(*) AS runs, any_value(v.target) AS target FROM run r "
+                                 "JOIN program_version v USING (program_version) GROUP BY ALL "
+                                 "ORDER BY program")
+        assert versions == [{"program": "matmul", "n": 1, "runs": 5, "target": "sm_90"},
+                            {"program": "softmax", "n": 1, "runs": 5, "target": "sm_90"}]
+        rows = {r["region_id"]: r for r in db.query(demo.QUESTION).to_pylist()}
+        # 20 CUPTI launches each; the ncu duration (a replayed launch) is not among them.
+        assert rows["softmax/softmax_fwd"]["launches"] == 20
+        assert rows["softmax/softmax_fwd"]["median_us"] == pytest.approx(32.544, abs=1e-3)
+        assert rows["matmul/matmul_kernel"]["launches"] == 20
+        assert rows["matmul/matmul_kernel"]["median_us"] == pytest.approx(210.8, abs=0.1)
+        # The instruction-level evidence is there too, joined by PC across ncu and nvdisasm.
+        joined = db.store.rows(
+            "SELECT count(*) AS n FROM instruction a JOIN instruction b USING (kernel, pc) "
+            "JOIN run ra ON ra.run_id = a.run_id JOIN run rb ON rb.run_id = b.run_id "
+            "WHERE ra.kind = 'ncu.source_csv' AND rb.kind = 'nvdisasm.sass' "
+            "AND a.source_line = b.source_line")
+        assert joined == [{"n": 184 + 432}]
+        again = demo.build(db.store)
+        assert all(r.already for r in again)
