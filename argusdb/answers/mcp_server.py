@@ -7,9 +7,10 @@ Tools (each opens the store for the call only, so ingests can run between calls)
 - ``explain(sql)``: the provenance an answer would rest on;
 - ``report(region, versions, signals, max_entropy_bits)``: the agent report of a region;
 - ``diff(region, from_version, to_version, signals)``: a region-keyed diff across versions;
-- ``trajectory(versions, regions, signals)``: regions along an ordered series of versions.
-
-Observe plans are not offered yet: the planner (issue 5) has not landed.
+- ``trajectory(versions, regions, signals)``: regions along an ordered series of versions;
+- ``observe_plan(region, signals, source, scope, options)``: the measurement plan (a DAG of
+  control / transform / collect / synthesize tasks, with why each run is separate and which
+  stored runs it reuses) that ``argus observe`` would run; a dry run, nothing executes.
 
 Every failure comes back as a tool error whose text is the CLI's JSON envelope
 ``{"ok": false, "errors": [{"code", "message", ...}]}``, so agents see the same rule codes.
@@ -112,6 +113,21 @@ def build_server(store: str) -> MCPServer:
         """Each region's medians (with CIs) along an ordered series of versions."""
         return _answer(store, lambda c: _trajectory(c, regions, list(versions),
                                                     signals).to_json())
+
+    @server.tool()
+    def observe_plan(region: str, signals: list[str], source: str,
+                     scope: dict[str, str] | None = None,
+                     options: dict[str, str] | None = None) -> CallToolResult:
+        """Plan (dry run) the measurements that would observe signals of a region: tasks,
+        runs kept apart by interference, reuse of stored evidence. source: the Triton source
+        file of the region's program, as a path on the server's machine."""
+        from argusdb.observe import observe
+
+        def run(_: Connection) -> dict[str, Any]:
+            obs = observe(region, signals, scope, store=store, source=source, dry_run=True,
+                          options=options)
+            return {"ok": True, "plan": obs.plan.to_json(), "summary": obs.report}
+        return _answer(store, run)
 
     return server
 

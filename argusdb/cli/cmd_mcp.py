@@ -14,7 +14,7 @@ from argusdb.store import Store
 @handle_errors
 def command(store: str) -> None:
     """Serve STORE as an MCP server over stdio (tools: query, check, explain, report, diff,
-    trajectory). Needs the 'agent' extra: pip install 'argusdb[agent]'.
+    trajectory, observe_plan). Needs the 'agent' extra: pip install 'argusdb[agent]'.
 
     Example client config: {"command": "argus", "args": ["mcp", "argus.duckdb"]}
     """

@@ -12,7 +12,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from argusdb.api import Connection
-from tests.conftest import ROOT
+from tests.conftest import KERNELS, ROOT
 
 
 async def _session(store: str) -> dict[str, Any]:
@@ -35,6 +35,9 @@ async def _session(store: str) -> dict[str, Any]:
                 "region": "matmul/matmul_kernel", "from_version": "variant=a",
                 "to_version": "variant=b"})
             out["report"] = await session.call_tool("report", {"region": "softmax/softmax_fwd"})
+            out["plan"] = await session.call_tool("observe_plan", {
+                "region": "softmax/softmax_fwd", "signals": ["duration", "inst_executed"],
+                "source": str(KERNELS / "softmax.py")})
     return out
 
 
@@ -48,9 +51,12 @@ def test_mcp_client_session_over_stdio(relabelled: Connection) -> None:
     path = relabelled.store.path
     durations = relabelled.query("SELECT value FROM evidence WHERE region_id = "
                                  "'softmax/softmax_fwd'").column("value").to_pylist()
+    (softmax_run,) = relabelled.query("SELECT run_id FROM run WHERE artefact_name = "
+                                      "'softmax.cupti.jsonl'").column("run_id").to_pylist()
     relabelled.close()
     out = anyio.run(_session, path)
-    assert out["tools"] == ["check", "diff", "explain", "query", "report", "trajectory"]
+    assert out["tools"] == ["check", "diff", "explain", "observe_plan", "query", "report",
+                            "trajectory"]
     q = _doc(out["query"])
     assert not out["query"].is_error
     assert q["columns"] == ["n", "med"] and q["rows"][0][0] == len(durations) == 20
@@ -66,3 +72,9 @@ def test_mcp_client_session_over_stdio(relabelled: Connection) -> None:
     assert d["rows"][0]["ratio"] == 1.0 and d["rows"][0]["significant"] is False
     rep = _doc(out["report"])
     assert rep["claims"][0]["verdict"] == "sufficient" and rep["claims"][0]["n"] == 20
+    plan = _doc(out["plan"])["plan"]
+    actions = [t["action"] for t in plan["tasks"]]
+    assert actions[0] == "find_launch" and "ncu_source" in actions
+    # Clean timing of softmax is in the store already: the plan reuses that run.
+    timing = next(t for t in plan["tasks"] if t["action"] == "cupti_timing")
+    assert timing["reuse"]["run_id"] == softmax_run
