@@ -176,6 +176,19 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
                      f"or add KEY=VALUE pairs. Candidates: {listing}")
 
 
+def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
+    """Evidence rows (with their runs' facts) matching SQL predicates over ``e`` (evidence) and
+    ``r`` (run), in the shape :func:`cohorts` reads. The predicates are the caller's SQL."""
+    sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
+           f"e.evidence_class, e.association_entropy, e.launch, "
+           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, e.lineage, "
+           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait "
+           f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
+           f"WHERE {' AND '.join([*where, 'e.value IS NOT NULL'])} "
+           f"ORDER BY e.run_id, e.signal, e.launch")
+    return _rows(db, sql)
+
+
 def fetch_rows(db: Connection, region: str, ref: VersionRef,
                signals: list[str] | None = None) -> list[dict[str, Any]]:
     """Evidence rows of ``region`` in one version (and its selected runs), with run facts."""
@@ -184,14 +197,7 @@ def fetch_rows(db: Connection, region: str, ref: VersionRef,
         where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
     if ref.runs:
         where.append(f"e.run_id IN ({', '.join(lit(r) for r in ref.runs)})")
-    sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
-           f"e.evidence_class, e.association_entropy, e.launch, "
-           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, e.lineage, "
-           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait "
-           f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
-           f"WHERE {' AND '.join(where)} AND e.value IS NOT NULL "
-           f"ORDER BY e.run_id, e.signal, e.launch")
-    return _rows(db, sql)
+    return fetch_where(db, where)
 
 
 def versions_of_region(db: Connection, region: str) -> list[str]:

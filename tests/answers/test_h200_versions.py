@@ -21,7 +21,7 @@ import argusdb
 from argusdb.answers.compat import match_cohorts
 from argusdb.answers.diff import diff
 from argusdb.answers.report import report
-from argusdb.answers.select import cohorts, fetch_rows, resolve_version
+from argusdb.answers.select import cohorts, fetch_rows, fetch_where, resolve_version
 from argusdb.answers.trajectory import trajectory
 from argusdb.api import Connection
 from argusdb.cli import main
@@ -205,3 +205,20 @@ def test_high_entropy_attribution_is_insufficient(tmp_path: Path) -> None:
                      max_entropy_bits=1.0).claims[0]
         assert lax.verdict == "sufficient"
         assert any("contribution estimate" in n for n in claim.notes)
+
+
+def test_scopes_that_do_not_nest_are_refused(tmp_path: Path) -> None:
+    """Proton instrumentation of one kernel (tests/data/proton): the scope tree's whole-kernel
+    'k2/load' cycles against the trace's per-CTA, per-warp cycles of the same scope."""
+    with argusdb.connect(tmp_path / "p.duckdb", create=True) as db:
+        tree = db.ingest(DATA / "proton" / "instr_tree.hatchet").run_id
+        trace = db.ingest(DATA / "proton" / "instr_trace.chrome_trace").run_id
+        whole, per_warp = (cohorts(fetch_where(db, [
+            "e.scope_path = 'k2/load'", "e.signal = 'scope_cycles'", f"e.run_id = '{run}'"]))
+            for run in (tree, trace))
+    (kernel,) = whole.values()
+    assert kernel.key.scope == () and kernel.key.standing == "instrumentation"
+    warp = next(c for c in per_warp.values())
+    assert dict(warp.key.scope).keys() == {"cta", "sm", "warp"}
+    pairs, findings = match_cohorts("scope_cycles", [kernel], [warp])
+    assert pairs == [] and [(f.code, f.name) for f in findings] == [("AR05", "scope.nesting")]
