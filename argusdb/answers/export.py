@@ -72,12 +72,15 @@ def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
         events.append({
             "name": r["kernel"], "cat": "kernel", "ph": "X", "pid": pid, "tid": tid,
             "ts": (int(r["start_ns"]) - t0) / 1000.0, "dur": int(r["dur_ns"]) / 1000.0,
-            "args": {"region_id": r["region_id"], "launch": r["launch"],
-                     "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
-                     "correlation_id": r["correlation_id"],
+            # Launch facts under the names torch.profiler (Kineto) uses, so that readers of
+            # Kineto traces (Perfetto, HTA, argusdb's kineto collector) find them.
+            "args": {"device": pid, "stream": tid, "correlation": r["correlation_id"],
                      "grid": [r["grid_x"], r["grid_y"], r["grid_z"]],
                      "block": [r["block_x"], r["block_y"], r["block_z"]],
-                     "registers": r["registers"], "shared_bytes": r["shared_bytes"],
+                     "registers per thread": r["registers"],
+                     "shared memory": r["shared_bytes"],
+                     "region_id": r["region_id"], "launch": r["launch"],
+                     "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
                      "program_version": run["program_version"], "run_id": run["run_id"]}})
     for pid in sorted({p for p, _ in named}):
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,

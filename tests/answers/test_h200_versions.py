@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import argusdb
+from argusdb.answers import export
 from argusdb.answers.compat import match_cohorts
 from argusdb.answers.diff import diff
 from argusdb.answers.report import report
@@ -222,3 +223,29 @@ def test_scopes_that_do_not_nest_are_refused(tmp_path: Path) -> None:
     assert dict(warp.key.scope).keys() == {"cta", "sm", "warp"}
     pairs, findings = match_cohorts("scope_cycles", [kernel], [warp])
     assert pairs == [] and [(f.code, f.name) for f in findings] == [("AR05", "scope.nesting")]
+
+
+def test_perfetto_export_reads_back_through_a_chrome_trace_reader(h200: Connection,
+                                                                  tmp_path: Path) -> None:
+    """Export a recorded H200 run as Chrome trace JSON, read it with the kineto collector (a
+    reader of torch.profiler's Chrome traces), and get the recorded launches back, to the ns."""
+    from collectors import detect
+
+    run = h200.query("SELECT run_id FROM run WHERE artefact_name = "
+                     "'matmul.bk64_s3.run1.cupti.jsonl'").to_pylist()[0]["run_id"]
+    out = tmp_path / "run.json"
+    out.write_text(json.dumps(export.perfetto_trace(h200, run)))
+    reader = detect(out)
+    assert reader.kind == "kineto.trace"
+    art = reader.read(out)
+    back = [b for t, b in art.batches() if t == "kernel_launch"]
+    rows = [r for b in back for r in b.to_pylist()]
+    recs = [json.loads(x) for x in (GPU / "matmul.bk64_s3.run1.cupti.jsonl").read_text()
+            .splitlines() if x.strip()]
+    kern = sorted((r for r in recs if r["kind"] == "CONCURRENT_KERNEL"), key=lambda r: r["start"])
+    assert len(rows) == len(kern) == 60
+    t0 = kern[0]["start"]
+    assert [(r["kernel"], r["start_ns"], r["dur_ns"]) for r in rows] == [
+        (k["name"], k["start"] - t0, k["end"] - k["start"]) for k in kern]
+    assert {(r["grid_x"], r["block_x"], r["registers"]) for r in rows} == {
+        (k["grid_x"], k["block_x"], k["registers_per_thread"]) for k in kern}
