@@ -1,14 +1,17 @@
 """Materialized views: attribution and derivation, refreshed so a stale result is never served.
 
 The logic lives in SQL modules (``queries/attribution/``, ``queries/derivation/``): their views
-say what the materialized tables ``attribution_share``, ``region_attribution`` and
+and table macros say what the materialized tables ``attribution_split``, ``region_attribution`` and
 ``derived_evidence`` should contain for the current inputs. This module only decides *when* to
 rebuild and writes the rows. Each build records, in ``materialization``, a fingerprint of its
 inputs (runs, region spans and version facts per program version; variant checks; and the SQL
 text of the modules themselves, so changed code also rebuilds). :func:`refresh` rebuilds what is
-stale; it runs inside every ingest transaction, so a run and the attribution that includes it
-commit together. :func:`ensure_fresh` is the guard for readers (the API and the CLI call it
-before answering), so nothing reads rows built from other inputs than the store now holds.
+stale: a version whose static inputs (spans, listings, call sites, facts, SQL) changed is
+rebuilt whole; runs added since the last build are attributed on their own, together with the
+older runs whose shared lines depend on the newest mapping run. It runs inside every ingest
+transaction, so a run and the attribution that includes it commit together.
+:func:`ensure_fresh` is the guard for readers (the API and the CLI call it before answering),
+so nothing reads rows built from other inputs than the store now holds.
 
 Example:
     >>> with Store.open("argus.duckdb") as st:
@@ -38,6 +41,7 @@ class RefreshReport:
     """What a refresh rebuilt."""
 
     rebuilt_versions: list[str] = field(default_factory=list)
+    #: Attributed source rows (observed rows x signal) of the rebuilt versions, all their runs.
     attribution_rows: int = 0
     derivation_rebuilt: bool = False
     derived_rows: int = 0
@@ -53,73 +57,129 @@ def _code_sha(name: str) -> str:
     return hashlib.md5(text.encode()).hexdigest()
 
 
-def _attribution_state(store: Store) -> dict[str, str]:
+def _runs_fp(ids: list[str]) -> str:
+    return hashlib.md5(",".join(ids).encode()).hexdigest()
+
+
+@dataclass
+class _Version:
+    """A program version's attribution inputs now (static: with the module SQL)."""
+
+    static: str
+    run_ids: list[str]
+    run_seqs: list[int]
+
+
+def _attribution_state(store: Store) -> dict[str, _Version]:
     code = _code_sha("attribution")
-    return {v: hashlib.md5(f"{fp}|{code}".encode()).hexdigest() for v, fp in
-            store.sql("SELECT program_version, fingerprint FROM attribution_input_state")
-            .fetchall()}
+    return {v: _Version(hashlib.md5(f"{fp}|{code}".encode()).hexdigest(), list(ids),
+                        [int(s) for s in seqs]) for v, fp, ids, seqs in
+            store.sql("SELECT program_version, static_fingerprint, run_ids, run_seqs "
+                      "FROM attribution_input_state").fetchall()}
 
 
-def _derivation_state(store: Store, versions: dict[str, str]) -> str:
+def _derivation_state(store: Store, versions: dict[str, _Version]) -> str:
     checks = store.sql("SELECT string_agg(concat_ws(':', variant_version, parent_version, "
                        "rel_err, tolerance, passed, checked_at), ',' ORDER BY ALL) "
                        "FROM variant_check").fetchone()
-    doc = "|".join([*(f"{v}={fp}" for v, fp in sorted(versions.items())),
+    doc = "|".join([*(f"{v}={s.static}:{_runs_fp(s.run_ids)}"
+                      for v, s in sorted(versions.items())),
                     str(checks[0] if checks else ""), _code_sha("derivation")])
     return hashlib.md5(doc.encode()).hexdigest()
 
 
-def _built(store: Store, name: str) -> dict[str, str]:
-    return dict(store.sql("SELECT program_version, fingerprint FROM materialization "
-                          "WHERE name = ?", [name]).fetchall())
+def _plan(store: Store, current: dict[str, _Version]) -> dict[str, list[str] | None]:
+    """Versions to rebuild: None for the whole version, else the runs added since its build."""
+    built = {v: (fp, rfp, int(seq)) for v, fp, rfp, seq in store.sql(
+        "SELECT program_version, fingerprint, runs_fingerprint, run_seq_built "
+        "FROM materialization WHERE name = 'attribution'").fetchall()}
+    plan: dict[str, list[str] | None] = {v: None for v in built.keys() - current.keys()}
+    for v, now in current.items():
+        b = built.get(v)
+        old = [r for r, s in zip(now.run_ids, now.run_seqs, strict=True) if b and s <= b[2]]
+        if b is None or b[0] != now.static or _runs_fp(old) != b[1]:
+            plan[v] = None
+            continue
+        new = [r for r, s in zip(now.run_ids, now.run_seqs, strict=True) if s > b[2]]
+        if new:
+            plan[v] = new
+    return plan
 
 
 def stale(store: Store) -> tuple[list[str], bool]:
     """Program versions whose attribution is stale, and whether derivation is stale."""
     current = _attribution_state(store)
-    built = _built(store, "attribution")
-    versions = sorted({v for v, fp in current.items() if built.get(v) != fp}
-                      | (built.keys() - current.keys()))
-    derivation = _built(store, "derivation").get(WHOLE) != _derivation_state(store, current)
-    return versions, derivation
+    derivation = _built_derivation(store) != _derivation_state(store, current)
+    return sorted(_plan(store, current)), derivation
+
+
+def _built_derivation(store: Store) -> str | None:
+    row = store.sql("SELECT fingerprint FROM materialization WHERE name = 'derivation'"
+                    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def _rebuild(store: Store, versions: list[str], runs: list[str] | None) -> None:
+    """Rebuild attribution of ``versions``, whole (``runs`` None) or for new runs of one."""
+    if runs is not None:
+        counted = store.sql("SELECT count(*) FROM attribution_source WHERE "
+                            "list_contains(?, run_id) AND signal = 'inst_executed'",
+                            [runs]).fetchone()
+        if counted and counted[0]:
+            # A new counted run is the newest mapping run: shared lines of older runs move.
+            runs = sorted(set(runs) | {r for (r,) in store.sql(
+                "SELECT DISTINCT run_id FROM attribution_split WHERE "
+                "list_contains(?, program_version) AND n_candidates > 1",
+                [versions]).fetchall()})
+    for table in ("attribution_split", "region_attribution"):
+        store.sql(f"DELETE FROM {table} WHERE list_contains(?, program_version) "
+                  f"AND (?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], run_id))",
+                  [versions, runs, runs])
+    store.sql("INSERT INTO attribution_split BY NAME "
+              "SELECT * FROM _attribution_split_build(?::VARCHAR[], ?::VARCHAR[])",
+              [versions, runs])
+    store.sql("INSERT INTO region_attribution BY NAME "
+              "SELECT * FROM _region_attribution_build(?::VARCHAR[], ?::VARCHAR[])",
+              [versions, runs])
 
 
 def refresh(store: Store) -> RefreshReport:
     """Rebuild every stale materialization. Call it inside the caller's transaction."""
     report = RefreshReport()
     current = _attribution_state(store)
-    versions, derivation = stale(store)
+    plan = _plan(store, current)
     now = datetime.now(UTC).replace(tzinfo=None)
-    if versions:
-        store.sql("DELETE FROM attribution_share WHERE list_contains(?, program_version)",
-                  [versions])
-        store.sql("DELETE FROM region_attribution WHERE list_contains(?, program_version)",
-                  [versions])
-        store.sql("INSERT INTO attribution_share SELECT * FROM _attribution_share_build "
-                  "WHERE list_contains(?, program_version)", [versions])
-        store.sql("INSERT INTO region_attribution SELECT * FROM _region_attribution_build "
-                  "WHERE list_contains(?, program_version)", [versions])
-        counts = dict(store.sql(
-            "SELECT program_version, count(*) FROM attribution_share "
-            "WHERE list_contains(?, program_version) GROUP BY ALL", [versions]).fetchall())
+    whole = sorted(v for v, runs in plan.items() if runs is None)
+    if whole:
+        _rebuild(store, whole, None)
+    for version, runs in sorted(plan.items()):
+        if runs is not None:
+            _rebuild(store, [version], runs)
+    for version in sorted(plan):
         store.sql("DELETE FROM materialization WHERE name = 'attribution' "
-                  "AND list_contains(?, program_version)", [versions])
-        for v in versions:
-            if v in current:
-                store.insert_row("materialization", {
-                    "name": "attribution", "program_version": v, "fingerprint": current[v],
-                    "n_rows": int(counts.get(v, 0)), "built_at": now})
-        report.rebuilt_versions = versions
-        report.attribution_rows = int(sum(counts.values()))
-    if derivation:
+                  "AND program_version = ?", [version])
+        state = current.get(version)
+        if state is None:
+            continue
+        row = store.sql("SELECT coalesce(sum(n_source_rows), 0) FROM region_attribution "
+                        "WHERE program_version = ?", [version]).fetchone()
+        n = int(row[0]) if row else 0
+        store.insert_row("materialization", {
+            "name": "attribution", "program_version": version, "fingerprint": state.static,
+            "runs_fingerprint": _runs_fp(state.run_ids),
+            "run_seq_built": max(state.run_seqs, default=0), "n_rows": n, "built_at": now})
+        report.attribution_rows += n
+    report.rebuilt_versions = sorted(plan)
+    derivation = _derivation_state(store, current)
+    if _built_derivation(store) != derivation:
         store.sql("DELETE FROM derived_evidence")
         store.sql("INSERT INTO derived_evidence SELECT * FROM _derived_evidence_build")
         row = store.sql("SELECT count(*) FROM derived_evidence").fetchone()
         report.derived_rows = int(row[0]) if row else 0
         store.sql("DELETE FROM materialization WHERE name = 'derivation'")
         store.insert_row("materialization", {
-            "name": "derivation", "program_version": WHOLE,
-            "fingerprint": _derivation_state(store, current), "n_rows": report.derived_rows,
+            "name": "derivation", "program_version": WHOLE, "fingerprint": derivation,
+            "runs_fingerprint": "", "run_seq_built": 0, "n_rows": report.derived_rows,
             "built_at": now})
         report.derivation_rebuilt = True
     return report

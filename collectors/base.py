@@ -177,17 +177,6 @@ def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=EVIDENCE_SCHEMA)
 
 
-#: Wide records (one CSV row holding many values, as Nsight Compute writes them) number their
-#: values ``src_row = row * stride + column`` so every value has its own lineage; the reader
-#: records its stride in ``run.meta`` as ``src_row_stride``.
-WIDE_ROW_STRIDE = 4096
-
-
-def wide_src_row(row: int, column: int, stride: int = WIDE_ROW_STRIDE) -> int:
-    """Lineage number of the value in ``column`` (0-based) of CSV record ``row`` (0-based)."""
-    return row * stride + column
-
-
 def normalize_target(value: str | None) -> str | None:
     """Normalize a GPU target: ``cuda:90``, ``sm_90a``, ``9.0`` → ``sm_90``."""
     if value is None:

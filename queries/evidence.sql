@@ -52,7 +52,7 @@ SELECT
     e.scope_path,
     -- Lineage as JSON: observed: the artefact row; attributed: run, task, mapping runs and the
     -- source evidence ids; derived: variant and parent runs, source ids and the conditions.
-    json_object('run_id', e.run_id, 'artefact_row', e.src_row) AS lineage
+    json_object('run_id', e.run_id, 'src_row', e.src_row) AS lineage
 FROM observed_evidence AS e
 UNION ALL
 SELECT a.evidence_id, a.program_version, a.task_id, a.run_id, a.region_id, a.kernel, a.launch,

@@ -47,9 +47,9 @@ CREATE TABLE IF NOT EXISTS observed_evidence (
     -- 'k2/load' (instrumented scope 'load' inside kernel 'k2'); NULL where the artefact has no
     -- scope tree (cupti, kineto, nsys, ncu).
     scope_path VARCHAR,
-    -- Row (0-based) of the artefact record the value was read from: lineage to the artefact.
-    -- Wide records (one CSV row, many values: Nsight Compute pages) number each value
-    -- row * stride + column (0-based), with the stride in run.meta.src_row_stride.
+    -- Ordinal (0-based) of the value in its reader's output for the artefact: lineage to the
+    -- artefact record. Each reader's docstring says how ordinals map to records (a line, an
+    -- event, a tree node); a record that holds several values gives several ordinals.
     src_row BIGINT NOT NULL
 );
 

@@ -1,56 +1,37 @@
--- Attribution, materialized: one row per (instruction-level observed value, candidate region).
+-- Attribution splits, materialized: how the values of each source line of each run are split
+-- over regions (one row per run, kernel, line and candidate region). The per-row shares
+-- (view attribution_share) and the region sums (region_attribution) follow from it.
 -- Provenance: built by argusdb.materialize from the views of queries/attribution/ (PC -> source
 -- line via the row itself or an `instruction` listing; library line -> kernel line via TTGIR
--- call sites; kernel line -> region via region_span). Rebuilt per program version whenever the
--- version's input fingerprint changes (see `materialization`). The share of a value that a region
--- gets is a contribution estimate; association_entropy is the degree of sharing, not an error
--- bound.
-CREATE TABLE IF NOT EXISTS attribution_share (
-    -- The observed row the value came from (observed_evidence.evidence_id): lineage to the artefact.
-    evidence_id BIGINT NOT NULL,
-    -- Program version of the source row.
-    program_version VARCHAR NOT NULL,
-    -- Task that collected the source row.
-    task_id VARCHAR NOT NULL,
-    -- Run the source row was measured in.
+-- call sites; kernel line -> region via region_span; shared lines split by an independent
+-- mapping run). Rebuilt per program version whenever the version's input fingerprint changes
+-- (see `materialization`). A share is a contribution estimate; association_entropy is the
+-- degree of sharing, not an error bound.
+CREATE TABLE IF NOT EXISTS attribution_split (
+    -- Run whose rows of this line are split.
     run_id VARCHAR NOT NULL,
-    -- Kernel (function) name of the source row.
+    -- Program version of the run.
+    program_version VARCHAR NOT NULL,
+    -- Kernel (function) name.
     kernel VARCHAR NOT NULL,
-    -- Scope: launch index or 'all' (copied from the source row).
-    launch VARCHAR NOT NULL,
-    -- Scope: CTA index or 'all'.
-    cta VARCHAR NOT NULL,
-    -- Scope: SM index or 'all'.
-    sm VARCHAR NOT NULL,
-    -- Scope: warp index or 'all'.
-    warp VARCHAR NOT NULL,
-    -- Scope: warp role or 'all'.
-    warp_role VARCHAR NOT NULL,
-    -- Scope: loop iteration (range) or 'all'.
-    loop_iter VARCHAR NOT NULL,
-    -- Program counter (byte offset) of the source row; NULL for line-level source rows.
-    pc BIGINT,
-    -- Source file name the instruction maps to (row's own, else the instruction listing's).
+    -- File name of the line (the row's own, else the instruction listing's for its pc).
     source_file VARCHAR,
-    -- Source line the instruction maps to (1-based); NULL when no listing knows the PC.
+    -- The line (1-based); NULL when no listing knows the instruction's line, and for scopes.
     source_line INTEGER,
-    -- Kernel lines that reach source_line in this region (the line itself, or TTGIR call sites).
-    caller_lines INTEGER[],
+    -- In-kernel scope name of scope rows (Proton instrumentation, 'load'), else NULL.
+    scope VARCHAR,
     -- Region credited, '<program>/<kernel>/<name>'; '<program>/<kernel>/_unattributed' if none.
     region_id VARCHAR NOT NULL,
-    -- Signal name of the source row.
-    signal VARCHAR NOT NULL,
-    -- The region's part of the source value, in unit: source value * share.
-    value DOUBLE,
-    -- Unit of value (additive units: count, samples, bytes, ns, cycles, sectors, requests, wavefronts).
-    unit VARCHAR,
-    -- Fraction (0..1) of the source value credited to this region; the shares of a row sum to 1.
+    -- Kernel lines in region_id that reach the line (the line itself, or TTGIR call sites).
+    caller_lines INTEGER[],
+    -- Fraction (0..1) of the line's values credited to region_id; sums to 1 over the line.
     share DOUBLE NOT NULL,
-    -- Shannon entropy (bits) of the row's split over its candidate regions; 0 with one owner.
+    -- Shannon entropy (bits) of the line's split over its candidate regions; 0 with one owner.
     association_entropy DOUBLE NOT NULL,
-    -- Number of candidate regions of the source line (1 = not shared; 0 = unattributed).
+    -- Number of candidate regions of the line (1 = not shared; 0 = unattributed).
     n_candidates INTEGER NOT NULL,
-    -- How the region was found: 'line', 'callsite', 'mapping_run', 'ttgir_n_ops', 'unattributed'.
+    -- How the region was found: 'line', 'callsite', 'scope', 'mapping_run', 'ttgir_n_ops' or
+    -- 'unattributed'.
     basis VARCHAR NOT NULL,
     -- Independent run whose per-region instruction counts set the split ('mapping_run' basis).
     mapping_run_id VARCHAR
@@ -58,7 +39,7 @@ CREATE TABLE IF NOT EXISTS attribution_share (
 
 -- Region-level attributed evidence (what the `evidence` view shows as evidence_class
 -- 'attributed'): attribution_share summed per run, kernel, region, scope and signal.
--- Provenance: argusdb.materialize, from attribution_share in the same refresh.
+-- Provenance: argusdb.materialize, from attribution_share (observed rows x attribution_split).
 CREATE TABLE IF NOT EXISTS region_attribution (
     -- Row identity: a negative 62-bit hash of (run, region, signal, scope); stable across refreshes.
     evidence_id BIGINT NOT NULL,
@@ -103,16 +84,22 @@ CREATE TABLE IF NOT EXISTS region_attribution (
 );
 
 -- What each materialization was built from. A materialization is stale when the fingerprint of
--- its inputs (runs, spans, version facts, variant checks, and the SQL of its modules) differs
--- from the one recorded here; argusdb.materialize refreshes it before anything reads it.
+-- its inputs (runs, spans, version facts, listings, call sites, variant checks, and the SQL of
+-- its modules) differs from the one recorded here; argusdb.materialize refreshes it before
+-- anything reads it (attribution: the whole version, or only the runs added since).
 -- Provenance: argusdb.materialize.
 CREATE TABLE IF NOT EXISTS materialization (
     -- Materialization name: 'attribution' or 'derivation'.
     name VARCHAR NOT NULL,
     -- Program version the state covers ('' for a materialization built as a whole).
     program_version VARCHAR NOT NULL,
-    -- md5 of the inputs' state and of the module SQL the rows were built from.
+    -- md5 of the inputs every row depends on and of the module SQL the rows were built from
+    -- (attribution: attribution_input_state.static_fingerprint; derivation: all its inputs).
     fingerprint VARCHAR NOT NULL,
+    -- md5 of the run ids the rows were built from (attribution; '' for derivation).
+    runs_fingerprint VARCHAR NOT NULL,
+    -- Largest run_seq among those runs (0 when none): runs above it are new.
+    run_seq_built BIGINT NOT NULL,
     -- Rows the build wrote for this version.
     n_rows BIGINT NOT NULL,
     -- When the rows were built (UTC).

@@ -13,6 +13,9 @@ from ``gpu__time_duration.sum``. ``device__attribute_*`` columns describe the GP
 run's device facts; ``profiler__*`` columns describe the measurement and go to the run's meta
 (``profiler__replayer_passes`` is the replay pass count of the interference signature).
 
+Lineage: a value's ``src_row`` is ``line * 65536 + column`` (0-based); the ``duration``
+converted from ``gpu__time_duration.sum`` takes column 65535 of its line.
+
 What the raw page cannot state: the section set (``--set full``) and clock and cache control
 (``--clock-control``, ``--cache-control``): they are command-line options of the collection,
 not metrics. The run records them as unknown (NULL) and lists them under ``not_stated``.

@@ -16,6 +16,9 @@ its section and the line of the preceding source-line row. Addresses are absolut
 addresses of the profiled process; they are stored as byte offsets from the kernel's lowest
 address, which is what ``nvdisasm`` prints as ``/*0000*/`` (checked on the recorded H200 data).
 
+Lineage: a value's ``src_row`` is ``line * 4096 + column`` (0-based line of the file and column
+of the header; the stride is ``run.meta.src_row_stride``).
+
 What the source page cannot state: the number of replay passes, the section set, clock and
 cache control, the tool version and the device. Those come from the raw page of the same report
 (``--page raw --csv``, see :mod:`collectors.ncu.raw_csv`), which is a separate artefact and a
@@ -43,19 +46,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from argusdb.errors import InputError
-from collectors.base import (
-    WIDE_ROW_STRIDE,
-    Artefact,
-    Interference,
-    SourceRef,
-    evidence_batch,
-    open_text,
-)
+from collectors.base import Artefact, Interference, SourceRef, evidence_batch, open_text
 from collectors.ncu._values import numeric
 
 ADAPTER_VERSION = "ncu.source_csv/1"
 #: SASS rows per batch: about 60 values each, so ~250k evidence rows per batch.
 BATCH_INSTRUCTIONS = 4096
+#: src_row = line * SRC_ROW_STRIDE + column (the source page has ~70 columns).
+SRC_ROW_STRIDE = 4096
+#: Ordinals stay below 2**31 (a report's raw-page values are numbered from there).
+_MAX_LINES = (1 << 31) // SRC_ROW_STRIDE
 
 #: Columns with a fixed signal name (and unit) in argusdb.
 _NAMED = {
@@ -119,6 +119,10 @@ class _Layout:
                     "collected with the SourceCounters section (e.g. --set full)")
             raise InputError(str(path), f"the header row at line {row_no + 1} lacks the "
                              f"column(s) {missing}", hint)
+        if len(header) > SRC_ROW_STRIDE:
+            raise InputError(str(path), f"the header row at line {row_no + 1} has "
+                             f"{len(header)} columns, more than this reader numbers "
+                             f"({SRC_ROW_STRIDE})", "export the source page with fewer metrics")
         addr = header.index("Address")
         if addr + 1 >= len(header):
             raise InputError(str(path), f"line {row_no + 1}: no SASS column after 'Address'",
@@ -148,7 +152,7 @@ def _split(path: Path, row_no: int, line: str) -> list[str]:
 
 def _walk(path: Path) -> Iterator[tuple[str, Any, Any, Any]]:
     """Classify lines: ('file', name, path, -), ('kernel', name, -, -), ('line', no, text, -),
-    ('sass', row_no, (address, sass), line text); validates the structure as it goes.
+    ('sass', row_no, (address, sass, layout), line text); validates the structure as it goes.
 
     SASS rows are only split up to their SASS field here: their metrics are parsed column-wise
     by Arrow in :func:`_flush`, which is what keeps ingest close to the speed of a raw append.
@@ -210,6 +214,9 @@ def _walk(path: Path) -> Iterator[tuple[str, Any, Any, Any]]:
                                          "the file is corrupt; export it again") from exc
                     yield "line", line, rec[layout.line_no + 1], None
                 continue
+            if row_no >= _MAX_LINES:
+                raise InputError(str(path), f"has more than {_MAX_LINES:,} lines",
+                                 "export fewer kernels per file (ncu -i R --kernel-name K ...)")
             yield "sass", row_no, (addr, rec[layout.sass], layout), s
 
 
@@ -270,7 +277,7 @@ class SourceCsvReader:
             batches=lambda: self._batches(path, base),
             interference=Interference(counter_replay=True, pc_sampling=True),
             kernels=sorted(base), source_refs=list(refs.values()),
-            meta={"instructions": n_sass, "src_row_stride": WIDE_ROW_STRIDE,
+            meta={"instructions": n_sass, "src_row_stride": SRC_ROW_STRIDE,
                   "source_files": sorted(files),
                   "kernel_base_address": {k: hex(v) for k, v in sorted(base.items())},
                   "not_stated": ["replay_passes", "section_set", "clock_control",
@@ -362,5 +369,5 @@ def _flush(path: Path, chunk: list[_Row], layout: _Layout) -> Iterator[tuple[str
         "kernel": kernel_a.take(take), "pc": pc_a.take(take), "source_file": file_a.take(take),
         "source_line": line_a.take(take), "signal": signals.take(ci), "unit": units.take(ci),
         "value": pa.array(matrix[r, c], pa.float64()),
-        "src_row": pa.array(np.asarray(rows, dtype=np.int64)[r] * WIDE_ROW_STRIDE + colpos[c]),
+        "src_row": pa.array(np.asarray(rows, dtype=np.int64)[r] * SRC_ROW_STRIDE + colpos[c]),
     })

@@ -13,8 +13,12 @@ Each instruction becomes an ``instruction`` row: the PC is the ``/*0000*/`` byte
 same origin as Nsight Compute's addresses after :mod:`collectors.ncu.source_csv` subtracts the
 kernel's first address), the file is the marker's file name without directory, and the line is
 the marker's line: for inlined library code that is the library line (``standard.py``, line 170),
-as in Nsight Compute's source page. When nvdisasm adds an ``inlined at`` clause the first
-location (the inlined code) is kept. A listing has no measurements, so no evidence rows.
+as in Nsight Compute's source page. ``-gi`` adds inlining information only where the cubin's
+debug info has it; for Triton cubins it has none (checked with nvdisasm 13.0 on the H200 machine:
+the regenerated listing is byte-identical to the shipped one), so the chain from library line to
+kernel line comes from TTGIR/PTX (:mod:`collectors.triton`); were an ``inlined at`` clause
+printed, the first location (the inlined code) is kept. A listing has no measurements, so no
+evidence rows.
 
 Example:
     >>> art = SassListingReader().read(Path("softmax.sass"))

@@ -4,7 +4,9 @@
 -- other code inlined into the kernel (library code such as triton/language/standard.py, or a
 -- @triton.jit helper) belongs to the regions of the kernel lines that call it, as the TTGIR
 -- callsite(...) locations say (inline_site); when those call sites lie in several regions the
--- line is shared (n_regions > 1) and attribution splits its values.
+-- line is shared (n_regions > 1) and attribution splits its values. An in-kernel scope (Proton
+-- instrumentation of a variant with scopes at the region markers) belongs to the region of its
+-- name (source_file and source_line NULL, scope set).
 CREATE OR REPLACE VIEW attribution_line_region AS
 WITH own AS (
     SELECT s.program_version, s.kernel, pv.source_name AS source_file,
@@ -33,10 +35,14 @@ called AS (
     GROUP BY ALL
 ),
 lines AS (
-    SELECT program_version, kernel, source_file, source_line, region_id,
+    SELECT program_version, kernel, source_file, source_line, NULL::VARCHAR AS scope, region_id,
            [source_line] AS caller_lines, 1::HUGEINT AS weight_ops, 'line' AS via FROM own
     UNION ALL
-    SELECT * FROM called
+    SELECT program_version, kernel, source_file, source_line, NULL, region_id, caller_lines,
+           weight_ops, via FROM called
+    UNION ALL
+    SELECT program_version, kernel, NULL, NULL, name, region_id, NULL, 1, 'scope'
+    FROM region_span WHERE name IS NOT NULL
 )
 SELECT
     -- Program version whose spans and call sites were used.
@@ -45,16 +51,18 @@ SELECT
     kernel,
     -- File name of the line (the kernel's source, or inlined code such as 'standard.py').
     source_file,
-    -- The line (1-based).
+    -- The line (1-based); NULL for scopes.
     source_line,
+    -- In-kernel scope name (a region marker name); NULL for lines.
+    scope,
     -- A candidate region of the line.
     region_id,
     -- Kernel lines in region_id that reach the line (itself, or the TTGIR call sites).
     caller_lines,
     -- TTGIR operations of the line inlined at those call sites (1 for the kernel's own lines).
     weight_ops::BIGINT AS weight_ops,
-    -- 'line' (kernel's own line) or 'callsite' (inlined code, through TTGIR call sites).
+    -- 'line' (kernel's own line), 'callsite' (inlined code, through TTGIR call sites), 'scope'.
     via,
     -- Number of candidate regions of the line: 1 = one owner, > 1 = shared.
-    count(*) OVER (PARTITION BY program_version, kernel, source_file, source_line) AS n_regions
+    count(*) OVER (PARTITION BY program_version, kernel, source_file, source_line, scope) AS n_regions
 FROM lines;

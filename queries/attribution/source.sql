@@ -11,8 +11,9 @@ FROM instruction AS i
 JOIN run AS r USING (run_id)
 GROUP BY r.program_version, i.kernel, i.pc;
 
--- The attributable observed rows: instruction-level (pc) and line-level values, without a region,
--- of program-bound versions, in additive units. Non-additive units (percent, ratios, averages)
+-- The attributable observed rows: instruction-level (pc), line-level and in-kernel scope values
+-- (scope_path below the kernel, e.g. Proton instrumentation 'softmax_fwd/load'), without a
+-- region, of program-bound versions, in additive units. Non-additive units (percent, ratios, averages)
 -- are not split (a share of a ratio means nothing): they stay instruction-level observed rows.
 CREATE OR REPLACE VIEW attribution_source AS
 SELECT
@@ -44,10 +45,12 @@ SELECT
     e.loop_iter,
     -- Program counter (byte offset), NULL for line-level rows.
     e.pc,
-    -- Source file name: the row's own, else the instruction listing's for its pc.
-    coalesce(e.source_file, l.source_file) AS source_file,
+    -- Source file name: the row's own, else (row without a line) the listing's for its pc.
+    CASE WHEN e.source_line IS NULL THEN l.source_file ELSE e.source_file END AS source_file,
     -- Source line: the row's own, else the instruction listing's for its pc.
     coalesce(e.source_line, l.source_line) AS source_line,
+    -- In-kernel scope of a row without pc and line: the last scope_path segment below the kernel.
+    CASE WHEN e.pc IS NULL AND e.source_line IS NULL THEN regexp_extract(e.scope_path, '([^/]+)$', 1) END AS scope,
     -- Signal name.
     e.signal,
     -- Value in unit.
@@ -57,9 +60,11 @@ SELECT
 FROM observed_evidence AS e
 JOIN run AS r ON r.run_id = e.run_id
 JOIN program_version AS pv ON pv.program_version = e.program_version
+/* equality keys only, so DuckDB hashes the join (rows with a line ignore the match) */
 LEFT JOIN _attribution_pc_line AS l
-    ON e.source_line IS NULL AND l.program_version = e.program_version AND l.kernel = e.kernel
-    AND l.pc = e.pc
+    ON l.program_version = e.program_version AND l.kernel = e.kernel AND l.pc = e.pc
 WHERE e.region_id IS NULL AND e.kernel IS NOT NULL AND pv.program IS NOT NULL
-    AND (e.pc IS NOT NULL OR e.source_line IS NOT NULL)
+    AND (e.pc IS NOT NULL OR e.source_line IS NOT NULL
+         OR (e.scope_path IS NOT NULL AND e.scope_path <> e.kernel
+             AND NOT ends_with(e.scope_path, '/' || e.kernel)))
     AND e.unit IN ('count', 'samples', 'bytes', 'ns', 'cycles', 'sectors', 'requests', 'wavefronts');

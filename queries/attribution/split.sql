@@ -1,43 +1,57 @@
 -- requires: attribution.line_region
--- How each source line of each run is split over regions. A line with one candidate region goes
--- to it whole. A shared line (n_regions > 1) is split by the execution counts of its candidate
+-- Rows of attribution_split as the current inputs define them, for the program versions listed
+-- in `versions` and, unless `runs` is NULL, only for the runs listed in `runs` (a table macro,
+-- so the filters apply to the scan of observed_evidence; argusdb.materialize rebuilds stale
+-- versions, or only new runs and the runs whose split depends on the mapping run): how each
+-- source line of each run is split over regions. A line with one candidate region goes to it
+-- whole. A shared line (n_regions > 1) is split by the execution counts of its candidate
 -- regions in an independent mapping run: the newest other run of the same program version with
 -- instruction counts (inst_executed) for the kernel, counting only instructions whose line has a
 -- single owner. Without such a run (or when it counts nothing in any candidate) the split falls
 -- back to the TTGIR operation counts of the call sites ('ttgir_n_ops'). A line with no candidate
 -- goes whole to '<program>/<kernel>/_unattributed'. The split is a contribution estimate; its
 -- entropy is a degree of sharing, not an error bound.
-CREATE OR REPLACE VIEW attribution_line_split AS
-WITH lines AS (
-    SELECT DISTINCT run_id, run_seq, program_version, program, kernel, source_file, source_line
+CREATE OR REPLACE MACRO _attribution_split_build(versions, runs) AS TABLE
+WITH line_totals AS MATERIALIZED (
+    /* one scan: every line of every run of the versions, with its instruction count (the
+       mapping runs' counts come from here too) */
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope,
+           sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
     FROM attribution_source
+    WHERE list_contains(versions, program_version)
+    GROUP BY ALL
+),
+lines AS (
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope
+    FROM line_totals
+    WHERE runs IS NULL OR list_contains(runs, run_id)
 ),
 counted AS (
     SELECT program_version, kernel, run_id,
            row_number() OVER (PARTITION BY program_version, kernel
                               ORDER BY max(run_seq) DESC) AS newest
-    FROM attribution_source WHERE signal = 'inst_executed'
+    FROM line_totals WHERE executed IS NOT NULL
     GROUP BY program_version, kernel, run_id
 ),
-runs AS (
+run_kernels AS (
     SELECT DISTINCT run_id, program_version, kernel FROM lines
 ),
 mapping AS (
     SELECT u.run_id, u.kernel,
            CASE WHEN c1.run_id <> u.run_id THEN c1.run_id ELSE c2.run_id END AS mapping_run_id
-    FROM runs AS u
+    FROM run_kernels AS u
     LEFT JOIN counted AS c1 ON c1.program_version = u.program_version AND c1.kernel = u.kernel
         AND c1.newest = 1
     LEFT JOIN counted AS c2 ON c2.program_version = u.program_version AND c2.kernel = u.kernel
         AND c2.newest = 2
 ),
 region_counts AS (
-    SELECT s.run_id, s.kernel, lr.region_id, sum(s.value) AS executed
-    FROM attribution_source AS s
-    JOIN attribution_line_region AS lr ON lr.program_version = s.program_version
-        AND lr.kernel = s.kernel AND lr.source_file = s.source_file
-        AND lr.source_line = s.source_line AND lr.n_regions = 1
-    WHERE s.signal = 'inst_executed'
+    SELECT t.run_id, t.kernel, lr.region_id, sum(t.executed) AS executed
+    FROM line_totals AS t
+    JOIN attribution_line_region AS lr ON lr.program_version = t.program_version
+        AND lr.kernel = t.kernel AND lr.source_file = t.source_file
+        AND lr.source_line = t.source_line AND lr.n_regions = 1
+    WHERE t.executed IS NOT NULL
     GROUP BY ALL
 ),
 candidates AS (
@@ -45,9 +59,11 @@ candidates AS (
            coalesce(lr.n_regions, 0) AS n_candidates, m.mapping_run_id,
            coalesce(rc.executed, 0) AS executed
     FROM lines AS l
+    /* sentinel keys: a line matches its line, a scope its scope (hash join) */
     LEFT JOIN attribution_line_region AS lr ON lr.program_version = l.program_version
-        AND lr.kernel = l.kernel AND lr.source_file = l.source_file
-        AND lr.source_line = l.source_line
+        AND lr.kernel = l.kernel AND coalesce(lr.source_file, '') = coalesce(l.source_file, '')
+        AND coalesce(lr.source_line, -1) = coalesce(l.source_line, -1)
+        AND coalesce(lr.scope, '') = coalesce(l.scope, '')
     LEFT JOIN mapping AS m ON m.run_id = l.run_id AND m.kernel = l.kernel
     LEFT JOIN region_counts AS rc ON rc.run_id = m.mapping_run_id AND rc.kernel = l.kernel
         AND rc.region_id = lr.region_id
@@ -57,7 +73,7 @@ totals AS (
            sum(executed) OVER w AS executed_total,
            sum(weight_ops) OVER w AS ops_total
     FROM candidates
-    WINDOW w AS (PARTITION BY run_id, kernel, source_file, source_line)
+    WINDOW w AS (PARTITION BY program_version, run_id, kernel, source_file, source_line, scope)
 ),
 shares AS (
     SELECT *,
@@ -79,8 +95,10 @@ SELECT
     kernel,
     -- File name of the line.
     source_file,
-    -- The line (1-based); NULL when no listing knows the instruction's line.
+    -- The line (1-based); NULL when no listing knows the instruction's line, and for scopes.
     source_line,
+    -- In-kernel scope name of scope rows (Proton instrumentation), else NULL.
+    scope,
     -- Region credited, or '<program>/<kernel>/_unattributed' when the line has no candidate.
     coalesce(candidate, program || '/' || kernel || '/_unattributed') AS region_id,
     -- Kernel lines in region_id that reach the line (NULL for _unattributed).
@@ -88,10 +106,10 @@ SELECT
     -- Fraction (0..1) of the line's values credited to region_id; sums to 1 over the line.
     share,
     -- Shannon entropy (bits) of the line's split; 0 with one owner.
-    -sum(CASE WHEN share > 0 THEN share * log2(share) ELSE 0 END) OVER (PARTITION BY run_id, kernel, source_file, source_line) + 0.0 AS association_entropy,
+    -sum(CASE WHEN share > 0 THEN share * log2(share) ELSE 0 END) OVER (PARTITION BY program_version, run_id, kernel, source_file, source_line, scope) + 0.0 AS association_entropy,
     -- Number of candidate regions of the line (0 = unattributed, 1 = one owner, > 1 = shared).
     n_candidates,
-    -- 'line', 'callsite', 'mapping_run', 'ttgir_n_ops' or 'unattributed'.
+    -- 'line', 'callsite', 'scope', 'mapping_run', 'ttgir_n_ops' or 'unattributed'.
     basis,
     -- The independent run whose counts set the split (basis 'mapping_run'), else NULL.
     CASE WHEN basis = 'mapping_run' THEN mapping_run_id END AS mapping_run_id

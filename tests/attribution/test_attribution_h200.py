@@ -133,3 +133,27 @@ def test_layernorm_shared_sum_split_by_mapping_run(store: Store) -> None:
     cons = store.rows("SELECT * FROM attribution_conservation")
     assert cons and all(r["ok"] for r in cons)
     assert max(abs(r["difference"]) for r in cons) < 1e-6
+
+
+def test_proton_scopes_land_in_their_regions(store: Store) -> None:
+    """In-kernel scopes of the Proton-instrumented softmax (tests/data/gpu) map by name."""
+    gpu = DATA / "gpu"
+    src = ProgramSource("softmax.py",
+                        (gpu / "variants" / "softmax.default.proton_scopes.py").read_text())
+    ingest_path(store, gpu / "softmax.default.instr.chrome_trace.gz", src)
+    got = store.rows("SELECT region_id, count(*) AS n, sum(value) AS cycles, "
+                     "max(association_entropy) AS h FROM evidence "
+                     "WHERE evidence_class = 'attributed' GROUP BY ALL ORDER BY 1")
+    observed = dict(store.sql("SELECT scope_path, sum(value) FROM observed_evidence "
+                              "GROUP BY ALL").fetchall())
+    # one region row per (CTA, warp) scope instance: 2048 of each scope in this trace
+    assert got == [
+        {"region_id": "softmax/softmax_fwd/load", "n": 2048,
+         "cycles": observed["softmax_fwd/load"], "h": 0.0},
+        {"region_id": "softmax/softmax_fwd/reduce", "n": 2048,
+         "cycles": observed["softmax_fwd/reduce"], "h": 0.0},
+        {"region_id": "softmax/softmax_fwd/store", "n": 2048,
+         "cycles": observed["softmax_fwd/store"], "h": 0.0}]
+    assert observed["softmax_fwd/reduce"] == 3703557.0
+    assert store.rows("SELECT DISTINCT basis FROM attribution_share") == [{"basis": "scope"}]
+    assert all(r["ok"] for r in store.rows("SELECT ok FROM attribution_conservation"))

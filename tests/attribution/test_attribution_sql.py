@@ -183,3 +183,23 @@ def test_read_only_store_refuses_to_serve_stale_rows(seeded: Store, tmp_path) ->
             materialize.ensure_fresh(ro)
     finally:
         ro.close()
+
+
+def test_runs_added_later_are_built_incrementally_and_match_a_full_build(seeded: Store) -> None:
+    seed.run(seeded, "r2", "v1")
+    seed.evidence(seeded, "r2", [
+        {"kernel": K, "pc": 16, "source_file": "standard.py", "source_line": 191,
+         "signal": "inst_executed", "value": 60},
+        {"kernel": K, "pc": 32, "source_file": "standard.py", "source_line": 263,
+         "signal": "inst_executed", "value": 9}])
+    current = materialize._attribution_state(seeded)
+    assert materialize._plan(seeded, current) == {"v1": ["r2"]}  # not the whole version
+    materialize.ensure_fresh(seeded)
+    q = "SELECT * EXCLUDE (program_version) FROM {} ORDER BY ALL"
+    incremental = [seeded.rows(q.format(t)) for t in ("attribution_split", "region_attribution")]
+    seeded.sql("DELETE FROM materialization")
+    assert materialize.ensure_fresh(seeded).rebuilt_versions == ["v1"]
+    full = [seeded.rows(q.format(t)) for t in ("attribution_split", "region_attribution")]
+    assert incremental == full
+    # r1's shared line now follows r2's counts (reduce 60, store 0), r2's follows r1's
+    assert breakdown(seeded, "r1")[f"{R}/reduce"] == 24 + 30

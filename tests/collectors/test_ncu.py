@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -219,13 +221,68 @@ def test_raw_page_without_results_and_without_units(tmp_path: Path) -> None:
         detect(cut).read(cut)
 
 
-def test_ncu_rep_needs_nsight_computes_reader() -> None:
-    rep = DATA / "ncu" / "softmax.ncu-rep"
+REPORT = DATA / "ncu" / "softmax.ncu-rep"
+
+
+def test_ncu_rep_without_nsight_compute(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("collectors.ncu.report.find_ncu", lambda: None)
     with pytest.raises(InputError) as err:
-        detect(rep).read(rep)
+        detect(REPORT).read(REPORT)
     msg = str(err.value)
-    assert "softmax.ncu-rep" in msg and "ncu_report" in msg
+    assert "softmax.ncu-rep" in msg and "Nsight Compute (ncu) is not installed" in msg
     assert "--page source --csv --print-source cuda,sass > softmax.source.csv" in msg
+
+
+def fake_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail: bool = False) -> Path:
+    """An ``ncu`` on PATH that answers ``-i softmax.ncu-rep`` with the pages exported from it on
+    the H200 machine (tests/data/H200.md), so the report path runs where ncu is not installed."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "ncu"
+    body = ('echo "==ERROR== Cannot open report" >&2; exit 1' if fail else f"""
+case "$*" in
+  *--version*) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; \\
+               echo "Version 2025.3.1.0 (build 36398880) (public-release)";;
+  *"--page source"*) cat "{SOURCE}";;
+  *"--page raw"*) cat "{RAW}";;
+  *) exit 2;;
+esac""")
+    script.write_text("#!/bin/sh\n" + body + "\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    return script
+
+
+def test_ncu_rep_through_nsight_compute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        store: Store) -> None:
+    fake_ncu(tmp_path, monkeypatch)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    art = detect(REPORT).read(REPORT)
+    assert len(list(scratch.glob("argus-ncu-*/report.*.csv"))) == 2  # the exported pages
+    assert art.kind == "ncu.report" and art.tool_version == "2025.3.1.0"
+    assert art.target == "sm_90" and art.interference.replay_passes == 38
+    assert "tool_version" not in art.meta["not_stated"]
+    assert sum(b.num_rows for _, b in art.batches()) == 184 + 10_856 + 2026
+    assert not list(scratch.iterdir())  # removed once the batches are read
+    r = ingest_path(store, REPORT, ProgramSource.from_path(KERNELS / "softmax.py"))
+    # One run with both pages: the same values as ingesting the two exports.
+    assert r.rows == {"instruction": 184, "evidence": 10_856 + 2026}
+    totals = store.rows("SELECT pc IS NULL AS kernel_wide, sum(value) AS v FROM evidence "
+                        "WHERE signal = 'inst_executed' AND evidence_class = 'observed' "
+                        "GROUP BY ALL ORDER BY ALL")
+    assert totals == [{"kernel_wide": False, "v": 11_403_264}, {"kernel_wide": True,
+                                                                "v": 11_403_264}]
+    run = store.rows("SELECT tool_version, replay_passes, device FROM run")
+    assert run == [{"tool_version": "2025.3.1.0", "replay_passes": 38, "device": "NVIDIA H200"}]
+    assert not list(scratch.iterdir())
+
+
+def test_ncu_rep_that_ncu_cannot_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_ncu(tmp_path, monkeypatch, fail=True)
+    with pytest.raises(InputError, match=r"exited with 1 \(==ERROR== Cannot open report\)"):
+        detect(REPORT).read(REPORT)
 
 
 def test_details_page_is_refused_for_the_raw_page() -> None:
@@ -248,3 +305,25 @@ def test_source_page_streams_in_bounded_batches(tmp_path: Path,
     assert sum(ins) == 6 * 184 and max(ins) <= 100 and len(ins) >= 12
     assert sum(n for t, n in sizes if t == "evidence") == 6 * 10_856
     assert art.kernels == [f"k{i}" for i in range(6)]
+
+
+def test_cli_ingest_of_a_report_exits_2_with_the_export_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from tests.cli.test_cli import run
+
+    monkeypatch.setattr("collectors.ncu.report.find_ncu", lambda: None)
+    db = str(tmp_path / "s.duckdb")
+    code, out, _ = run("ingest", db, str(DATA / "ncu" / "softmax.ncu-rep"), "--json")
+    assert code == 2
+    err = json.loads(out)["errors"][0]
+    assert err["file"].endswith("softmax.ncu-rep") and "not installed" in err["problem"]
+    assert err["fix"].startswith("export it with `ncu -i softmax.ncu-rep --page source")
+    code, out, _ = run("ingest", db, str(SOURCE), str(RAW), "--program",
+                       str(KERNELS / "softmax.py"), "--option", "target=sm_90", "--json")
+    assert code == 0
+    runs = json.loads(out)["runs"]
+    assert [r["rows"] for r in runs] == [{"instruction": 184, "evidence": 10_856},
+                                         {"evidence": 2026}]
+    assert runs[0]["program_version"] == runs[1]["program_version"]

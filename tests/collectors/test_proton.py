@@ -140,7 +140,8 @@ def test_ingest_binds_proton_kernel_rows_to_regions(store: Store) -> None:
     res = ingest_path(store, PROTON / "instr_trace.chrome_trace", program=PROBE)
     assert res.rows == {"evidence": 512}
     # Scopes inside the kernel are not the kernel: their rows wait for attribution.
-    regions = store.rows("SELECT DISTINCT region_id FROM evidence WHERE signal = 'scope_cycles'")
+    regions = store.rows("SELECT DISTINCT region_id FROM evidence WHERE signal = 'scope_cycles' "
+                         "AND evidence_class = 'observed'")
     assert regions == [{"region_id": None}]
     run = store.rows("SELECT signature, timing_clean FROM run WHERE kind = 'proton.instr_trace'")
     assert run == [{"signature": "instrumentation", "timing_clean": False}]
