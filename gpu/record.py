@@ -468,7 +468,8 @@ def step_ncu(out: Path) -> None:
         p = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         (out / f"{kernel}.{config}.ncu.log").write_text(p.stdout + p.stderr)
-        passes = [ln for ln in (p.stdout + p.stderr).splitlines() if "pass" in ln]
+        passes = [ln for ln in (p.stdout + p.stderr).splitlines()
+                  if "==PROF== Profiling" in ln and " pass" in ln]
         csvs = {}
         for page, suffix in (("source", "source.csv"), ("raw", "raw.csv")):
             extra = ["--print-source", "cuda,sass"] if page == "source" else []

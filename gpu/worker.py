@@ -141,7 +141,8 @@ def ncu_source(mod, a: argparse.Namespace, params: dict) -> dict:
                            capture_output=True, text=True, check=True)
         (a.out / f"ncu.{name}").write_text(q.stdout)
         files.append(f"ncu.{name}")
-    passes = [ln for ln in (p.stdout + p.stderr).splitlines() if "passes" in ln]
+    passes = [ln for ln in (p.stdout + p.stderr).splitlines()
+              if "==PROF== Profiling" in ln and " pass" in ln]
     return {"files": files, "pass_lines": passes, "cmd": " ".join(cmd)}
 
 

@@ -118,7 +118,8 @@ class _Run:
     def job(self, task: dict[str, Any], v: _Version) -> Job:
         return Job(task["action"], v.source, v.parent.source if v.parent else None, v.transform,
                    self.config, v.overrides, task["params"],
-                   self.workdir / task["id"].rsplit(".", 1)[-1].replace("/", "_"))
+                   self.workdir / task["id"].removeprefix(self.plan["plan_id"] + ".")
+                   .replace("/", "_"))
 
     # -- tasks -----------------------------------------------------------------------------
     def control(self, task: dict[str, Any], res: TaskResult) -> None:

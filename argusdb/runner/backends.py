@@ -133,7 +133,11 @@ class ReplayBackend:
         if job.transform is None:
             return Collected(self._need(job, f"{stem}.run1.cupti.jsonl"))
         if not job.transform.startswith("forced_wait:"):
-            return Collected(self._need(job, f"{stem}.{job.transform}.cupti.jsonl"))
+            # recorded by gpu/worker.py: its result.json beside the timing has the check
+            paths = self._need(job, f"{stem}.{job.transform}.cupti.jsonl")
+            doc = self._doc(f"{stem}.{job.transform}.result.json")
+            return Collected(paths, doc.get("gpu_s"), doc.get("rel_err_vs_parent"),
+                             {"recorded": paths[0].name, "median_us": doc.get("median_us")})
         region = job.transform.rsplit("/", 1)[-1]
         name = f"{stem}.fw_{region}"
         probes = self._doc("probes.json").get("sequential_cold", {}).get("probes", [])

@@ -53,6 +53,7 @@ def test_dry_run_scope_and_text_output() -> None:
 
 def test_without_gpu_exit_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(observe_mod, "has_gpu", lambda: False)
+    monkeypatch.delenv("ARGUS_REPLAY", raising=False)
     code, _, err = run("observe", SOFTMAX, "--region", "softmax/softmax_fwd", "--signals",
                        "duration", "--store", str(tmp_path / "s.duckdb"))
     assert code == 2

@@ -42,6 +42,7 @@ def test_dry_run_reuses_from_an_existing_store(demo_store: Store) -> None:
 def test_running_without_gpu_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
                                               tmp_path: Path) -> None:
     monkeypatch.setattr(observe_mod, "has_gpu", lambda: False)
+    monkeypatch.delenv("ARGUS_REPLAY", raising=False)
     with pytest.raises(observe_mod.NoGpuError, match="Use --dry-run") as exc:
         argusdb.observe("softmax/softmax_fwd", ["duration"], store=tmp_path / "s.duckdb",
                         source=SOFTMAX)

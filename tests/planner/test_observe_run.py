@@ -1,68 +1,87 @@
-"""observe() with a runner: the planner's side of the runner contract, on recorded data.
+"""observe() through the real runner (branch gpu) replaying the H200 recordings on a CPU.
 
-The runner (``argusdb.runner``, branch gpu) is replaced by a test double that does what the
-contract says for a plan whose collections are all reused: it records each task's status and
-cost in the ``task`` table under the plan's task ids. The evidence comes from the real H200
-demo recordings in the store.
+``ARGUS_REPLAY`` makes the runner answer collections from ``tests/data/gpu`` (what the live path
+recorded on the H200), so planning, running, ingesting, reuse and costs are all real here; only
+the GPU is replaced by its recordings.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 import argusdb
 from argusdb.store import Store
-from tests.conftest import KERNELS
+from tests.conftest import DATA
 
 observe_mod = importlib.import_module("argusdb.observe")
+SOFTMAX = DATA / "derivation" / "kernels" / "softmax.py"
 
 
-def fake_runner(calls: list[dict[str, Any]]) -> types.ModuleType:
-    mod = types.ModuleType("argusdb.runner")
-
-    def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path,
-                progress: bool) -> list[dict[str, Any]]:
-        calls.append({"plan": plan, "source": source_path, "workdir": workdir})
-        for t in plan["tasks"]:
-            store.insert_row("task", {
-                "task_id": t["id"], "kind": t["kind"], "plan_id": plan["plan_id"], "config": t,
-                "status": "reused" if t["reuse"] else "done",
-                "wall_s": 0.0 if t["reuse"] else 1.5, "gpu_s": None})
-        return []
-
-    mod.execute = execute  # type: ignore[attr-defined]
-    return mod
+@pytest.fixture
+def replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Replaying needs no GPU: observe runs on this CPU because ARGUS_REPLAY is set.
+    monkeypatch.setattr(observe_mod, "has_gpu", lambda: False)
+    monkeypatch.setenv("ARGUS_REPLAY", str(DATA / "gpu"))
 
 
-def test_observe_returns_evidence_and_report(monkeypatch: pytest.MonkeyPatch,
-                                             demo_store: Store, tmp_path: Path) -> None:
-    calls: list[dict[str, Any]] = []
-    monkeypatch.setattr(observe_mod, "has_gpu", lambda: True)
-    monkeypatch.setitem(sys.modules, "argusdb.runner", fake_runner(calls))
-    obs = argusdb.observe("softmax/softmax_fwd", ["duration"], store=demo_store,
-                          source=KERNELS / "softmax.py", workdir=tmp_path / "work")
-    assert len(calls) == 1 and calls[0]["plan"]["plan_id"] == obs.plan.plan_id
-    assert calls[0]["workdir"] == tmp_path / "work"
-    # The recorded cupti trace: 20 launches of softmax_fwd (setup kernels are not the region).
-    assert obs.evidence is not None and obs.evidence.num_rows == 20
+def statuses(obs: observe_mod.Observation) -> list[tuple[str, str]]:
+    return [(t["action"], t["status"]) for t in obs.report["tasks"]]
+
+
+@pytest.mark.usefixtures("replay")
+def test_second_observe_reuses_what_the_first_collected(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    first = argusdb.observe("softmax/softmax_fwd/load", ["exposed_latency"], store=store,
+                            source=SOFTMAX, workdir=tmp_path / "w1")
+    assert statuses(first) == [("find_launch", "done"), ("cupti_timing", "done"),
+                               ("forced_wait", "done"), ("cupti_timing", "done"),
+                               ("derive_exposed_latency", "done")]
+    assert first.report["evidence"] == {"duration": {"observed": 100},
+                                        "exposed_latency": {"derived": 1}}
+    second = argusdb.observe("softmax/softmax_fwd/load", ["exposed_latency"], store=store,
+                             source=SOFTMAX, workdir=tmp_path / "w2")
+    assert statuses(second) == [("find_launch", "done"), ("cupti_timing", "reused"),
+                                ("forced_wait", "reused"), ("cupti_timing", "reused"),
+                                ("derive_exposed_latency", "done")]
+    with Store.open(store) as st:
+        collected = {r["task_id"].split(".", 1)[1]: r["run_id"] for r in st.rows(
+            "SELECT task_id, run_id FROM run WHERE task_id LIKE ?", [first.plan.plan_id + "%"])}
+        derived = st.rows("SELECT value FROM evidence WHERE evidence_class = 'derived'")
+        cost = st.rows("SELECT plan_id, tasks, reused, gpu_s FROM plan_cost ORDER BY plan_id = ?",
+                       [second.plan.plan_id])
+    reused = {t.id.split(".", 1)[1]: t.reuse["run_id"] for t in second.plan.tasks
+              if t.reuse and t.reuse["run_id"]}
+    assert reused == collected == {"cupti_timing.parent": collected["cupti_timing.parent"],
+                                   "cupti_timing.forced_wait":
+                                       collected["cupti_timing.forced_wait"]}
+    # One exposed-latency value for the region; the second plan read the same runs again.
+    assert len(derived) == 1
+    assert second.report["evidence"]["exposed_latency"] == {"derived": 1}
+    # What reuse saved: the recorded device seconds of the two timing runs.
+    assert [(c["tasks"], c["reused"]) for c in cost] == [(5, 0), (5, 3)]
+    assert cost[0]["gpu_s"] > 0 and cost[1]["gpu_s"] == 0
+
+
+@pytest.mark.usefixtures("replay")
+def test_observe_returns_the_regions_evidence(tmp_path: Path) -> None:
+    obs = argusdb.observe("softmax/softmax_fwd", ["duration"], store=tmp_path / "s.duckdb",
+                          source=SOFTMAX, workdir=tmp_path / "w")
+    assert obs.evidence is not None and obs.evidence.num_rows == 50
     assert set(obs.evidence.column("region_id").to_pylist()) == {"softmax/softmax_fwd"}
-    # Median of the 20 recorded launches of softmax_fwd, ns.
-    assert float(np.median(obs.evidence.column("value").to_numpy())) == 32544.0
-    rep = obs.report
-    assert rep["evidence"] == {"duration": {"observed": 20}}
-    assert [(t["action"], t["status"]) for t in rep["tasks"]] == [("find_launch", "done"),
-                                                                  ("cupti_timing", "reused")]
-    assert rep["wall_s"] == 1.5
-    stored = demo_store.rows("SELECT region_id, n_tasks, n_reused FROM plan WHERE plan_id = ?",
-                             [obs.plan.plan_id])
-    assert stored == [{"region_id": "softmax/softmax_fwd", "n_tasks": 2, "n_reused": 1}]
-    cost = demo_store.rows("SELECT tasks, reused, wall_s FROM plan_cost WHERE plan_id = ?",
-                           [obs.plan.plan_id])
-    assert cost == [{"tasks": 2, "reused": 1, "wall_s": 1.5}]
+    # The H200 recording: median 32.78 µs over 50 launches (tests/data/gpu/README.md).
+    assert float(np.median(obs.evidence.column("value").to_numpy())) == 32784.0
+    # Another request on the same kernel reuses that clean timing as its parent side.
+    later = argusdb.observe("softmax/softmax_fwd/load", ["exposed_latency"],
+                            store=tmp_path / "s.duckdb", source=SOFTMAX, workdir=tmp_path / "w2")
+    timing = later.plan.by_action("cupti_timing")[0]
+    assert timing.reuse is not None
+    with Store.open(tmp_path / "s.duckdb") as st:
+        assert timing.reuse["run_id"] == st.rows(
+            "SELECT run_id FROM run WHERE task_id = ?", [obs.plan.tasks[1].id])[0]["run_id"]
+        assert st.rows("SELECT region_id, n_tasks, n_reused FROM plan ORDER BY created_at") == [
+            {"region_id": "softmax/softmax_fwd", "n_tasks": 2, "n_reused": 0},
+            {"region_id": "softmax/softmax_fwd/load", "n_tasks": 5, "n_reused": 1}]

@@ -49,3 +49,25 @@ def test_live_counter_agrees_with_the_table(table: TableCounter) -> None:
         assert counter.passes("GH100", entry["metrics"]) == entry["passes"], entry
     if isinstance(counter, CtypesCounter):
         assert counter.passes("GH100", ["no_such__metric.sum"]) is None
+
+
+def test_table_agrees_with_cupti_python_13_4_on_the_h200(table: TableCounter) -> None:
+    """The table (CUPTI 13.0, host only, no GPU) against cupti-python 13.4's profiler_host run
+    on the H200 by branch gpu (tests/data/gpu/profiler_host.json): same pass counts."""
+    import json
+
+    from tests.conftest import DATA
+
+    h200 = json.loads((DATA / "gpu" / "profiler_host.json").read_text())
+    assert h200["chip"] == "GH100"
+    compared = 0
+    for entry in table.doc["lists"]:
+        ms = entry["metrics"]
+        theirs = h200["passes_per_metric"].get(ms[0]) if len(ms) == 1 else next(
+            (v["passes"] for v in h200["passes_per_list"].values()
+             if sorted(v.get("valid") or []) == ms and v["valid"] == v["metrics"]), None)
+        if isinstance(theirs, int):
+            assert theirs == entry["passes"], ms
+            compared += 1
+    # 39 of the table's 56 lists were recorded there too (the rest: the planner's pair questions).
+    assert (compared, len(table.doc["lists"])) == (39, 56)

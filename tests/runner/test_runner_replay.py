@@ -13,9 +13,10 @@ from argusdb.errors import InputError
 from argusdb.planner import plan as make_plan
 from argusdb.regions import ProgramSource
 from argusdb.runner import execute
-from argusdb.runner.backends import ReplayBackend
+from argusdb.runner.backends import Job, ReplayBackend
 from argusdb.runner.harness import Harness
 from argusdb.store import Store
+from argusdb.transforms import proton_scopes
 from tests.conftest import DATA
 
 GPU = DATA / "gpu"
@@ -103,35 +104,57 @@ def test_exposed_latency_is_derived_from_the_replayed_runs(store: Store, tmp_pat
         assert 300e3 < rows[0]["value"] < 320e3
 
 
-def plan_doc(tasks: list[dict]) -> dict:
+def plan_doc(program: str, region: str, tasks: list[dict]) -> dict:
     base = {"depends_on": [], "run": None, "why": "test", "params": {}, "reuse": None}
-    return {"plan_id": "p-test", "request": {"source": "matmul.py",
-                                             "region": "matmul/matmul_kernel/mainloop",
+    return {"plan_id": "p-test", "request": {"source": f"{program}.py", "region": region,
                                              "signals": ["duration"], "scope": {}},
             "tasks": [{**base, **t} for t in tasks]}
 
 
+PIPELINING_OFF = [
+    {"id": "p-test.find", "kind": "control", "action": "find_launch"},
+    {"id": "p-test.nopipe", "kind": "transform", "action": "pipelining_off",
+     "depends_on": ["p-test.find"]},
+    {"id": "p-test.t", "kind": "collect", "action": "cupti_timing", "run": "r1",
+     "params": {"version": "p-test.nopipe", "launches": 50}, "depends_on": ["p-test.nopipe"]},
+]
+
+
+def test_pipelining_off_is_an_option_variant_timed_and_checked(store: Store,
+                                                                tmp_path: Path) -> None:
+    p = plan_doc("matmul", "matmul/matmul_kernel/mainloop", PIPELINING_OFF)
+    res = {r.task_id: r for r in execute(p, store, KERNELS / "matmul.py", tmp_path, False,
+                                         ReplayBackend(GPU))}
+    assert [r.status for r in res.values()] == ["done"] * 3
+    vid = res["p-test.nopipe"].program_version
+    assert res["p-test.t"].program_version == vid
+    v = store.rows("SELECT options::VARCHAR o, transform, parent_version FROM program_version "
+                   "WHERE program_version = ?", [vid])
+    assert v == [{"o": '{"config": "bk64_s3", "num_stages": "1"}', "transform": "pipelining_off",
+                  "parent_version": res["p-test.find"].program_version}]
+    # same source text as the parent: only the option makes it a version of its own
+    assert store.rows("SELECT count(DISTINCT source_sha256) n FROM program_version") == [{"n": 1}]
+    assert store.rows("SELECT rel_err, passed FROM variant_check") == [
+        {"rel_err": 0.0, "passed": True}]
+    # without software pipelining the 4096^3 matmul takes 322.5 us (bk64_s3 parent: 210.3 us)
+    med = float(np.median(durations_ns("matmul.bk64_s3.pipelining_off.cupti.jsonl")))
+    assert med == pytest.approx(322543.0)
+
+
 def test_a_missing_recording_fails_its_task_and_skips_what_depends_on_it(store: Store,
                                                                          tmp_path: Path) -> None:
-    p = plan_doc([
-        {"id": "p-test.find", "kind": "control", "action": "find_launch"},
-        {"id": "p-test.nopipe", "kind": "transform", "action": "pipelining_off",
-         "depends_on": ["p-test.find"]},
-        {"id": "p-test.t", "kind": "collect", "action": "cupti_timing", "run": "r1",
-         "params": {"version": "p-test.nopipe"}, "depends_on": ["p-test.nopipe"]},
+    p = plan_doc("attention", "attention/attn_fwd/load_k", [
+        *PIPELINING_OFF,
         {"id": "p-test.d", "kind": "synthesize", "action": "derive_exposed_latency",
          "depends_on": ["p-test.t"]},
         {"id": "p-test.old", "kind": "collect", "action": "cupti_timing", "run": "r2",
          "params": {"version": "parent"}, "reuse": {"run_id": "abc", "why": "stored"}},
     ])
-    res = {r.task_id: r for r in execute(p, store, KERNELS / "matmul.py", tmp_path, False,
+    res = {r.task_id: r for r in execute(p, store, KERNELS / "attention.py", tmp_path, False,
                                          ReplayBackend(GPU))}
     assert res["p-test.nopipe"].status == "done"
-    v = store.rows("SELECT options::VARCHAR o, transform FROM program_version "
-                   "WHERE program_version = ?", [res["p-test.nopipe"].program_version])
-    assert v == [{"o": '{"config": "bk64_s3", "num_stages": "1"}', "transform": "pipelining_off"}]
     assert res["p-test.t"].status == "failed"
-    assert "matmul.bk64_s3.pipelining_off.cupti.jsonl" in res["p-test.t"].detail["error"]
+    assert "attention.causal.pipelining_off.cupti.jsonl" in res["p-test.t"].detail["error"]
     assert res["p-test.d"].status == "skipped"
     assert res["p-test.old"].status == "reused" and res["p-test.old"].run_ids == []
     assert store.rows("SELECT count(*) n FROM run") == [{"n": 0}]
@@ -140,6 +163,24 @@ def test_a_missing_recording_fails_its_task_and_skips_what_depends_on_it(store: 
                                              {"status": "failed", "n": 1},
                                              {"status": "reused", "n": 1},
                                              {"status": "skipped", "n": 1}]
+
+
+def test_replayed_proton_runs_are_bound_to_the_variant_that_ran(tmp_path: Path) -> None:
+    # the recording instrumented every region; a plan asking for one region gets the recorded
+    # variant's source, so its evidence is keyed to what really ran
+    src = ProgramSource.from_path(KERNELS / "softmax.py")
+    one = proton_scopes(src, ["load"])
+    job = Job("proton_instr", one.source, src, one.transform, "default", {}, {}, tmp_path)
+    got = ReplayBackend(GPU).run(job)
+    assert [p.name for p in got.paths] == ["softmax.default.instr.chrome_trace.gz"]
+    assert got.ran_source is not None
+    assert got.ran_source.text == (GPU / "variants" / "softmax.default.proton_scopes.py"
+                                   ).read_text()
+    assert got.ran_transform == ("proton_scopes:softmax/softmax_fwd/load,"
+                                 "softmax/softmax_fwd/reduce,softmax/softmax_fwd/store")
+    every = proton_scopes(src, ["load", "reduce", "store"])
+    job.source, job.transform = every.source, every.transform
+    assert ReplayBackend(GPU).run(job).ran_source is None
 
 
 def test_a_source_without_a_launch_harness_is_refused(tmp_path: Path) -> None:
@@ -153,3 +194,22 @@ def test_the_harness_is_read_without_importing_the_kernel() -> None:
     h = Harness.read(ProgramSource.from_path(KERNELS / "attention.py"))
     assert (h.kernel, h.default_config) == ("attn_fwd", "causal")
     assert h.configs["causal"]["BLOCK_N"] == 64
+
+
+def test_progress_bar_on_request_and_no_plain_lines(store: Store, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    p = plan_doc("matmul", "matmul/matmul_kernel/mainloop", PIPELINING_OFF)
+    execute(p, store, KERNELS / "matmul.py", tmp_path, True, ReplayBackend(GPU))
+    err = capsys.readouterr().err
+    assert "observe: 100%" in err and "3/3" in err
+    assert "[1/3]" not in err
+
+
+def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from argusdb.runner.backends import LiveBackend, default_backend
+
+    monkeypatch.setenv("ARGUS_REPLAY", str(GPU))
+    backend = default_backend()
+    assert isinstance(backend, ReplayBackend) and backend.bundle == GPU
+    with pytest.raises(InputError, match="GPU worker script is missing"):
+        LiveBackend(worker=tmp_path / "worker.py")
