@@ -118,9 +118,9 @@ class QueryFailed(ArgusError):
     code = "E101"
 
     def __init__(self, problem: str, fix: str) -> None:
-        self.problem = problem
+        self.problem = problem.rstrip(" .!")
         self.fix = fix
-        super().__init__(f"{problem}. {fix}")
+        super().__init__(f"{self.problem}. {fix[:1].upper()}{fix[1:]}")
 
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": str(self), "problem": self.problem,

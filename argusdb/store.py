@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -37,6 +38,48 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+class _Watchdog:
+    """One daemon thread per store that interrupts cursors past their deadline.
+
+    It polls every ``TICK_S`` instead of being notified: waking a thread per query costs
+    milliseconds on a busy host, and a time limit does not need better than 0.1 s precision.
+    """
+
+    TICK_S = 0.1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._deadlines: dict[int, tuple[float, Any]] = {}
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def limit(self, cur: Any, timeout_s: float) -> Iterator[None]:
+        key = id(cur)
+        with self._lock:
+            self._deadlines[key] = (time.monotonic() + timeout_s, cur)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="argus-query-watchdog")
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._deadlines.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.TICK_S)
+            now = time.monotonic()
+            with self._lock:
+                due = [(k, c) for k, (d, c) in self._deadlines.items() if d <= now]
+                for k, _ in due:
+                    del self._deadlines[k]
+            for _, cur in due:
+                with suppress(Exception):
+                    cur.interrupt()
+
+
 class Store:
     """An argusdb store (DuckDB file)."""
 
@@ -47,6 +90,10 @@ class Store:
         self.read_only = read_only
         self._lock = threading.Lock()
         self._locked = False
+        #: Bumped by every write path of this object; readers cache metadata against it.
+        #: (DuckDB locks the file: no other process writes while this one has it open.)
+        self.generation = 0
+        self._watchdog = _Watchdog()
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -107,6 +154,7 @@ class Store:
     # -- reading ---------------------------------------------------------------------------
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
         """Run trusted SQL (library code only; user queries go through the checker)."""
+        self.generation += 1
         return self.con.execute(query, params or [])
 
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> pa.Table:
@@ -164,34 +212,36 @@ class Store:
 
     def guarded_rows(self, sql: str, timeout_s: float = 10.0,
                      cursor: duckdb.DuckDBPyConnection | None = None) -> list[dict[str, Any]]:
-        """Library SQL (checker metadata queries) with the same time limit and rollback."""
+        """Library read SQL (checker metadata queries) under the same time limit."""
 
         def fetch(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
             names = [d[0] for d in cur.description or []]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-        return self._guarded(sql, timeout_s, fetch, cursor)
+        return self._guarded(sql, timeout_s, fetch, cursor, rollback=False)
 
     def _guarded(self, sql: str, timeout_s: float, fetch: Any,
-                 cursor: duckdb.DuckDBPyConnection | None = None) -> Any:
+                 cursor: duckdb.DuckDBPyConnection | None = None,
+                 rollback: bool = True) -> Any:
         cur = cursor or self.con.cursor()
-        timer = threading.Timer(timeout_s, cur.interrupt)
         try:
-            cur.execute("BEGIN TRANSACTION")
-            timer.start()
-            try:
-                return fetch(cur.execute(sql))
-            except duckdb.InterruptException as exc:
-                raise QueryFailed(f"the query ran longer than {timeout_s:g} s and was stopped",
-                                  "narrow it (filter by region, run or signal) or raise the "
-                                  "time limit (--timeout)") from exc
-            except duckdb.Error as exc:
-                raise QueryFailed(f"DuckDB could not run the query: {_first_line(exc)}",
-                                  "fix the query; 'argus explain' shows what it reads") from exc
+            if rollback:
+                cur.execute("BEGIN TRANSACTION")
+            with self._watchdog.limit(cur, timeout_s):
+                try:
+                    return fetch(cur.execute(sql))
+                except duckdb.InterruptException as exc:
+                    raise QueryFailed(f"the query ran longer than {timeout_s:g} s and was "
+                                      f"stopped", "narrow it (filter by region, run or signal) "
+                                      "or raise the time limit (--timeout)") from exc
+                except duckdb.Error as exc:
+                    raise QueryFailed(f"DuckDB could not run the query: {_first_line(exc)}",
+                                      "fix the query; 'argus explain' shows what it reads"
+                                      ) from exc
         finally:
-            timer.cancel()
-            with suppress(duckdb.Error):
-                cur.execute("ROLLBACK")
+            if rollback:
+                with suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
             if cursor is None:
                 cur.close()
 
@@ -211,6 +261,7 @@ class Store:
                 self.con.execute("ROLLBACK")
                 raise
             self.con.execute("COMMIT")
+            self.generation += 1
 
     def next_run_seq(self) -> int:
         row = self.con.execute("SELECT nextval('run_seq_gen')").fetchone()
@@ -219,6 +270,7 @@ class Store:
 
     def insert_row(self, table: str, row: dict[str, Any]) -> None:
         """Insert one row given as a dict; dicts and lists are stored as JSON."""
+        self.generation += 1
         cols = list(row)
         vals = [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
                 for v in row.values()]

@@ -36,6 +36,10 @@ def _finding(code: str, message: str, remedy: str, **extra: object) -> Finding:
 def _props(cs: Sequence[Cohort]) -> Props:
     p = Props()
     for c in cs:
+        p.versions.add(c.program_version)
+        p.runs.update(c.runs)
+        p.signatures.update(c.signatures)
+        p.signals.add(c.signal)
         p.classes.add(c.key.evidence_class)
         if c.key.standing != "derived":
             p.standings.add(c.key.standing)

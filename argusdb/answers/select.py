@@ -202,8 +202,7 @@ def fetch_rows(db: Connection, region: str, ref: VersionRef,
 
 def versions_of_region(db: Connection, region: str) -> list[str]:
     """Program versions with evidence for ``region``, in the order their first run landed."""
-    # DISTINCT rather than GROUP BY + min(): the checker's metadata pass cannot evaluate
-    # alias-qualified GROUP BY keys yet (AR00 'Referenced table "e" not found').
+    # One row per (version, run): the first run per version is picked here, not in SQL.
     rows = _rows(db, f"SELECT DISTINCT e.program_version, r.run_seq "
                      f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
                      f"WHERE e.region_id = {lit(region)}")

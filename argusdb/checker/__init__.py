@@ -33,7 +33,7 @@ from argusdb.checker.rules import PHASES, all_rules
 from argusdb.errors import Finding, QueryFailed, QueryRefused
 from argusdb.store import Store
 
-__all__ = ["Report", "analyse", "check", "execute", "explain"]
+__all__ = ["Report", "analyse", "check", "execute", "explain", "refresh_metadata"]
 
 #: Default limits of one user query.
 TIMEOUT_S = 30.0
@@ -47,13 +47,18 @@ class Report:
         sql: the query text as given.
         findings: refusals; empty when the query may run.
         context: the analysis (streams, combinations, constructs); None if it did not parse.
-        executable: SQL generated from the checked tree (what :func:`execute` runs).
+        statement: the checked tree, once every rule passed.
     """
 
     sql: str
     findings: list[Finding] = field(default_factory=list)
     context: Context | None = None
-    executable: str = ""
+    statement: Any = None
+
+    @property
+    def executable(self) -> str:
+        """The SQL generated from the checked tree: what :func:`execute` runs."""
+        return self.statement.sql(dialect="duckdb") if self.statement is not None else ""
 
     @property
     def ok(self) -> bool:
@@ -68,7 +73,8 @@ class Report:
             if s.base:
                 total = total.merge(s.props)
                 streams.append({"alias": s.alias, "relation": s.relation,
-                                "predicates": s.predicates, **s.props.to_json()})
+                                "predicates": [p.sql() for p in s.predicates],
+                                **s.props.to_json()})
         return {"sql": self.sql, "ok": self.ok, "executed_sql": self.executable,
                 **total.to_json(),
                 "sources": streams,
@@ -101,7 +107,7 @@ def analyse(sql: str, store: Store | None = None) -> Report:
             report.findings = _run_phase(phase, full)
             if report.findings:
                 return report
-        report.executable = ctx.statement.sql(dialect="duckdb")
+        report.statement = ctx.statement
     except QueryFailed as exc:
         report.findings = [Finding("AR00", "query.invalid",
                                    f"the store cannot evaluate this query's predicates: "
@@ -141,6 +147,13 @@ def execute_report(sql: str, store: Store, timeout_s: float = TIMEOUT_S
     if not report.ok:
         raise QueryRefused(report.findings)
     return store.run_select(report.executable, timeout_s), report
+
+
+def refresh_metadata(store: Store) -> None:
+    """Bring the checker's metadata summary of ``evidence`` up to date (after an ingest), so
+    the next read-only connection does not have to rebuild it in memory."""
+    if not store.read_only:
+        Metadata.of(store).summary("evidence")
 
 
 def explain(sql: str, store: Store) -> dict[str, Any]:

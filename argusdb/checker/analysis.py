@@ -17,18 +17,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
 from argusdb.checker import resolve
-from argusdb.checker.constructs import ACKNOWLEDGEABLE
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
-from argusdb.checker.parse import position
+from argusdb.checker.predicates import Pred
 from argusdb.checker.provenance import Metadata, evidence_relation
 
 #: version_diff output columns that map onto metadata columns (for predicates and keys).
 _DIFF_META = {"region_id", "unit", "evidence_class", "signature", "signal"}
-_SCOPE_COLS = ("cta", "sm", "warp", "warp_role", "loop_iter")
+_SCOPE_COLS = ("sm", "cta", "warp", "warp_role", "loop_iter")
+#: Scope levels of scope-tree paths (see provenance._filled), kept by a GROUP BY scope_path.
+_PATH_LEVELS = ("tool_scope", "in_kernel_scope")
 #: Most per-group combinations kept per site (the rules report the first ones).
 _MAX_GROUPS = 20
 
@@ -58,13 +60,12 @@ def _conjuncts(node: Any) -> list[exp.Expression]:
     return [node]
 
 
-class Analyzer:
+class Analyzer(resolve.Resolver):
     """One statement's analysis; :func:`analyse` is the entry point."""
 
     def __init__(self, sql: str, statement: exp.Expression, meta: Metadata | None) -> None:
-        self.ctx = Context(sql, statement)
+        super().__init__(Context(sql, statement))
         self.meta = meta
-        self.relations: dict[int, resolve.Relation] = {}
         self.out: dict[int, Stream | None] = {}
 
     # -- resolution ----------------------------------------------------------------------
@@ -85,118 +86,11 @@ class Analyzer:
             self.out[id(sc.expression)] = self._analyse(sc)
         return c
 
-    def _relations(self, sc: Scope) -> None:
-        ctes = {name.lower() for s in _chain(sc) for name, src in s.sources.items()
-                if isinstance(src, Scope)}
-        for _alias, (_node, src) in sc.selected_sources.items():
-            if not isinstance(src, exp.Table) or id(src) in self.relations:
-                continue
-            rel = resolve.relation_of(src)
-            self.relations[id(src)] = rel
-            if rel.kind == "unknown":
-                self.ctx.unknown_tables.append(
-                    (src, rel.name, resolve.suggest(rel.name,
-                                                    resolve.known_relations() + sorted(ctes))))
-            elif rel.kind == "construct":
-                self._construct(src, rel)
-
-    def _construct(self, node: exp.Table, rel: resolve.Relation) -> None:
-        con = rel.construct
-        assert con is not None
-        args = rel.args
-        lits: list[Any] = []
-        for a in args:
-            if isinstance(a, exp.Literal) and a.is_string:
-                lits.append(a.this)
-            elif isinstance(a, exp.Array) and all(isinstance(x, exp.Literal) and x.is_string
-                                                  for x in a.expressions):
-                lits.append([x.this for x in a.expressions])
-            else:
-                self.ctx.bad_constructs.append(
-                    (a, con.name, f"argument {a.sql(dialect='duckdb')!r} of {con.name} is not a "
-                                  f"string literal (or a list of them)"))
-                return
-        if len(lits) != len(con.params):
-            self.ctx.bad_constructs.append(
-                (node, con.name, f"{con.name} takes {len(con.params)} argument(s) "
-                                 f"({', '.join(con.params)}), got {len(lits)}"))
-            return
-        line, col = position(self.ctx.sql, node)
-        self.ctx.constructs.append({"construct": con.name, "args": lits, "line": line,
-                                    "col": col})
-        if con.acknowledgeable:
-            acks = lits[0] if isinstance(lits[0], list) else [lits[0]]
-            for a in acks:
-                if a not in con.acknowledgeable:
-                    self.ctx.bad_constructs.append(
-                        (node, con.name, f"{a!r} is not something {con.name} can acknowledge "
-                                         f"(one of {', '.join(con.acknowledgeable)})"
-                                         f"{resolve.suggest(a, list(con.acknowledgeable))}"))
-                    return
-                self.ctx.acknowledgements.append({"acknowledges": a, "rule": ACKNOWLEDGEABLE[a],
-                                                  "line": line, "col": col})
-
-    def _resolve_columns(self, sc: Scope) -> None:
-        sel = sc.expression
-        aliases = {p.alias.lower() for p in sel.expressions if p.alias}
-        for col in resolve.own_columns(sc):
-            name, tbl = col.name.lower(), col.table.lower()
-            if col.args.get("db") or _lambda_param(col, name):
-                continue
-            if tbl:
-                found = False
-                for s in _chain(sc):
-                    if tbl in s.selected_sources:
-                        found = True
-                        cols = resolve.source_columns(s.selected_sources[tbl][1], self.relations)
-                        if cols is not None and name not in cols \
-                                and name not in resolve.PSEUDO_COLUMNS:
-                            self.ctx.unknown_columns.append(
-                                (col, f"{tbl}.{name}", f"{tbl} has no column {name!r}"
-                                                       f"{resolve.suggest(name, cols)}"))
-                        break
-                if not found and not self._has_column(sc, tbl):
-                    known = {a for s in _chain(sc) for a in s.selected_sources}
-                    self.ctx.unknown_columns.append(
-                        (col, f"{tbl}.{name}", f"no table or alias {tbl!r} in this query"
-                                               f"{resolve.suggest(tbl, known)}"))
-                continue
-            if name in aliases or name in resolve.PSEUDO_COLUMNS or self._has_column(sc, name):
-                continue
-            cands = set(aliases)
-            for s in _chain(sc):
-                for _, src in s.selected_sources.values():
-                    cands |= resolve.source_columns(src, self.relations) or set()
-            self.ctx.unknown_columns.append(
-                (col, name, f"no column {name!r} in the tables of this query"
-                            f"{resolve.suggest(name, cands)}"))
-
-    def _has_column(self, sc: Scope, name: str) -> bool:
-        for s in _chain(sc):
-            for _, src in s.selected_sources.values():
-                cols = resolve.source_columns(src, self.relations)
-                if cols is None or name in cols:
-                    return True
-        return False
-
-    def _ref(self, sc: Scope, col: exp.Column) -> tuple[str, str] | None:
-        """(alias, column) of a column of this scope's own sources, or None."""
-        name, tbl = col.name.lower(), col.table.lower()
-        if tbl:
-            return (tbl, name) if tbl in sc.selected_sources else None
-        hits = [a for a, (_, src) in sc.selected_sources.items()
-                if (resolve.source_columns(src, self.relations) or set()) >= {name}]
-        if len(hits) == 1:
-            return hits[0], name
-        if not hits and len(sc.selected_sources) == 1:
-            return next(iter(sc.selected_sources)), name
-        return None
-
     # -- streams and combinations --------------------------------------------------------
     def _analyse(self, sc: Scope) -> Stream | None:
         node = sc.expression
         if isinstance(node, exp.SetOperation):
-            parts = [p for u in getattr(sc, "union_scopes", [])
+            parts = [p for u in _set_op_scopes(sc)
                      if (p := self.out.get(id(u.expression))) is not None]
             if not parts:
                 return None
@@ -219,9 +113,18 @@ class Analyzer:
                 if a and b:
                     uf.union(a, b)
         group_keys, rollup = self._group_keys(node)
-        windows = [w for w in node.find_all(exp.Window) if _owner(w) is node]
-        aggregated = bool(node.args.get("group")) or any(
-            _owner(a) is node and not _in_window(a) for a in node.find_all(exp.AggFunc))
+        # In a correlated subquery, a column equated to an outer column is constant per
+        # evaluation: it keys the aggregate like a GROUP BY column would.
+        group_keys += self._correlated(sc)
+        # one walk of this scope's own nodes (not its subqueries) for windows and aggregates
+        windows: list[exp.Window] = []
+        aggs: list[exp.AggFunc] = []
+        for n in _own_nodes(node):
+            if isinstance(n, exp.Window):
+                windows.append(n)
+            elif isinstance(n, exp.AggFunc) and not _in_window(n):
+                aggs.append(n)
+        aggregated = bool(node.args.get("group")) or bool(aggs)
         key_sets = [group_keys] + [list(w.args.get("partition_by") or []) for w in windows]
         streams: dict[str, Stream] = {}
         meta_rows: dict[str, list[dict[str, Any]]] = {}
@@ -229,7 +132,8 @@ class Analyzer:
             if isinstance(src, Scope):
                 st = self.out.get(id(src.expression))
                 if st is not None:
-                    streams[alias] = Stream(alias, alias, ref, st.props,
+                    name = alias or "(subquery)"
+                    streams[alias] = Stream(name, name, ref, st.props,
                                             {k: set(v) for k, v in st.keys.items()},
                                             set(st.values), set(st.acks), st.diffs_versions)
                 continue
@@ -241,18 +145,31 @@ class Analyzer:
                 streams[alias], meta_rows[alias] = made
         self.ctx.streams.extend(streams.values())
         self._join_combinations(sc, node, streams, uf)
+        self._subquery_combinations(sc, streams)
         if aggregated:
             self._group_combinations(sc, node, "aggregate", group_keys if not rollup else
-                                     [k for k in group_keys if k not in rollup], 0,
-                                     self._value_streams(sc, streams, [
-                                         a for a in node.find_all(exp.AggFunc)
-                                         if _owner(a) is node and not _in_window(a)]),
+                                     [k for k in group_keys if k not in rollup],
+                                     self._value_streams(sc, streams, list(aggs)),
                                      streams, meta_rows, uf)
-        for i, w in enumerate(windows, start=1):
+        for w in windows:
             parts = list(w.args.get("partition_by") or [])
             involved = self._value_streams(sc, streams, [w.this, w.args.get("order")])
-            self._group_combinations(sc, w, "window", parts, i, involved, streams, meta_rows, uf)
+            self._group_combinations(sc, w, "window", parts, involved, streams, meta_rows, uf)
         return self._output(sc, node, streams, aggregated, group_keys)
+
+    def _correlated(self, sc: Scope) -> list[exp.Expression]:
+        if sc.parent is None:
+            return []
+        where = sc.expression.args.get("where")
+        out: list[exp.Expression] = []
+        for c in _conjuncts(where.this if where is not None else None):
+            if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
+                    and isinstance(c.right, exp.Column):
+                for a, b in ((c.left, c.right), (c.right, c.left)):
+                    if self._ref(sc, a) and b.table and b.table.lower() not in \
+                            sc.selected_sources:
+                        out.append(a)
+        return out
 
     def _join_conditions(self, sc: Scope) -> list[exp.Expression]:
         node = sc.expression
@@ -306,19 +223,28 @@ class Analyzer:
         mapping = _DIFF_META if con is not None and con.diffs_versions else None
         preds, used = self._predicates(sc, alias, uf, mapping)
         if con is not None and con.diffs_versions:
-            diff_signal, v_from, v_to = rel_literals(rel)
-            preds += [f"signal = {_lit(diff_signal)}",
-                      f"program_version IN ({_lit(v_from)}, {_lit(v_to)})",
-                      "region_id IS NOT NULL", "_scope = 'kernel'"]
+            diff_signal, v_from, v_to = resolve.rel_literals(rel)
+            for text, names in (
+                    (f"signal = {_lit(diff_signal)}", ["signal"]),
+                    (f"program_version IN ({_lit(v_from)}, {_lit(v_to)})", ["program_version"]),
+                    ("region_id IS NOT NULL", ["region_id"]), ("_scope = 'kernel'", ["_scope"])):
+                preds.append(Pred(sqlglot.parse_one(text, read="duckdb"), names))
             used |= {"signal", "program_version", "region_id", "_scope"}
-        keys: list[str] = []
+        filtered = any(c in used for c in (*_SCOPE_COLS, "scope_path"))
+        keys: list[Pred] = []
+        key_ids: list[int] = []
         for ks in key_sets:
             for k in ks:
-                sql = self._rewrite(sc, k, alias, uf, mapping, used)
-                if sql is not None and sql not in keys:
-                    keys.append(sql)
+                if id(k) in key_ids:
+                    continue
+                pk = self._rewrite(sc, k, alias, uf, mapping, used)
+                if pk is not None:
+                    keys.append(pk)
+                    key_ids.append(id(k))
         rows = self.meta.rows(base, preds, keys, used)
-        cols = resolve.source_columns(src, self.relations) or set()
+        if con is not None and con.diffs_versions:
+            self._check_diff_versions(src, rel, rows)
+        cols = self._cols(src) or set()
         keyed = {p: set(cols & ks) for p, ks in KEY_COLUMNS.items()}
         if con is not None and con.diffs_versions:
             keyed = {"version": {"from_version", "to_version"}, "class": {"evidence_class"},
@@ -327,14 +253,29 @@ class Analyzer:
             ({"value"} if "value" in cols else {"dur_ns"})
         st = Stream(alias, rel.name, src, Props.of_rows(rows), keyed, values,
                     base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
-                    keys_sql=keys, scope_filtered=any(c in used for c in _SCOPE_COLS))
+                    keys_sql=[k.sql for k in keys], key_ids=key_ids,
+                    scope_filtered=filtered)
         if con is not None and con.acknowledgeable:
-            acks = rel_literals(rel)[0]
+            acks = resolve.rel_literals(rel)[0]
             st.acks = set(acks if isinstance(acks, list) else [acks])
         return st, rows
 
+    def _check_diff_versions(self, src: exp.Table, rel: resolve.Relation,
+                             rows: list[dict[str, Any]]) -> None:
+        """A version_diff side without evidence is a typo or a wrong signal: say which."""
+        assert self.meta is not None
+        signal, *versions = resolve.rel_literals(rel)
+        have = {r["program_version"] for r in rows}
+        known = self.meta.versions("evidence")
+        for v in versions:
+            if v in have:
+                continue
+            why = (f"has no whole-kernel {signal!r} evidence with a region" if v in known
+                   else f"is not a program version in the store{resolve.suggest(v, known)}")
+            self.ctx.bad_constructs.append((src, "version_diff", f"version_diff: {v!r} {why}"))
+
     def _predicates(self, sc: Scope, alias: str, uf: _UnionFind, mapping: set[str] | None
-                    ) -> tuple[list[str], set[str]]:
+                    ) -> tuple[list[Pred], set[str]]:
         """The query's simple predicates on ``alias`` (and on runs joined to it), rewritten."""
         node = sc.expression
         where = node.args.get("where")
@@ -344,18 +285,68 @@ class Analyzer:
             if side in ("", "INNER") or (side == "LEFT" and j.this.alias_or_name.lower()
                                          == alias):
                 conds += _conjuncts(j.args.get("on"))
-        out: list[str] = []
+        out: list[Pred] = []
         used: set[str] = set()
         for c in conds:
+            if isinstance(c, exp.In) and c.args.get("query") is not None:
+                p = self._semi_join(sc, c, alias, uf, mapping, used)
+                if p is not None:
+                    out.append(p)
+                continue
             if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
                 continue
-            sql = self._rewrite(sc, c, alias, uf, mapping, used)
-            if sql is not None:
-                out.append(sql)
+            p = self._rewrite(sc, c, alias, uf, mapping, used)
+            if p is None:
+                p = self._propagated(sc, c, alias, uf, mapping, used)
+            if p is not None:
+                out.append(p)
         return out, used
 
+    def _semi_join(self, sc: Scope, c: exp.In, alias: str, uf: _UnionFind,
+                   mapping: set[str] | None, used: set[str]) -> Pred | None:
+        """``e.run_id IN (SELECT run_id FROM run WHERE timing_clean)``: the values the
+        (uncorrelated) subquery returns become a literal IN list over our column."""
+        col = c.this
+        if not isinstance(col, exp.Column) or self.meta is None:
+            return None
+        target = self._rewrite(sc, col, alias, uf, mapping, set())
+        if target is None:
+            return None
+        query = c.args["query"]
+        sub = query.this if isinstance(query, exp.Subquery) else query
+        values = self.meta.values(sub.sql(dialect="duckdb"))
+        if values is None:
+            return None
+        lits: list[exp.Expression] = [
+            exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
+            for v in values if v is not None]
+        node = exp.In(this=exp.column(target.names[0]), expressions=lits or [exp.Null()])
+        used.add(target.names[0])
+        return Pred(node, [target.names[0]])
+
+    def _propagated(self, sc: Scope, c: exp.Expression, alias: str, uf: _UnionFind,
+                    mapping: set[str] | None, used: set[str]) -> Pred | None:
+        """``b.col = 'x'`` for ``a.col = 'x'`` when the query also says ``a.col = b.col``."""
+        if not isinstance(c, exp.EQ | exp.In):
+            return None
+        col, rest = c.this, [c.expression] if isinstance(c, exp.EQ) else c.expressions
+        if not isinstance(col, exp.Column) or not rest or not all(
+                isinstance(x, exp.Literal) for x in rest):
+            return None
+        ref = self._ref(sc, col)
+        if ref is None or ref[0] == alias:
+            return None
+        for a2, n2 in list(uf.parent):
+            if a2 == alias and uf.find((a2, n2)) == uf.find(ref) and (
+                    mapping is None or n2 in mapping):
+                new = c.copy()
+                new.set("this", exp.column(n2))
+                used.add(n2)
+                return Pred(new, [n2])
+        return None
+
     def _rewrite(self, sc: Scope, e: exp.Expression, alias: str, uf: _UnionFind,
-                 mapping: set[str] | None, used: set[str]) -> str | None:
+                 mapping: set[str] | None, used: set[str]) -> Pred | None:
         """``e`` over metadata columns if it only reads ``alias`` (or runs joined to it)."""
         cols = list(e.find_all(exp.Column))
         if not cols or any(isinstance(c.this, exp.Star) for c in cols):
@@ -375,16 +366,12 @@ class Analyzer:
                 if isinstance(e, exp.Column):
                     for (a2, n2), _root in list(uf.parent.items()):
                         if a2 == alias and uf.find((a2, n2)) == uf.find(ref):
-                            names.append(n2)
                             used.add(n2)
-                            return exp.column(n2).sql(dialect="duckdb")
+                            return Pred(e, [n2])
                 return None
             names.append(n)
-        new = e.copy()
-        for c, n in zip(list(new.find_all(exp.Column)), names, strict=True):
-            c.replace(exp.column(n))
         used.update(names)
-        return new.sql(dialect="duckdb")
+        return Pred(e, names)
 
     def _is_run_of(self, sc: Scope, a: str, alias: str, uf: _UnionFind) -> bool:
         src = sc.selected_sources.get(a, (None, None))[1]
@@ -418,20 +405,41 @@ class Analyzer:
                 self.ctx.combinations.append(Combination("join", where, (sa, sb),
                                                          sa.props.merge(sb.props), sep))
 
+    def _subquery_combinations(self, sc: Scope, streams: dict[str, Stream]) -> None:
+        """A scalar subquery over evidence meets every row of the outer streams: a join,
+        keyed only by its correlated equalities (``IN``/``EXISTS`` only filter)."""
+        for sub in getattr(sc, "subquery_scopes", []):
+            inner = self.out.get(id(sub.expression))
+            if inner is None or isinstance(sub.expression.parent, exp.In) or isinstance(
+                    sub.expression.parent and sub.expression.parent.parent, exp.Exists):
+                continue
+            sub_stream = Stream("(subquery)", "(subquery)", sub.expression, inner.props,
+                                inner.keys, inner.values, set(inner.acks), inner.diffs_versions)
+            where = sub.expression.args.get("where")
+            pairs = []
+            for c in _conjuncts(where.this if where is not None else None):
+                if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
+                        and isinstance(c.right, exp.Column):
+                    for a, b in ((c.left, c.right), (c.right, c.left)):
+                        ri, ro = self._ref(sub, a), self._ref(sc, b)
+                        if ri and ro and ro[0] in streams and b.table:
+                            pairs.append((ri[1], ro))
+            for alias, outer in streams.items():
+                sep = {p for p, ks in KEY_COLUMNS.items()
+                       if any(n_in in ks and a == alias and n_out in outer.keys.get(p, ())
+                              for n_in, (a, n_out) in pairs)}
+                self.ctx.combinations.append(Combination(
+                    "join", sub.expression, (outer, sub_stream), outer.props.merge(inner.props),
+                    sep))
+
     def _group_combinations(self, sc: Scope, where: Any, kind: str,
-                            keys: list[Any], _site: int, involved: list[str],
+                            keys: list[Any], involved: list[str],
                             streams: dict[str, Stream], meta_rows: dict[str, list[dict[str, Any]]],
                             uf: _UnionFind) -> None:
         for alias in involved:
             st = streams[alias]
             if st.base:
-                mine: list[int] = []
-                all_keys = st.keys_sql
-                for k in keys:
-                    sql = self._rewrite(sc, k, alias, uf, _DIFF_META if st.diffs_versions
-                                        else None, set())
-                    if sql is not None and sql in all_keys:
-                        mine.append(all_keys.index(sql))
+                mine = [st.key_ids.index(id(k)) for k in keys if id(k) in st.key_ids]
                 groups: dict[tuple[Any, ...], Props] = {}
                 for r in meta_rows[alias]:
                     g = tuple(r.get(f"_k{i}") for i in mine)
@@ -439,8 +447,8 @@ class Analyzer:
                 mixed = [(g, p) for g, p in groups.items()
                          if any(p.mixed(x) for x in KEY_COLUMNS)]
                 for g, p in mixed[:_MAX_GROUPS]:
-                    label = ", ".join(f"{all_keys[i]}={v!r}" for i, v in zip(mine, g,
-                                                                             strict=True))
+                    label = ", ".join(f"{st.keys_sql[i]()}={v!r}"
+                                      for i, v in zip(mine, g, strict=True))
                     self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label))
                 continue
             names = set()
@@ -465,10 +473,11 @@ class Analyzer:
                      set())
         for st in streams.values():
             props = st.props
-            if aggregated and not st.scope_filtered and not any(
-                    isinstance(k, exp.Column) and (r := self._ref(sc, k)) and r[0] == st.alias
-                    and r[1] in KEY_COLUMNS["scope"] for k in group_keys):
-                props = Props(**{**props.__dict__, "scopes": {"kernel"}})
+            if aggregated and not st.scope_filtered:
+                kept = {r[1] for k in group_keys if isinstance(k, exp.Column)
+                        and (r := self._ref(sc, k)) and r[0] == st.alias}
+                props = Props(**{**props.__dict__,
+                                 "scopes": {_aggregated_scope(x, kept) for x in props.scopes}})
             out.props = out.props.merge(props)
             out.acks |= st.acks
             out.diffs_versions |= st.diffs_versions
@@ -496,50 +505,40 @@ class Analyzer:
         return out
 
 
-def rel_literals(rel: resolve.Relation) -> list[Any]:
-    out: list[Any] = []
-    for a in rel.args:
-        if isinstance(a, exp.Array):
-            out.append([x.this for x in a.expressions])
-        else:
-            out.append(a.this)
-    return out
-
-
 def _lit(v: Any) -> str:
     return exp.Literal.string(str(v)).sql(dialect="duckdb")
 
 
-def _chain(sc: Scope) -> list[Scope]:
-    out = []
-    s: Scope | None = sc
-    while s is not None:
-        out.append(s)
-        s = s.parent
+def _aggregated_scope(level: str, kept: set[str]) -> str:
+    """Scope level of an aggregate over rows of ``level`` grouped by the columns ``kept``:
+    coordinates not kept are aggregated away (a kernel-wide value when none is left)."""
+    parts = [c for c in _SCOPE_COLS if c in level.split(",") and c in kept]
+    parts += [p for p in _PATH_LEVELS if p in level.split(",") and "scope_path" in kept]
+    return ",".join(parts) or "kernel"
+
+
+def _set_op_scopes(sc: Scope) -> list[Scope]:
+    # sqlglot >= 26 names them set_operation_scopes; older releases union_scopes
+    return list(getattr(sc, "set_operation_scopes", None) or getattr(sc, "union_scopes", []))
+
+
+def _own_nodes(root: exp.Expression) -> list[exp.Expression]:
+    """Nodes of ``root`` outside its nested queries (depth-first, pruned at each Query)."""
+    out: list[exp.Expression] = []
+    stack = list(root.iter_expressions())
+    while stack:
+        n = stack.pop()
+        if isinstance(n, exp.Query):
+            continue
+        out.append(n)
+        stack.extend(n.iter_expressions())
     return out
-
-
-def _owner(node: Any) -> Any:
-    anc = node.parent
-    while anc is not None and not isinstance(anc, exp.Query):
-        anc = anc.parent
-    return anc
 
 
 def _in_window(node: Any) -> bool:
     anc = node.parent
     while anc is not None and not isinstance(anc, exp.Query):
         if isinstance(anc, exp.Window):
-            return True
-        anc = anc.parent
-    return False
-
-
-def _lambda_param(col: exp.Column, name: str) -> bool:
-    anc = col.parent
-    while anc is not None:
-        if isinstance(anc, exp.Lambda) and any(p.name.lower() == name
-                                               for p in anc.expressions):
             return True
         anc = anc.parent
     return False

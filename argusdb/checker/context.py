@@ -81,7 +81,9 @@ class Props:
         if prop == "version":
             return len(self.versions) > 1
         if prop == "standing":
-            return len(self.standings) > 1
+            # a conflict is between runs: inside one run, clean counters next to its own
+            # perturbed timing are not a splice
+            return len(self.standings) > 1 and len(self.runs) > 1
         if prop == "pass":
             return len(self.passes) > 1 and len(self.signals) > 1
         if prop == "class":
@@ -112,9 +114,12 @@ class Stream:
     acks: set[str] = field(default_factory=set)
     diffs_versions: bool = False
     base: bool = False
-    predicates: list[str] = field(default_factory=list)
-    #: SQL of the key expressions fetched with the metadata rows (base streams), as _k<i>.
-    keys_sql: list[str] = field(default_factory=list)
+    #: The query's predicates on this item, over metadata columns (base streams).
+    predicates: list[Any] = field(default_factory=list)
+    #: Renderers of the key expressions fetched with the metadata rows, as _k<i> ...
+    keys_sql: list[Any] = field(default_factory=list)
+    #: ... and the ids of the query's key nodes they came from, in the same order.
+    key_ids: list[int] = field(default_factory=list)
     #: The query restricts scope coordinates of this stream (an aggregate stays a slice).
     scope_filtered: bool = False
 
@@ -129,6 +134,8 @@ class Combination:
     props: Props
     separated: set[str]
     group: str = ""
+    #: How many other groups of the same place also mix (set by Context.mixing).
+    more: int = 0
 
     @property
     def acks(self) -> set[str]:
@@ -145,6 +152,8 @@ class Combination:
         kind = {"join": "the join of", "aggregate": "the aggregate over",
                 "window": "the window function over"}[self.kind]
         grp = f" in group {self.group}" if self.group else ""
+        if self.more:
+            grp += f" (and {self.more} more group{'s' if self.more > 1 else ''})"
         return f"{kind} {names}{grp}"
 
 
@@ -162,6 +171,13 @@ class Context:
     constructs: list[dict[str, Any]] = field(default_factory=list)
     acknowledgements: list[dict[str, Any]] = field(default_factory=list)
     bad_constructs: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
+    _nodes: list[Any] | None = field(default=None, repr=False)
+
+    def nodes(self) -> list[Any]:
+        """Every node of every statement, walked once and shared by the sandbox rules."""
+        if self._nodes is None:
+            self._nodes = [n for st in (self.statements or [self.statement]) for n in st.walk()]
+        return self._nodes
 
     def finding(self, code: str, name: str, node: exp.Expression | None, message: str,
                 remedy: str, **extra: Any) -> Finding:
@@ -169,5 +185,16 @@ class Context:
         return Finding(code, name, message, remedy, line, col, dict(extra))
 
     def mixing(self, prop: str) -> list[Combination]:
-        """Combinations that put rows differing in ``prop`` together without a key."""
-        return [c for c in self.combinations if prop not in c.separated and c.props.mixed(prop)]
+        """Combinations that put rows differing in ``prop`` together without a key; one per
+        place in the query (the first mixed group stands for the others, see ``more``)."""
+        out: dict[tuple[int, str], Combination] = {}
+        for c in self.combinations:
+            if prop in c.separated or not c.props.mixed(prop):
+                continue
+            key = (id(c.node), ",".join(s.alias for s in c.streams))
+            if key in out:
+                out[key].more += 1
+            else:
+                c.more = 0
+                out[key] = c
+        return list(out.values())

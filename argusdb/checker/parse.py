@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,15 @@ def parse(sql: str) -> tuple[Parsed | None, list[Finding]]:
     try:
         stmts = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except sqlglot.errors.ParseError as exc:
+        word = _first_word(sql)
+        if word in WRITE_STATEMENTS:
+            # sqlglot cannot parse some DuckDB statements (EXPORT/IMPORT DATABASE): still a
+            # sandbox refusal, not a syntax error
+            return None, [Finding("AR08", "sandbox.statement",
+                                  f"{word} is not allowed: queries are read-only",
+                                  "ask a SELECT question over the evidence views; the store is "
+                                  "written only by argus ingest/observe", 1, 1,
+                                  {"statement": word})]
         err = exc.errors[0] if exc.errors else {}
         desc = str(err.get("description") or exc).splitlines()[0]
         hl = err.get("highlight")
@@ -67,7 +77,26 @@ def parse(sql: str) -> tuple[Parsed | None, list[Finding]]:
     if not stmts:
         return None, [Finding("AR00", "parse.error", "the query has no statement",
                               "write one SELECT statement")]
+    empty = next((s for s in stmts for q in s.find_all(exp.Select) if not q.expressions), None)
+    if empty is not None:
+        return None, [Finding("AR00", "parse.error", "a SELECT has no columns",
+                              "name what to select, e.g. SELECT signal, count(*) FROM evidence "
+                              "GROUP BY signal")]
     return Parsed(sql, stmts), []
+
+
+#: Leading keywords of statements that write, configure or leave the store.
+WRITE_STATEMENTS = frozenset({
+    "EXPORT", "IMPORT", "COPY", "ATTACH", "DETACH", "INSTALL", "LOAD", "PRAGMA", "SET", "RESET",
+    "CALL", "CREATE", "DROP", "ALTER", "INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE",
+    "VACUUM", "CHECKPOINT", "FORCE", "USE", "BEGIN", "COMMIT", "ROLLBACK", "GRANT", "COMMENT",
+})
+
+
+def _first_word(sql: str) -> str:
+    text = re.sub(r"(--[^\n]*|/\*.*?\*/)", " ", sql, flags=re.S).lstrip(" \t\r\n(;")
+    m = re.match(r"[A-Za-z]+", text)
+    return m.group(0).upper() if m else ""
 
 
 def _start_col(err: dict[str, object]) -> int:

@@ -7,44 +7,57 @@ metadata query with the query's own simple predicates on that item, e.g.::
     SELECT DISTINCT program_version, run_id, evidence_class, _standing, replay_pass, ...
     FROM <evidence metadata> WHERE region_id = 'softmax/softmax_fwd'
 
-It runs against a per-connection summary of the relation (one row per program version, run,
-task, region, kernel, signal, class, replay pass, warp role and scope level, with run columns
-joined in), kept in a TEMP table (memory only, never the store file) and rebuilt when the
-store's tables change. Predicates or keys on columns the summary lacks (``value``, ``launch``,
-``pc`` ...) run against the relation itself: exact, only slower.
+It runs against a summary of the relation (one row per program version, run, task, region,
+kernel, signal, class, replay pass, warp role and scope level, with run columns joined in),
+kept in the store by read-write connections (``_argus_meta_<relation>``, stamped with a
+fingerprint of the data) and rebuilt when the data changes; a read-only connection that finds
+it stale builds a TEMP copy (memory only, never the store file). Predicates or keys on
+columns the summary lacks (``value``, ``launch``, ``pc`` ...) run against the relation
+itself: exact, only slower.
 
 Derived metadata columns:
-    ``_scope``: which scope coordinates are not 'all' ('kernel' when none is);
+    ``_scope``: which scope coordinates are not 'all', plus 'in_kernel_scope' for a value of
+    a scope-tree node below its kernel ('kernel' when none of these holds);
     ``_standing``: 'clean', or the run signature when the value is perturbed by it (a
     timing value from a run that is not ``timing_clean``, or any value from an instrumented or
     forced-wait run); NULL for derived values.
 
 Example:
-    >>> Metadata(store).rows("evidence", ["signal = 'duration'"], [])[0]["program_version"]
+    >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
+    >>> Metadata.of(store).rows("evidence", [pred], [], {"signal"})[0]["program_version"]
     'ee0369be2e320607'
 """
 
 from __future__ import annotations
 
+import hashlib
 import weakref
+from functools import cache
 from typing import Any
 
+from argusdb import catalog
+from argusdb.checker.predicates import NotSimple, Pred, evaluate
 from argusdb.checker.resolve import catalog_columns
+from argusdb.errors import QueryFailed
 from argusdb.store import Store
 
 #: Evidence columns the summary keeps (low cardinality); run columns are added to them.
 SUMMARY_EVIDENCE_COLUMNS = ("program_version", "task_id", "run_id", "region_id", "kernel",
                             "signal", "unit", "evidence_class", "replay_pass", "warp_role",
-                            "source_file")
+                            "source_file", "scope_path")
 #: Metadata columns every metadata row carries (the properties the rules look at).
 META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_standing",
                 "signature", "replay_pass", "signal", "_scope")
-_SCOPE_COORDS = ("sm", "cta", "warp", "warp_role", "loop_iter")
+_SCOPE_COORDS = ("sm", "cta", "warp", "warp_role", "loop_iter")  # order of _scope labels
 #: Units of timing values (ours and the tools' own spellings).
 TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second", "cycle",
                 "cycles")
 #: Most metadata rows read per FROM item; beyond it the answer is truncated (and says so).
 MAX_META_ROWS = 200_000
+#: Largest summary filtered in Python rather than by a query (a round trip costs more).
+PYTHON_FILTER_MAX_ROWS = 5000
+#: Most values of an IN (subquery) turned into a literal list for the metadata query.
+MAX_SEMI_JOIN_VALUES = 10_000
 _LIVE: weakref.WeakKeyDictionary[Store, Metadata] = weakref.WeakKeyDictionary()
 
 
@@ -54,36 +67,94 @@ def evidence_relation(name: str) -> bool:
     return "run_id" in cols and ("value" in cols or "dur_ns" in cols)
 
 
-def _source_sql(relation: str) -> str:
-    """Every row of ``relation`` with the metadata columns, run columns joined in."""
-    cols = catalog_columns(relation)
-    run_cols = [c for c in sorted(catalog_columns("run")) if c not in cols]
-    sel = ["x.*"]
+def _filled(relation: str, cols: set[str]) -> list[str]:
+    """Select items giving every metadata column of ``relation`` (defaults where it lacks one;
+    program version and task come from the run when the relation has none). ``cols`` are
+    the relation's columns as the store has them (an older store may lack newer ones)."""
+    sel = [f"x.{c}" for c in sorted(cols)]
     for c, default in (("program_version", "r.program_version"), ("task_id", "r.task_id"),
                        ("evidence_class", "'observed'"), ("replay_pass", "NULL::INTEGER"),
                        ("region_id", "NULL::VARCHAR"), ("kernel", "NULL::VARCHAR"),
-                       ("source_file", "NULL::VARCHAR")):
+                       ("source_file", "NULL::VARCHAR"), ("scope_path", "NULL::VARCHAR")):
         if c not in cols:
             sel.append(f"{default} AS {c}")
     if "signal" not in cols:
         sel += ["'dur_ns' AS signal", "'ns' AS unit"] if "dur_ns" in cols else \
             ["NULL::VARCHAR AS signal", "NULL::VARCHAR AS unit"]
-    for c in _SCOPE_COORDS:
-        if c not in cols:
-            sel.append(f"'all' AS {c}")
-    sel += [f"r.{c}" for c in run_cols if c not in ("program_version", "task_id")]
+    sel += [f"'all' AS {c}" for c in _SCOPE_COORDS if c not in cols]
+    path = "x.scope_path" if "scope_path" in cols else "NULL::VARCHAR"
+    kernel = "x.kernel" if "kernel" in cols else "NULL::VARCHAR"
+    # A scope-tree path below the kernel (Proton 'k2/load') is a slice of it; a path with no
+    # kernel is a tool scope above kernels. Same test as the store's region binding.
+    sel.append(f"CASE WHEN {path} IS NULL OR {path} = {kernel} "
+               f"OR ends_with({path}, '/' || {kernel}) THEN NULL "
+               f"WHEN {kernel} IS NULL THEN 'tool_scope' ELSE 'in_kernel_scope' END "
+               f"AS _path_level")
+    return sel
+
+
+def _derived(inner: str, run_columns: set[str]) -> str:
+    """Add run columns, ``_scope`` and ``_standing`` to rows of ``inner`` (has run_id)."""
+    run_cols = [c for c in sorted(run_columns)
+                if c not in ("program_version", "task_id", "run_id")]
     scope = ", ".join(f"CASE WHEN {c} <> 'all' THEN '{c}' END" for c in _SCOPE_COORDS)
     timing = ", ".join(f"'{u}'" for u in TIMING_UNITS)
     return f"""
-        SELECT *, coalesce(nullif(concat_ws(',', {scope}), ''), 'kernel') AS _scope,
+        SELECT *, coalesce(nullif(concat_ws(',', {scope}, _path_level), ''), 'kernel')
+                  AS _scope,
                CASE WHEN evidence_class = 'derived' THEN NULL
                     WHEN coalesce(instrumentation, false) OR coalesce(forced_wait, false)
                          OR ((lower(unit) IN ({timing}) OR signal LIKE '%duration%')
                              AND NOT coalesce(timing_clean, false))
                     THEN coalesce(signature, 'unknown run')
                     ELSE 'clean' END AS _standing
-        FROM (SELECT {', '.join(sel)} FROM {relation} AS x LEFT JOIN run AS r
-              ON r.run_id = x.run_id)"""
+        FROM (SELECT m.*, {', '.join(f'r.{c}' for c in run_cols)}
+              FROM ({inner}) AS m LEFT JOIN run AS r ON r.run_id = m.run_id)"""
+
+
+def _source_sql(relation: str, cols: set[str], run_cols: set[str]) -> str:
+    """Every row of ``relation`` with the metadata columns (the exact, slow path)."""
+    return _derived(f"SELECT {', '.join(_filled(relation, cols))} FROM {relation} AS x "
+                    f"LEFT JOIN run AS r ON r.run_id = x.run_id", run_cols)
+
+
+def _summary_sql(relation: str, cols: set[str], run_cols: set[str]) -> str:
+    """``relation`` grouped down to the summary columns first, run columns joined after:
+    one pass over the rows, the joins and CASEs only over the groups."""
+    keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"]
+    coords = [f"{c} <> 'all' AS _not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
+    grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, {', '.join(coords)}, "
+               f"count(*) AS _rows "
+               f"FROM (SELECT {', '.join(_filled(relation, cols))} FROM {relation} AS x "
+               f"LEFT JOIN run AS r ON r.run_id = x.run_id) GROUP BY ALL")
+    flags = [f"_not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
+    unflag = ", ".join(f"CASE WHEN _not_all_{c} THEN '*' ELSE 'all' END AS {c}"
+                       for c in _SCOPE_COORDS if c != "warp_role")
+    return _derived(f"SELECT * EXCLUDE ({', '.join(flags)}), {unflag} FROM ({grouped})",
+                    run_cols)
+
+
+@cache
+def _modules_digest() -> str:
+    """Digest of the SQL modules (tables, views, macros) of this code: a summary built by
+    other code (other columns) is never reused."""
+    h = hashlib.sha256()
+    for m in catalog.schema_modules() + catalog.query_modules():
+        h.update(m.text.encode())
+    return h.hexdigest()[:16]
+
+
+def _filter(rows: list[dict[str, Any]], preds: list[Pred], keys: list[Pred]
+            ) -> list[dict[str, Any]]:
+    out = []
+    for r in rows:
+        if all(evaluate(p, r) is True for p in preds):
+            d = {c: r[c] for c in META_COLUMNS}
+            d["_rows"] = r["_rows"]
+            for i, k in enumerate(keys):
+                d[f"_k{i}"] = evaluate(k, r)
+            out.append(d)
+    return out
 
 
 class Metadata:
@@ -91,9 +162,16 @@ class Metadata:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # Metadata queries carry the query's own expressions: lock the engine down first.
+        store.lock_down()
         # TEMP tables belong to one DuckDB session: summaries and their readers share this one.
         self.cur = store.cursor()
-        self._summaries: dict[str, tuple[tuple[Any, ...], str, frozenset[str]]] = {}
+        self._summaries: dict[str, tuple[int, str, frozenset[str]]] = {}
+        self._py: dict[str, tuple[int, list[dict[str, Any]] | None]] = {}
+        #: Values of IN (subquery) filters, per store generation (the data cannot change
+        #: under the same generation).
+        self._values: dict[tuple[int, str], list[Any] | None] = {}
+        self._columns: dict[tuple[int, str], set[str]] = {}
         self.full_scans = 0
 
     @classmethod
@@ -104,47 +182,155 @@ class Metadata:
             meta = _LIVE[store] = cls(store)
         return meta
 
-    def _generation(self) -> tuple[Any, ...]:
-        # Any insert into any table changes an estimated size; a new run changes max(run_seq).
-        row = self.cur.execute(
-            "SELECT (SELECT sum(estimated_size) FROM duckdb_tables() WHERE NOT temporary), "
-            "(SELECT max(run_seq) FROM run), (SELECT count(*) FROM run)").fetchone()
-        return tuple(row or ())
+    def _fingerprint(self) -> str:
+        # Changes with any insert (estimated sizes), any new run and any change of a view's
+        # columns, and with the SQL modules of this code; the summaries themselves are left out.
+        # (DuckDB re-serialises view SQL on reload, so view text cannot be compared.)
+        row = self.cur.execute(r"""
+            SELECT md5(coalesce(string_agg(table_name || ':' || estimated_size, ','
+                                           ORDER BY table_name), '')
+                   || '|' || coalesce((SELECT string_agg(table_name || '.' || column_name
+                                                         || ':' || data_type, ','
+                                                         ORDER BY table_name, column_index)
+                                       FROM duckdb_columns() c JOIN duckdb_views() v
+                                         ON v.view_oid = c.table_oid
+                                       WHERE NOT v.internal), '')
+                   || '|' || coalesce((SELECT max(run_seq) FROM run), 0)::VARCHAR)
+            FROM duckdb_tables()
+            WHERE NOT temporary AND table_name NOT LIKE '\_argus\_meta%' ESCAPE '\'
+        """).fetchone()
+        return f"{row[0] if row else ''}:{_modules_digest()}"
 
     def summary(self, relation: str) -> tuple[str, frozenset[str]]:
-        """Name and columns of the TEMP summary table of ``relation``, (re)built when stale."""
-        gen = self._generation()
+        """Name and columns of the summary table of ``relation``, (re)built when stale.
+
+        A read-write store keeps it as ``_argus_meta_<relation>`` with the fingerprint of the
+        data it summarises (in ``_argus_meta_stamp``), so later connections, read-only ones
+        included, reuse it; a read-only store with a stale one builds a TEMP copy instead.
+        Within one connection the store's write generation says when to look again.
+        """
+        gen = self.store.generation
         cached = self._summaries.get(relation)
         if cached and cached[0] == gen:
             return cached[1], cached[2]
-        name = f"_argus_meta_{relation}"
-        cols = [c for c in SUMMARY_EVIDENCE_COLUMNS]
-        cols += [c for c in sorted(catalog_columns("run")) if c not in cols]
+        cols = list(SUMMARY_EVIDENCE_COLUMNS)
+        run_cols = self.columns("run")
+        cols += [c for c in sorted(run_cols) if c not in cols]
         cols += ["_scope", "_standing"]
-        keep = ", ".join(cols)
-        self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {keep}, count(*) AS _rows "
-                       f"FROM ({_source_sql(relation)}) GROUP BY ALL")
+        name = f"_argus_meta_{relation}"
+        fp = self._fingerprint()
+        stamp = None
+        if self.store.has_table("_argus_meta_stamp"):
+            row = self.cur.execute("SELECT fingerprint FROM main._argus_meta_stamp "
+                                   "WHERE relation = ?", [relation]).fetchone()
+            stamp = row[0] if row else None
+        build = (f"SELECT {', '.join(cols)}, _rows FROM "
+                 f"({_summary_sql(relation, self.columns(relation), run_cols)})")
+        if stamp == fp:
+            name = f"main.{name}"
+        elif not self.store.read_only:
+            self.cur.execute("BEGIN TRANSACTION")
+            try:
+                self.cur.execute(f"CREATE OR REPLACE TABLE main.{name} AS {build}")
+                self.cur.execute("CREATE TABLE IF NOT EXISTS main._argus_meta_stamp "
+                                 "(relation VARCHAR PRIMARY KEY, fingerprint VARCHAR)")
+                self.cur.execute("INSERT OR REPLACE INTO main._argus_meta_stamp VALUES (?, ?)",
+                                 [relation, fp])
+                self.cur.execute("COMMIT")
+            except Exception:
+                self.cur.execute("ROLLBACK")
+                raise
+            name = f"main.{name}"
+        else:
+            self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {build}")
+            name = f"temp.{name}"
         self._summaries[relation] = (gen, name, frozenset(cols))
         return name, frozenset(cols)
 
-    def rows(self, relation: str, predicates: list[str], keys: list[str],
+    def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
         """Distinct metadata rows of ``relation`` under ``predicates``, with ``keys`` as _k<i>.
 
         Args:
             relation: an evidence-bearing catalog relation.
-            predicates: SQL conditions over its (unqualified) columns and run columns.
-            keys: SQL expressions to group the rows by later (GROUP BY keys of the query).
+            predicates: conditions over its metadata columns (and run columns).
+            keys: expressions to group the rows by later (GROUP BY keys of the query).
             columns: the column names ``predicates`` and ``keys`` reference; None = unknown.
         """
         name, summary_cols = self.summary(relation)
-        if columns is not None and columns <= summary_cols:
-            src, count = name, "sum(_rows)"
+        in_summary = columns is not None and columns <= summary_cols
+        if in_summary:
+            cached = self._python_rows(relation, name)
+            if cached is not None:
+                try:
+                    return _filter(cached, predicates, keys)
+                except NotSimple:
+                    pass
+        sel = ", ".join([f"{k.sql()} AS _k{i}" for i, k in enumerate(keys)]
+                        + list(META_COLUMNS))
+        where = " AND ".join(f"({p.sql()})" for p in predicates) or "true"
+        if in_summary:
+            sql = f"SELECT {sel}, _rows FROM {name} AS m WHERE {where} LIMIT {MAX_META_ROWS}"
         else:
-            src, count = f"({_source_sql(relation)})", "count(*)"
             self.full_scans += 1
-        sel = [f"{k} AS _k{i}" for i, k in enumerate(keys)] + list(META_COLUMNS)
-        where = " AND ".join(f"({p})" for p in predicates) or "true"
-        sql = (f"SELECT {', '.join(sel)}, {count} AS _rows FROM {src} AS m WHERE {where} "
-               f"GROUP BY ALL LIMIT {MAX_META_ROWS}")
+            src = _source_sql(relation, self.columns(relation), self.columns("run"))
+            sql = (f"SELECT {sel}, count(*) AS _rows FROM ({src}) AS m "
+                   f"WHERE {where} GROUP BY ALL LIMIT {MAX_META_ROWS}")
         return self.store.guarded_rows(sql, cursor=self.cur)
+
+    def _python_rows(self, relation: str, name: str) -> list[dict[str, Any]] | None:
+        """The summary's rows as dicts (small summaries only), cached with the summary."""
+        gen = self._summaries[relation][0]
+        hit = self._py.get(relation)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        (n,) = self.cur.execute(f"SELECT count(*) FROM {name}").fetchone() or (0,)
+        rows = None
+        if n <= PYTHON_FILTER_MAX_ROWS:
+            cur = self.cur.execute(f"SELECT * FROM {name}")
+            cols = [d[0] for d in cur.description or []]
+            rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        self._py[relation] = (gen, rows)
+        return rows
+
+    def columns(self, relation: str) -> set[str]:
+        """Columns of ``relation`` as this store has them (it may predate newer columns)."""
+        key = (self.store.generation, relation)
+        if key not in self._columns:
+            self._columns[key] = {r[0] for r in self.cur.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                "AND schema_name = 'main'", [relation]).fetchall()} or catalog_columns(relation)
+        return self._columns[key]
+
+    def values(self, select_sql: str) -> list[Any] | None:
+        """Values of an uncorrelated one-column subquery of the query (it passed every sandbox
+        rule and runs locked down, under the time limit); None when it is not one or is too
+        large to be a useful filter."""
+        key = (self.store.generation, select_sql)
+        if key in self._values:
+            return self._values[key]
+        try:
+            rows = self.store.guarded_rows(
+                f"SELECT * FROM ({select_sql}) LIMIT {MAX_SEMI_JOIN_VALUES + 1}",
+                cursor=self.cur)
+        except QueryFailed:
+            rows = []  # correlated, or not evaluable alone: no narrowing
+            vals = None
+        else:
+            vals = [next(iter(r.values())) for r in rows]
+        if (vals is None or len(rows) > MAX_SEMI_JOIN_VALUES or (rows and len(rows[0]) != 1)
+                or any(not isinstance(v, str | int | float) and v is not None for v in vals)):
+            vals = None
+        if len(self._values) > 256:  # the same few subqueries come back; keep it small
+            self._values.clear()
+        self._values[key] = vals
+        return vals
+
+    def versions(self, relation: str) -> set[str]:
+        """Program versions that have rows in ``relation``."""
+        name, _ = self.summary(relation)
+        rows = self._python_rows(relation, name)
+        if rows is not None:
+            return {r["program_version"] for r in rows}
+        return {r[0] for r in self.cur.execute(
+            f"SELECT DISTINCT program_version FROM {name}").fetchall()}

@@ -18,12 +18,20 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from argusdb import catalog
-from argusdb.checker.constructs import CONSTRUCTS, SAFE_TABLE_FUNCTIONS, Construct
+from argusdb.checker.constructs import (
+    ACKNOWLEDGEABLE,
+    CONSTRUCTS,
+    SAFE_TABLE_FUNCTIONS,
+    Construct,
+)
+from argusdb.checker.context import Context
+from argusdb.checker.parse import position
 
 #: Columns every DuckDB table has without declaring them.
 PSEUDO_COLUMNS = frozenset({"rowid"})
@@ -137,7 +145,8 @@ def output_columns(scope: Scope, relations: dict[int, Relation]) -> set[str] | N
         left = node.left
         while isinstance(left, exp.SetOperation):
             left = left.left
-        for sub in getattr(scope, "union_scopes", []):
+        for sub in (getattr(scope, "set_operation_scopes", None)
+                    or getattr(scope, "union_scopes", [])):
             if sub.expression is left:
                 return output_columns(sub, relations)
         return None
@@ -172,3 +181,158 @@ def source_columns(src: object, relations: dict[int, Relation]) -> set[str] | No
         rel = relations.get(id(src)) or relation_of(src)
         return rel.columns
     return None
+
+
+class Resolver:
+    """Resolves FROM items and columns of every scope; records unknown names, constructs and
+    acknowledgements in its :class:`~argusdb.checker.context.Context`."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.relations: dict[int, Relation] = {}
+        self._colcache: dict[int, set[str] | None] = {}
+
+    def _relations(self, sc: Scope) -> None:
+        ctes = {name.lower() for s in chain(sc) for name, src in s.sources.items()
+                if isinstance(src, Scope)}
+        for _alias, (_node, src) in sc.selected_sources.items():
+            if not isinstance(src, exp.Table) or id(src) in self.relations:
+                continue
+            rel = relation_of(src)
+            self.relations[id(src)] = rel
+            if rel.kind == "unknown":
+                self.ctx.unknown_tables.append(
+                    (src, rel.name, suggest(rel.name,
+                                                    known_relations() + sorted(ctes))))
+            elif rel.kind == "construct":
+                self._construct(src, rel)
+
+    def _construct(self, node: exp.Table, rel: Relation) -> None:
+        con = rel.construct
+        assert con is not None
+        args = rel.args
+        lits: list[Any] = []
+        for a in args:
+            if isinstance(a, exp.Literal) and a.is_string:
+                lits.append(a.this)
+            elif isinstance(a, exp.Array) and all(isinstance(x, exp.Literal) and x.is_string
+                                                  for x in a.expressions):
+                lits.append([x.this for x in a.expressions])
+            else:
+                self.ctx.bad_constructs.append(
+                    (a, con.name, f"argument {a.sql(dialect='duckdb')!r} of {con.name} is not a "
+                                  f"string literal (or a list of them)"))
+                return
+        if len(lits) != len(con.params):
+            self.ctx.bad_constructs.append(
+                (node, con.name, f"{con.name} takes {len(con.params)} argument(s) "
+                                 f"({', '.join(con.params)}), got {len(lits)}"))
+            return
+        line, col = position(self.ctx.sql, node)
+        self.ctx.constructs.append({"construct": con.name, "args": lits, "line": line,
+                                    "col": col})
+        if con.acknowledgeable:
+            acks = lits[0] if isinstance(lits[0], list) else [lits[0]]
+            for a in acks:
+                if a not in con.acknowledgeable:
+                    self.ctx.bad_constructs.append(
+                        (node, con.name, f"{a!r} is not something {con.name} can acknowledge "
+                                         f"(one of {', '.join(con.acknowledgeable)})"
+                                         f"{suggest(a, list(con.acknowledgeable))}"))
+                    return
+                self.ctx.acknowledgements.append({"acknowledges": a, "rule": ACKNOWLEDGEABLE[a],
+                                                  "line": line, "col": col})
+
+    def _resolve_columns(self, sc: Scope) -> None:
+        sel = sc.expression
+        aliases = {p.alias.lower() for p in sel.expressions if p.alias}
+        for col in own_columns(sc):
+            name, tbl = col.name.lower(), col.table.lower()
+            if col.args.get("db") or _lambda_param(col, name):
+                continue
+            if tbl:
+                found = False
+                for s in chain(sc):
+                    if tbl in s.selected_sources:
+                        found = True
+                        cols = self._cols(s.selected_sources[tbl][1])
+                        if cols is not None and name not in cols \
+                                and name not in PSEUDO_COLUMNS:
+                            self.ctx.unknown_columns.append(
+                                (col, f"{tbl}.{name}", f"{tbl} has no column {name!r}"
+                                                       f"{suggest(name, cols)}"))
+                        break
+                if not found and not self._has_column(sc, tbl):
+                    known = {a for s in chain(sc) for a in s.selected_sources}
+                    self.ctx.unknown_columns.append(
+                        (col, f"{tbl}.{name}", f"no table or alias {tbl!r} in this query"
+                                               f"{suggest(tbl, known)}"))
+                continue
+            if name in aliases or name in PSEUDO_COLUMNS or self._has_column(sc, name):
+                continue
+            cands = set(aliases)
+            for s in chain(sc):
+                for _, src in s.selected_sources.values():
+                    cands |= self._cols(src) or set()
+            self.ctx.unknown_columns.append(
+                (col, name, f"no column {name!r} in the tables of this query"
+                            f"{suggest(name, cands)}"))
+
+    def _cols(self, src: object) -> set[str] | None:
+        """Columns of a selected source, computed once per analysis."""
+        key = id(src)
+        if key not in self._colcache:
+            self._colcache[key] = source_columns(src, self.relations)
+        return self._colcache[key]
+
+    def _has_column(self, sc: Scope, name: str) -> bool:
+        for s in chain(sc):
+            for _, src in s.selected_sources.values():
+                cols = self._cols(src)
+                if cols is None or name in cols:
+                    return True
+        return False
+
+    def _ref(self, sc: Scope, col: exp.Column) -> tuple[str, str] | None:
+        """(alias, column) of a column of this scope's own sources, or None."""
+        name, tbl = col.name.lower(), col.table.lower()
+        if tbl:
+            return (tbl, name) if tbl in sc.selected_sources else None
+        hits = [a for a, (_, src) in sc.selected_sources.items()
+                if (self._cols(src) or set()) >= {name}]
+        if len(hits) == 1:
+            return hits[0], name
+        if not hits and len(sc.selected_sources) == 1:
+            return next(iter(sc.selected_sources)), name
+        return None
+
+
+def rel_literals(rel: Relation) -> list[Any]:
+    out: list[Any] = []
+    for a in rel.args:
+        if isinstance(a, exp.Array):
+            out.append([x.this for x in a.expressions])
+        else:
+            out.append(a.this)
+    return out
+
+
+def chain(sc: Scope) -> list[Scope]:
+    out = []
+    s: Scope | None = sc
+    while s is not None:
+        out.append(s)
+        s = s.parent
+    return out
+
+
+def _lambda_param(col: exp.Column, name: str) -> bool:
+    anc = col.parent
+    while anc is not None:
+        if isinstance(anc, exp.Lambda) and any(p.name.lower() == name
+                                               for p in anc.expressions):
+            return True
+        anc = anc.parent
+    return False
+
+

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from argusdb import checker
 from argusdb.cli.output import handle_errors
 from argusdb.errors import UsageError
 from argusdb.ingest import ingest_path, parse_options
@@ -51,5 +52,6 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
                     f"{n} {t}" for t, n in r.rows.items())
                 click.echo(f"{p}: run {r.run_id} (version {r.program_version}, {r.kind}): "
                            f"{what}")
+        checker.refresh_metadata(st)
     if as_json:
         click.echo(json.dumps({"runs": [r.to_json() for r in results]}))

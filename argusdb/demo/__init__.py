@@ -21,8 +21,9 @@ OPTIONS = {"target": "sm_90", "triton": "3.6.0", "cuda": "13.0"}
 QUESTION = """
 SELECT region_id, count(*) AS launches, median(value) / 1000 AS median_us,
        min(value) / 1000 AS min_us, max(value) / 1000 AS max_us
-FROM evidence JOIN run USING (run_id, program_version, task_id)
-WHERE signal = 'duration' AND region_id IS NOT NULL AND timing_clean
+FROM evidence
+WHERE signal = 'duration' AND region_id IS NOT NULL
+  AND run_id IN (SELECT run_id FROM run WHERE timing_clean)
 GROUP BY region_id, program_version
 ORDER BY region_id
 """.strip()

@@ -13,9 +13,11 @@ class InterferenceConflict(Rule):
     Every value has a *standing*: ``clean``, or the interference signature of its run when the
     measurement perturbs it (a duration taken under counter replay, PC sampling or
     instrumentation; any value of an instrumented or forced-wait program). A join, aggregate
-    or window that puts values of different standings together is refused unless a key keeps
-    the runs apart (``run_id``, ``signature``, ``timing_clean``). Counters from a replayed run
-    stay compatible with clean timing: replay re-executes, it does not change what executes.
+    or window that puts values of different standings from different runs together is
+    refused unless a key keeps the runs apart (``run_id``, ``signature``, ``timing_clean``);
+    inside one run, its counters next to its own perturbed timing are not a splice. Counters
+    from a replayed run stay compatible with clean timing: replay re-executes, it does not
+    change what executes.
 
     Anti-pattern::
 

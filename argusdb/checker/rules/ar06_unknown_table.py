@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from argusdb.checker.context import Context
+from argusdb.checker.resolve import known_relations
 from argusdb.checker.rules import Rule
 from argusdb.errors import Finding
 
@@ -25,7 +26,8 @@ class UnknownTable(Rule):
     phase = "names"
 
     def check(self, ctx: Context) -> list[Finding]:
+        known = ", ".join(known_relations())
         return [self.finding(ctx, node, f"no table or view {name!r} in the store{hint}",
-                             "read one of the public views (argus describe lists them; "
-                             "evidence is the main one)", table=name)
+                             f"read one of: {known} (documented in schema/ and queries/; "
+                             f"evidence is the main view)", table=name)
                 for node, name, hint in ctx.unknown_tables]

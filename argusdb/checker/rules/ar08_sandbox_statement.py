@@ -42,18 +42,42 @@ class SandboxStatement(Rule):
         stmts = ctx.statements or [ctx.statement]
         out: list[Finding] = []
         if len(stmts) > 1:
-            out.append(self.finding(
-                ctx, stmts[1], f"the text holds {len(stmts)} statements; only one SELECT runs",
-                "send one SELECT statement (no ';' between statements)"))
+            f = self.finding(ctx, stmts[1], f"the text holds {len(stmts)} statements; only one "
+                             f"SELECT runs", "send one SELECT statement (no ';' between "
+                             "statements)")
+            out.append(_at_statement_start(ctx.sql, f))
         for s in stmts:
+            nodes = ctx.nodes() if len(stmts) == 1 else s.walk()
             bad = s if not isinstance(s, exp.Query) else next(
-                (n for n in s.walk() if isinstance(n, _FORBIDDEN)), None)
-            if bad is not None:
+                (n for n in nodes if isinstance(n, _FORBIDDEN)), None)
+            if isinstance(bad, exp.Pivot):
+                out.append(self.finding(
+                    ctx, bad, "the PIVOT statement is not supported",
+                    "write the pivot as a SELECT with max(value) FILTER (WHERE signal = '...') "
+                    "per column", statement="PIVOT"))
+            elif bad is not None:
                 out.append(self.finding(
                     ctx, bad, f"{_kind(bad)} is not allowed: queries are read-only",
                     "ask a SELECT question over the evidence views; the store is written only "
                     "by argus ingest/observe", statement=_kind(bad)))
         return out
+
+
+def _at_statement_start(sql: str, f: Finding) -> Finding:
+    # sqlglot keeps no position for a statement keyword: point after the ';' before it.
+    lines = sql.split("\n")
+    if not f.line:
+        return f
+    offset = sum(len(x) + 1 for x in lines[:f.line - 1]) + f.col - 1
+    semi = sql.rfind(";", 0, offset)
+    if semi < 0:
+        return f
+    start = semi + 1
+    while start < len(sql) and sql[start].isspace():
+        start += 1
+    f.line = sql.count("\n", 0, start) + 1
+    f.col = start - (sql.rfind("\n", 0, start) + 1) + 1
+    return f
 
 
 def _kind(node: exp.Expression) -> str:

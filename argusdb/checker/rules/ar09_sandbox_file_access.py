@@ -33,8 +33,8 @@ class SandboxFileAccess(Rule):
 
     def check(self, ctx: Context) -> list[Finding]:
         out: list[Finding] = []
-        for stmt in ctx.statements or [ctx.statement]:
-            for t in stmt.find_all(exp.Table):
+        for t in ctx.nodes():
+            if isinstance(t, exp.Table):
                 rel = relation_of(t)
                 if rel.kind == "function" and rel.name not in SAFE_TABLE_FUNCTIONS \
                         and rel.name not in CONSTRUCTS:

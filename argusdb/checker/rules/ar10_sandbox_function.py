@@ -50,8 +50,8 @@ class SandboxFunction(Rule):
 
     def check(self, ctx: Context) -> list[Finding]:
         out: list[Finding] = []
-        for stmt in ctx.statements or [ctx.statement]:
-            for f in stmt.find_all(exp.Func):
+        for f in ctx.nodes():
+            if isinstance(f, exp.Func):
                 if isinstance(f.parent, exp.Table):
                     continue  # table functions: AR09
                 name = function_name(f)

@@ -1,0 +1,126 @@
+"""Check overhead of the checked query language on a large store.
+
+Builds a store from the shipped H200 CUPTI recordings (softmax under two program versions,
+matmul), replicates its real evidence rows in SQL until it holds ``--rows`` rows (launch
+indices shifted so rows stay distinct; benchmark only), then times typical questions:
+``check`` alone (parse, rules, metadata queries against the per-connection summary) and end
+to end (check + run on the locked-down connection). Prints medians and the ratio.
+
+    python bench/bench_checker.py                 # quick: 1 M rows
+    python bench/bench_checker.py --rows 10000000 # the README figures
+
+Targets: check median <= 2 ms per typical query and <= 5 % of end-to-end time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from argusdb import checker, demo
+from argusdb.ingest import ingest_path
+from argusdb.regions import ProgramSource
+from argusdb.store import Store
+
+
+def build(path: Path, rows: int) -> dict[str, str]:
+    with Store.open(path, create=True) as st:
+        sm = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
+        mm = ProgramSource.from_path(demo.DATA / "kernels" / "matmul.py")
+        v1 = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
+                         dict(demo.OPTIONS)).program_version
+        v2 = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
+                         {**demo.OPTIONS, "num_warps": "8"}).program_version
+        ingest_path(st, demo.DATA / "matmul" / "matmul.cupti.jsonl", mm, dict(demo.OPTIONS))
+        (real,) = st.sql("SELECT count(*) FROM observed_evidence").fetchone() or (0,)
+        copies = max(1, -(-rows // real))
+        st.sql(f"""
+            INSERT INTO observed_evidence BY NAME
+            SELECT e.* REPLACE (
+                e.evidence_id + t.k * (1::BIGINT << 40) AS evidence_id,
+                CASE WHEN e.launch = 'all' THEN 'all'
+                     ELSE (t.k * 100000 + e.launch::BIGINT)::VARCHAR END AS launch)
+            FROM observed_evidence AS e CROSS JOIN range(1, {copies}) AS t(k)""")
+    return {"V1": v1, "V2": v2}
+
+
+QUERIES = {
+    "demo question (per region, per version)": demo.QUESTION,
+    "median of one region": "SELECT median(value) AS med FROM evidence "
+                            "WHERE region_id = 'matmul/matmul_kernel' AND signal = 'duration'",
+    "clean runs via run table": "SELECT e.region_id, r.signature, quantile_cont(e.value, 0.9) "
+                                "FROM evidence e JOIN run r USING (run_id) WHERE r.timing_clean"
+                                " AND e.signal = 'duration' GROUP BY e.region_id, "
+                                "e.program_version, r.signature",
+    "version_diff": "SELECT region_id, from_median, to_median, ratio "
+                    "FROM version_diff('duration', '{V1}', '{V2}')",
+    "CTE grouped by version": "WITH per AS (SELECT program_version, run_id, kernel, "
+                              "max(value) AS worst FROM evidence GROUP BY ALL) "
+                              "SELECT program_version, kernel, avg(worst) FROM per "
+                              "GROUP BY program_version, kernel",
+}
+
+
+def median_ms(fn: object, repeat: int, clock: object = time.perf_counter) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = clock()  # type: ignore[operator]
+        fn()  # type: ignore[operator]
+        times.append((clock() - t0) * 1000)  # type: ignore[operator]
+    return statistics.median(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000, help="evidence rows (default 1 M)")
+    ap.add_argument("--repeat", type=int, default=31, help="timed checks per query")
+    ap.add_argument("--repeat-e2e", type=int, default=5, help="timed end-to-end runs per query")
+    args = ap.parse_args()
+    print(f"command: python bench/bench_checker.py --rows {args.rows}; host: "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.duckdb"
+        t0 = time.perf_counter()
+        ids = build(path, args.rows)
+        build_s = time.perf_counter() - t0
+        with Store.open(path) as st:  # what 'argus ingest' does after ingesting
+            t0 = time.perf_counter()
+            checker.refresh_metadata(st)
+            refresh_s = time.perf_counter() - t0
+        with Store.open(path, read_only=True) as st:
+            (n,) = st.sql("SELECT count(*) FROM evidence").fetchone() or (0,)
+            t0 = time.perf_counter()
+            assert checker.check(QUERIES["median of one region"], st) == []
+            first_ms = (time.perf_counter() - t0) * 1000
+            print(f"store: {n:,} evidence rows (built in {build_s:.0f} s); metadata summary "
+                  f"refresh after ingest: {refresh_s:.2f} s; first check of a new read-only "
+                  f"connection: {first_ms:.1f} ms")
+            print(f"{'query':42} {'check ms':>9} {'(cpu ms)':>9} {'end-to-end ms':>14} "
+                  f"{'check %':>8}")
+            worst_ms, worst_pct = 0.0, 0.0
+            for name, q in QUERIES.items():
+                sql = q.format(**ids)
+                assert checker.check(sql, st) == [], name
+                c = median_ms(lambda s=sql: checker.check(s, st), args.repeat)
+                cpu = median_ms(lambda s=sql: checker.check(s, st), args.repeat,
+                                time.process_time)
+                e = median_ms(lambda s=sql: checker.execute(s, st), args.repeat_e2e)
+                pct = 100 * c / e
+                worst_ms, worst_pct = max(worst_ms, c), max(worst_pct, pct)
+                print(f"{name:42} {c:9.2f} {cpu:9.2f} {e:14.1f} {pct:7.2f}%")
+        ok = worst_ms <= 2.0 and worst_pct <= 5.0
+        print(f"worst check median {worst_ms:.2f} ms (target <= 2), worst share "
+              f"{worst_pct:.2f}% of end-to-end (target <= 5): {'PASS' if ok else 'FAIL'}; "
+              f"load average now {os.getloadavg()[0]:.1f}")
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""Stores for the checker tests: real recorded artefacts, plus clearly marked seed rows.
+
+``demo_store``: the shipped H200 CUPTI traces of softmax and matmul (two program versions),
+plus the softmax trace ingested a second time under ``num_warps=8`` so that one program has
+two versions (same recorded bytes, a second program version: what a rebuild would give).
+
+``seeded_store``: the same, plus SEED rows for evidence the collectors of this branch cannot
+ingest yet (they stand in for what the ncu, proton, forced-wait and derivation helpers add):
+a counter-replay run with counters from three replay passes and a duration taken under
+replay, an instrumented run with per-warp-role values, a forced-wait variant run, and
+*derived* rows (the ``evidence`` view is extended with them exactly as the derivation module
+will extend it: a UNION of rows with ``evidence_class = 'derived'``). Every seed run has
+``kind = 'seed'`` and artefact names starting with ``SEED-``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from argusdb import demo, materialize
+from argusdb.ingest import ingest_path
+from argusdb.regions import ProgramSource
+from argusdb.store import Store
+from tests.conftest import DEMO, KERNELS
+
+SOFTMAX = "softmax/softmax_fwd"
+
+
+def build_demo(path: Path) -> dict[str, str]:
+    """Ingest the real artefacts; returns the ids tests refer to by name."""
+    ids: dict[str, str] = {}
+    with Store.open(path, create=True) as st:
+        sm = ProgramSource.from_path(KERNELS / "softmax.py")
+        mm = ProgramSource.from_path(KERNELS / "matmul.py")
+        r1 = ingest_path(st, DEMO / "softmax" / "softmax.cupti.jsonl", sm, dict(demo.OPTIONS))
+        r2 = ingest_path(st, DEMO / "softmax" / "softmax.cupti.jsonl", sm,
+                         {**demo.OPTIONS, "num_warps": "8"})
+        r3 = ingest_path(st, DEMO / "matmul" / "matmul.cupti.jsonl", mm, dict(demo.OPTIONS))
+        ids.update(V1=r1.program_version, V2=r2.program_version, VM=r3.program_version,
+                   R1=r1.run_id, R2=r2.run_id, RM=r3.run_id)
+    return ids
+
+
+def _seed_run(st: Store, run_id: str, version: str, **itf: Any) -> None:
+    base = {"activity_tracing": False, "torch_profiler": False, "counter_replay": False,
+            "replay_passes": None, "section_set": None, "pc_sampling": False,
+            "instrumentation": False, "forced_wait": False, "serialized": False}
+    base.update(itf)
+    st.insert_row("run", {
+        "run_id": run_id, "run_seq": st.next_run_seq(), "program_version": version,
+        "task_id": f"t-{run_id}", "collector": "seed", "kind": "seed",
+        "artefact_name": f"SEED-{run_id}", "artefact_sha256": f"seed-{run_id}",
+        "adapter_version": "seed", "ingested_at": datetime.now(UTC).replace(tzinfo=None),
+        **base})
+    st.insert_row("task", {"task_id": f"t-{run_id}", "kind": "collect", "status": "done"})
+
+
+def _seed_rows(st: Store, run_id: str, version: str, rows: list[dict[str, Any]]) -> None:
+    seq = st.sql("SELECT run_seq FROM run WHERE run_id = ?", [run_id]).fetchone()
+    assert seq is not None
+    for i, r in enumerate(rows):
+        row = {"evidence_id": seq[0] * 2**32 + i, "program_version": version,
+               "task_id": f"t-{run_id}", "run_id": run_id, "region_id": SOFTMAX,
+               "kernel": "softmax_fwd", "launch": "0", "cta": "all", "sm": "all", "warp": "all",
+               "warp_role": "all", "loop_iter": "all", "src_row": i, **r}
+        st.insert_row("observed_evidence", row)
+
+
+def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
+    """Add the SEED runs and rows (see the module docstring)."""
+    v1 = ids["V1"]
+    ids.update(RN="seed0ncu00000001", RP="seed0proton00001", RF="seed0forcedwait1",
+               VF="seedvariant00001")
+    with Store.open(path) as st, st.transaction():
+        _seed_run(st, ids["RN"], v1, counter_replay=True, replay_passes=3, section_set="full",
+                  signature="replay(3 passes, full)+clock:none", timing_clean=False,
+                  clock_control="none")
+        rows = []
+        for launch in ("0", "1"):
+            rows += [
+                {"launch": launch, "signal": "duration", "value": 31072.0, "unit": "ns",
+                 "replay_pass": 1},
+                {"launch": launch, "signal": "inst_executed", "value": 11403264.0,
+                 "unit": "count", "replay_pass": 1},
+                {"launch": launch, "signal": "warp_stall_samples", "value": 21857.0,
+                 "unit": "samples", "replay_pass": 2},
+                {"launch": launch, "signal": "dram_read_bytes", "value": 134217728.0,
+                 "unit": "bytes", "replay_pass": 3}]
+        _seed_rows(st, ids["RN"], v1, rows)
+        _seed_run(st, ids["RP"], v1, instrumentation=True, activity_tracing=True,
+                  signature="activity_tracing+instrumentation(proton)", timing_clean=False)
+        rows = []
+        for launch in ("0", "1"):
+            rows += [
+                {"launch": launch, "signal": "duration", "value": 35100.0, "unit": "ns"},
+                {"launch": launch, "warp_role": "producer", "signal": "busy_ns",
+                 "value": 12000.0, "unit": "ns"},
+                {"launch": launch, "warp_role": "consumer", "signal": "busy_ns",
+                 "value": 21000.0, "unit": "ns"}]
+        _seed_rows(st, ids["RP"], v1, rows)
+        st.insert_row("program_version", {"program_version": ids["VF"], "program": "softmax",
+                                          "parent_version": v1, "transform": "forced_wait:load"})
+        _seed_run(st, ids["RF"], ids["VF"], forced_wait=True, activity_tracing=True,
+                  signature="activity_tracing+forced_wait", timing_clean=False)
+        _seed_rows(st, ids["RF"], ids["VF"], [
+            {"launch": lc, "signal": "duration", "value": 38000.0, "unit": "ns"}
+            for lc in ("0", "1")])
+        # The seeded variant is new input to attribution/derivation: refresh them now, while
+        # the store is writable (the tests open it read-only, where a stale store is refused).
+        materialize.refresh(st)  # inside this transaction (ensure_fresh opens its own)
+        # Derived rows, as the derivation module adds them: about V1, from the variant run.
+        st.sql("CREATE TABLE _seed_derived AS SELECT * FROM evidence LIMIT 0")
+        for i, lc in enumerate(("0", "1")):
+            st.sql("INSERT INTO _seed_derived BY NAME SELECT ? AS evidence_id, ? AS "
+                   "program_version, ? AS task_id, ? AS run_id, ? AS region_id, 'softmax_fwd' "
+                   "AS kernel, ? AS launch, 'all' AS cta, 'all' AS sm, 'all' AS warp, 'all' AS "
+                   "warp_role, 'all' AS loop_iter, 'exposed_latency' AS signal, 5500.0 AS value, "
+                   "'ns' AS unit, 'derived' AS evidence_class, 0.0 AS association_entropy",
+                   [-1 - i, v1, "t-seed-synthesize", ids["RF"], SOFTMAX, lc])
+        view = st.sql("SELECT sql FROM duckdb_views() WHERE view_name = 'evidence'").fetchone()
+        assert view is not None
+        body = view[0].split(" AS ", 1)[1].rstrip().rstrip(";")
+        st.sql(f"CREATE OR REPLACE VIEW evidence AS SELECT * FROM ({body}) "
+               f"UNION ALL BY NAME SELECT * FROM _seed_derived")
+    return ids
+
+
+@pytest.fixture(scope="session")
+def _built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    root = tmp_path_factory.mktemp("checker")
+    demo_path, seeded_path = root / "demo.duckdb", root / "seeded.duckdb"
+    ids = build_demo(demo_path)
+    shutil.copy(demo_path, seeded_path)
+    ids = seed(seeded_path, ids)
+    return demo_path, seeded_path, ids
+
+
+@pytest.fixture(scope="session")
+def ids(_built: tuple[Path, Path, dict[str, str]]) -> dict[str, str]:
+    return _built[2]
+
+
+@pytest.fixture(scope="session")
+def seeded_path(_built: tuple[Path, Path, dict[str, str]]) -> Path:
+    return _built[1]
+
+
+@pytest.fixture(scope="session")
+def demo_path(_built: tuple[Path, Path, dict[str, str]]) -> Path:
+    return _built[0]
+
+
+@pytest.fixture(scope="session")
+def seeded_store(seeded_path: Path) -> Iterator[Store]:
+    st = Store.open(seeded_path, read_only=True)
+    yield st
+    st.close()
+
+
+@pytest.fixture(scope="session")
+def demo_store(demo_path: Path) -> Iterator[Store]:
+    st = Store.open(demo_path, read_only=True)
+    yield st
+    st.close()

@@ -1,0 +1,102 @@
+"""The read-only sandbox: known escapes are refused, hostile input never crashes or writes."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from argusdb import checker
+from argusdb.api import connect
+from argusdb.errors import ArgusError, QueryFailed, QueryRefused
+from argusdb.store import Store
+
+ESCAPES = yaml.safe_load((Path(__file__).parent / "escapes.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", ESCAPES, ids=[c["sql"][:40] for c in ESCAPES])
+def test_escape_is_refused_with_a_clear_reason(case: dict[str, Any]) -> None:
+    findings = checker.check(case["sql"])
+    assert findings, case
+    assert findings[0].code == case["code"], [str(f) for f in findings]
+    assert findings[0].message and findings[0].remedy
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT content FROM read_text('/etc/passwd')",
+    "COPY (SELECT 1) TO '/tmp/argus-escape.csv'",
+    "ATTACH '/tmp/argus-escape.duckdb' AS o",
+    "SET enable_external_access = true",
+    "INSTALL httpfs",
+])
+def test_locked_connection_is_a_second_layer(tmp_path: Path, sql: str) -> None:
+    """Bypass the checker: the engine itself refuses (defence in depth)."""
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        st.lock_down()
+        cur = st.cursor()
+        with pytest.raises(Exception) as err:
+            cur.execute(sql).fetchall()
+        assert "Traceback" not in str(err.value)
+        with pytest.raises(QueryFailed):
+            st.run_select(sql, 5.0)
+    assert not Path("/tmp/argus-escape.csv").exists()
+    assert not Path("/tmp/argus-escape.duckdb").exists()
+
+
+@pytest.mark.parametrize("sql", ["CREATE TABLE stolen AS SELECT 1", "SELECT 1; DROP TABLE run",
+                                 "DELETE FROM run"])
+def test_engine_layer_runs_only_one_select(tmp_path: Path, sql: str) -> None:
+    """DuckDB's own parser must see exactly one SELECT, else nothing runs."""
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        with pytest.raises(QueryFailed, match="other than one SELECT"):
+            st.run_select(sql, 5.0)
+        assert st.has_table("run") and not st.has_table("stolen")
+
+
+def _digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_hostile_queries_write_nothing(demo_path: Path, tmp_path: Path) -> None:
+    store = tmp_path / "copy.duckdb"
+    store.write_bytes(demo_path.read_bytes())
+    before = _digest(store)
+    with connect(store, read_only=True) as db:
+        counts = db.store.rows("SELECT (SELECT count(*) FROM observed_evidence) AS e, "
+                               "(SELECT count(*) FROM run) AS r")
+        for case in ESCAPES:
+            with pytest.raises(QueryRefused):
+                db.query(case["sql"])
+        with pytest.raises(QueryFailed):  # runs, then hits the time limit
+            db.timeout_s = 0.5
+            db.query("SELECT count(*) FROM range(100000000000) a")
+        assert db.store.rows("SELECT (SELECT count(*) FROM observed_evidence) AS e, "
+                             "(SELECT count(*) FROM run) AS r") == counts
+    assert _digest(store) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.duckdb"]
+
+
+def test_hostile_queries_on_a_read_write_connection_change_no_rows(tmp_path: Path,
+                                                                   demo_path: Path) -> None:
+    store = tmp_path / "rw.duckdb"
+    store.write_bytes(demo_path.read_bytes())
+    with connect(store) as db:
+        count = db.store.rows("SELECT count(*) AS n FROM observed_evidence")
+        for case in ESCAPES:
+            with pytest.raises(ArgusError):
+                db.query(case["sql"])
+        assert db.store.rows("SELECT count(*) AS n FROM observed_evidence") == count
+
+
+@pytest.mark.parametrize("sql", ["", "   ", "SELECT", "SELECT 'unterminated", "((((((",
+                                 "SELECT * FROM", "\x00\x01\x02", "SELECT 1 +", "; ; ;",
+                                 "SELECT " + "(" * 5000 + "1" + ")" * 5000,
+                                 "SELECT * FROM evidence WHERE signal = 1",
+                                 "x" * 200_000])
+def test_malformed_input_is_a_finding_never_an_exception(sql: str, demo_store: Store) -> None:
+    findings = checker.check(sql, demo_store)
+    assert findings and all(f.code.startswith("AR") for f in findings)
