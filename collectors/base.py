@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,10 +144,11 @@ def head_bytes(path: Path, n: int = 4096) -> bytes:
     with open(path, "rb") as fh:
         raw = fh.read(n)
     if raw[:2] == b"\x1f\x8b":
+        # A streaming inflate returns what it can, so a truncated .gz is still recognised
+        # (its reader then reports the truncation) rather than taken for an empty file.
         try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(n)
-        except (OSError, EOFError):
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, n)
+        except zlib.error:
             return b""
     return raw
 

@@ -64,7 +64,9 @@ def read_errors(path: Path, kind: str) -> Iterator[None]:
     try:
         yield
     except ijson.IncompleteJSONError as exc:
-        raise InputError(str(path), f"the {kind} JSON ends early or is malformed ({exc})",
+        # yajl appends a multi-line excerpt with a caret: keep its first line.
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else "no detail"
+        raise InputError(str(path), f"the {kind} JSON ends early or is malformed ({why})",
                          "the file is truncated or corrupt; export the trace again") from exc
     except ijson.JSONError as exc:
         raise InputError(str(path), f"is not valid {kind} JSON ({exc})",

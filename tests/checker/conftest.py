@@ -111,6 +111,9 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
         _seed_rows(st, ids["RF"], ids["VF"], [
             {"launch": lc, "signal": "duration", "value": 38000.0, "unit": "ns"}
             for lc in ("0", "1")])
+        # The seeded variant is new input to attribution/derivation: refresh them now, while
+        # the store is writable (the tests open it read-only, where a stale store is refused).
+        materialize.refresh(st)  # inside this transaction (ensure_fresh opens its own)
         # Derived rows, as the derivation module adds them: about V1, from the variant run.
         # Refresh the materializations first, so these seed rows are not rebuilt away.
         materialize.refresh(st)

@@ -68,6 +68,7 @@ def test_aggregates_within_one_scope_level_are_accepted(
     sql = ("SELECT t.scope_path, sum(t.value) FROM evidence t "
            "WHERE t.run_id = '{RH}' GROUP BY t.scope_path, t.kernel")
     assert codes(sql, proton) == []  # one scope level per group
+    # observed rows only: attribution adds region rows of the same run at other levels
     sql = ("SELECT t.kernel, sum(t.value) FROM evidence t WHERE t.run_id = '{RT}' "
            "AND t.evidence_class = 'observed' GROUP BY t.kernel")
     assert codes(sql, proton) == []  # sum of slices of one level

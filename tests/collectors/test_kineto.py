@@ -187,3 +187,12 @@ def test_microseconds_to_exact_nanoseconds() -> None:
     assert us_to_ns(Decimal("2413669097444.592")) == 2413669097444592
     assert us_to_ns(Decimal("0.0005")) == 0 and us_to_ns(Decimal("0.0015")) == 2  # half-even
     assert us_to_ns(3) == 3000 and us_to_ns(None) is None
+
+
+def test_gzip_cut_inside_its_first_block_is_reported_as_truncated(tmp_path: Path,
+                                                                  store: Store) -> None:
+    cut = tmp_path / "tiny.json.gz"
+    cut.write_bytes(TRITON.read_bytes()[:300])
+    with pytest.raises(InputError, match="gzip stream ends early"):
+        ingest_path(store, cut)
+    assert _nothing_written(store)

@@ -1,0 +1,10 @@
+"""Answers over the checked query surface: diffs, trajectories, reports, dashboards, exports.
+
+Every answer reads the store through :meth:`argusdb.api.Connection.query`, so it rests only on
+questions the checker accepted, and refuses comparisons with the checker's rule codes.
+
+Example:
+    >>> from argusdb.answers.diff import diff
+    >>> with argusdb.connect("argus.duckdb") as db:
+    ...     diff(db, "matmul/matmul_kernel", "variant=naive", "variant=tiled").rows
+"""

@@ -1,0 +1,279 @@
+"""A static dashboard: region breakdown, trajectory plots with CIs, and the diff table.
+
+``build(db, out_dir)`` writes ``index.html``: one self-contained file (CSS inline, charts as
+inline SVG from matplotlib's SVG backend, no scripts, no network). Per program it shows:
+
+- **region breakdown** of the version with evidence in the most regions (latest on ties): each
+  region's claims (median, class, n, verdict) and a bar chart per signal;
+- **trajectories** along its versions in the order they were first recorded: median per
+  version with its 95 % bootstrap CI as error bars, significant steps marked;
+- **diff table**: each step between consecutive versions (ratio, CI, p, noise floor, verdict).
+
+Example:
+    >>> with argusdb.connect("argus.duckdb") as db:
+    ...     build(db, "dash/")   # then open dash/index.html
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from argusdb.answers.report import Claim, report
+from argusdb.answers.select import VersionRef, versions_of_region
+from argusdb.answers.trajectory import Series, trajectory
+from argusdb.errors import UsageError
+
+if TYPE_CHECKING:
+    from argusdb.api import Connection
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px}
+h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f3f3f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.sig{color:#0a0;font-weight:600}.insufficient{color:#b00}.chart{display:inline-block;margin:6px}
+.note{color:#666;font-size:12px}
+"""
+_CLASS_COLORS = {"observed": "#1f77b4", "attributed": "#ff7f0e", "derived": "#9467bd"}
+
+
+@dataclass
+class ProgramView:
+    """What the dashboard shows for one program."""
+
+    program: str
+    versions: list[VersionRef]
+    labels: dict[str, str]
+    claims: list[Claim] = field(default_factory=list)
+    series: list[Series] = field(default_factory=list)
+    breakdown_version: str = ""
+
+
+def _scale(unit: str | None) -> tuple[float, str | None]:
+    """Plot nanoseconds as microseconds: tick labels of six digits collide."""
+    return (1e-3, "µs") if unit == "ns" else (1.0, unit)
+
+
+def _svg(fig: Any) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _labels(db: Connection, versions: list[str]) -> dict[str, str]:
+    """Short labels: the --option values that differ between versions, else the ID prefix."""
+    opts = {}
+    for v in versions:
+        rows = db.query(f"SELECT options FROM program_version WHERE program_version = "
+                        f"'{v}'").to_pylist()
+        opts[v] = json.loads(rows[0]["options"] or "{}") if rows else {}
+    keys = sorted({k for o in opts.values() for k in o
+                   if len({json.dumps(x.get(k)) for x in opts.values()}) > 1})
+    out = {}
+    for v in versions:
+        parts = [f"{k}={opts[v][k]}" for k in keys if k in opts[v]]
+        out[v] = ",".join(parts) if parts else v[:8]
+    if len(set(out.values())) < len(out):
+        out = {v: f"{lab} ({v[:6]})" for v, lab in out.items()}
+    return out
+
+
+#: Signals the dashboard shows unless told otherwise (those the store has).
+DEFAULT_SIGNALS = ("duration", "inst_executed", "warp_stall_samples", "exposed_latency")
+
+
+def collect(db: Connection, signals: list[str] | None = None,
+            include_variants: bool = False) -> list[ProgramView]:
+    """Programs with region evidence, their versions (first-recorded order), claims, series.
+
+    Args:
+        signals: signals to show; default those of :data:`DEFAULT_SIGNALS` the store has (all
+            signals when it has none of them).
+        include_variants: also put variants (forced waits, probes) on the trajectories; by
+            default a trajectory follows original versions only.
+    """
+    regions = [str(r["region_id"]) for r in db.query(
+        "SELECT DISTINCT region_id FROM evidence WHERE region_id IS NOT NULL "
+        "ORDER BY region_id").to_pylist()]
+    if not regions:
+        raise UsageError("the store has no region evidence yet; ingest artefacts with "
+                         "--program first (see 'argus ingest --help')")
+    if signals is None:
+        have = {str(r["signal"]) for r in db.query(
+            "SELECT DISTINCT signal FROM evidence WHERE region_id IS NOT NULL").to_pylist()}
+        signals = [x for x in DEFAULT_SIGNALS if x in have] or None
+    first_seq: dict[str, int] = {}
+    for r in db.query("SELECT program_version, run_seq FROM run").to_pylist():
+        v = str(r["program_version"])
+        first_seq[v] = min(first_seq.get(v, int(r["run_seq"])), int(r["run_seq"]))
+    variants = {str(r["program_version"]) for r in db.query(
+        "SELECT program_version FROM program_version WHERE transform IS NOT NULL").to_pylist()}
+    by_program: dict[str, list[str]] = {}
+    for r in regions:
+        by_program.setdefault(r.split("/", 1)[0], []).append(r)
+    views = []
+    for program, regs in sorted(by_program.items()):
+        has: dict[str, list[str]] = {}
+        for r in regs:
+            for v in versions_of_region(db, r):
+                if include_variants or v not in variants:
+                    has.setdefault(v, []).append(r)
+        if not has:
+            continue
+        order = sorted(has, key=lambda v: first_seq.get(v, 0))
+        labels = _labels(db, order)
+        refs = [VersionRef(v, labels[v]) for v in order]
+        view = ProgramView(program, refs, labels)
+        # The breakdown shows the version with evidence in the most regions (latest on ties).
+        shown = max(reversed(order), key=lambda v: len(has[v]))
+        view.breakdown_version = shown
+        for r in has[shown]:
+            view.claims.extend(report(db, r, [shown], signals=signals).claims)
+        if len(refs) >= 2:
+            view.series = trajectory(db, regs, list(refs), signals).series
+        views.append(view)
+    return views
+
+
+def _breakdown_charts(view: ProgramView) -> list[str]:
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    out = []
+    for sig in sorted({c.signal for c in view.claims}):
+        cs = [c for c in view.claims if c.signal == sig]
+        fig = Figure(figsize=(6.0, 0.5 + 0.45 * len(cs)))
+        ax = fig.subplots()
+        names = [f"{c.region_id.split('/', 1)[1]} [{c.evidence_class}"
+                 + ("" if c.standing in ("clean", "derived") else ", perturbed") + "]"
+                 for c in cs]
+        k, unit = _scale(cs[0].unit)
+        ax.barh(names, [c.value * k for c in cs],
+                color=[_CLASS_COLORS.get(c.evidence_class, "#777") for c in cs])
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.set_xlabel(f"{sig} ({unit}), median over repeats")
+        ax.invert_yaxis()
+        ax.set_title(f"{view.program} {view.labels[cs[0].program_version]}: {sig}")
+        out.append(_svg(fig))
+    return out
+
+
+def _trajectory_chart(view: ProgramView, s: Series) -> str:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.0, 3.2))
+    ax = fig.subplots()
+    k, unit = _scale(s.unit)
+    xs, ys, lo, hi, labels = [], [], [], [], []
+    for i, p in enumerate(s.points):
+        labels.append(view.labels[p.program_version])
+        if p.median is None:
+            continue
+        xs.append(i)
+        ys.append(p.median * k)
+        lo.append(k * (p.median - (p.ci_low if p.ci_low is not None else p.median)))
+        hi.append(k * ((p.ci_high if p.ci_high is not None else p.median) - p.median))
+    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=5, color="#1f77b4",
+                label="median, 95 % CI")
+    for i, p in enumerate(s.points):
+        if p.step_significant and p.median is not None:
+            ax.annotate(f"×{p.step_ratio:.3f}", (i, p.median * k), textcoords="offset points",
+                        xytext=(6, 8), color="#0a0")
+    ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
+    ax.set_ylabel(f"{s.signal} ({unit})")
+    ax.set_title(f"{s.region_id}: {s.signal} [{s.key.evidence_class}, {s.key.standing}]",
+                 fontsize=10)
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.margins(x=0.08, y=0.15)  # room for the step annotations
+    return _svg(fig)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return html.escape(str(v))
+
+
+def render(views: list[ProgramView]) -> str:
+    """The dashboard page as one HTML string."""
+    e = html.escape
+    parts = ["<!doctype html><html><head><meta charset='utf-8'>",
+             "<title>argusdb dashboard</title>", f"<style>{_CSS}</style></head><body>",
+             "<h1>argusdb dashboard</h1>"]
+    for v in views:
+        parts.append(f"<h2 id='program-{e(v.program)}'>{e(v.program)}</h2>")
+        parts.append("<p class='note'>versions in recording order: " + ", ".join(
+            f"{e(v.labels[r.program_version])} = {e(r.program_version)}" for r in v.versions)
+            + "</p>")
+        parts.append(f"<section class='breakdown'><h3>Region breakdown "
+                     f"({e(v.labels[v.breakdown_version])})</h3>")
+        parts.extend(f"<div class='chart breakdown-chart'>{svg}</div>"
+                     for svg in _breakdown_charts(v))
+        parts.append("<table class='claims'><tr><th>region</th><th>signal</th><th>median</th>"
+                     "<th>unit</th><th>class</th><th>n</th><th>IQR</th><th>entropy (bits)</th>"
+                     "<th>verdict</th></tr>")
+        for c in v.claims:
+            parts.append(
+                f"<tr><td>{e(c.region_id)}</td><td>{e(c.signal)}</td>"
+                f"<td class='num'>{_fmt(c.value)}</td><td>{_fmt(c.unit)}</td>"
+                f"<td>{e(c.evidence_class)}</td><td class='num'>{c.n}</td>"
+                f"<td class='num'>{_fmt(c.iqr)}</td>"
+                f"<td class='num'>{_fmt(c.association_entropy)}</td>"
+                f"<td class='{e(c.verdict)}' title='{e(c.reason)}'>{e(c.verdict)}</td></tr>")
+        parts.append("</table></section><section class='trajectories'><h3>Trajectories</h3>")
+        shown = [s for s in v.series if sum(p.median is not None for p in s.points) >= 2]
+        if not shown:
+            parts.append("<p class='note'>fewer than two versions with comparable evidence</p>")
+        parts.extend(f"<div class='chart trajectory-chart'>{_trajectory_chart(v, s)}</div>"
+                     for s in shown)
+        parts.append("</section><section class='diffs'><h3>Diffs between consecutive "
+                     "versions</h3>")
+        if not shown:
+            parts.append("<p class='note'>no diffs: one version only</p></section>")
+            continue
+        parts.append("<table class='diff-table'><tr><th>region</th><th>signal</th>"
+                     "<th>from</th><th>to</th><th>from median</th><th>to median</th>"
+                     "<th>ratio</th><th>95 % CI</th><th>p</th><th>verdict</th></tr>")
+        for s in shown:
+            for prev, p in zip(s.points, s.points[1:], strict=False):
+                if p.step_ratio is None:
+                    continue
+                cls = "sig" if p.step_significant else ""
+                parts.append(
+                    f"<tr><td>{e(s.region_id)}</td><td>{e(s.signal)}</td>"
+                    f"<td>{e(v.labels[prev.program_version])}</td>"
+                    f"<td>{e(v.labels[p.program_version])}</td>"
+                    f"<td class='num'>{_fmt(prev.median)}</td>"
+                    f"<td class='num'>{_fmt(p.median)}</td>"
+                    f"<td class='num'>{_fmt(p.step_ratio)}</td>"
+                    f"<td class='num'>[{_fmt(p.step_ci_low)}, {_fmt(p.step_ci_high)}]</td>"
+                    f"<td class='num'>{_fmt(p.step_p_value)}</td>"
+                    f"<td class='{cls}'>{e(p.step_verdict or '')}</td></tr>")
+        parts.append("</table></section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def build(db: Connection, out_dir: str | Path, signals: list[str] | None = None,
+          include_variants: bool = False) -> Path:
+    """Write ``index.html`` into ``out_dir`` (created when missing); returns its path."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(f"argus dashboard needs matplotlib ({exc}); install it with "
+                         f"pip install 'argusdb[dashboard]'") from exc
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    page = out / "index.html"
+    page.write_text(render(collect(db, signals, include_variants)), encoding="utf-8")
+    return page

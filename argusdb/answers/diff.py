@@ -1,0 +1,212 @@
+"""Region-keyed diffs across program versions over repeated launches.
+
+For one region and each signal, the diff compares the cohort of the *from* version with the
+cohort of the *to* version that has the same standing (clean or perturbed by which
+interference signature), evidence class and scope
+(see :mod:`argusdb.answers.compat`; anything else is refused with the checker's rule codes).
+It reports the medians, their ratio ``to / from``, a bootstrap CI of the ratio of medians, a
+two-sided Mann-Whitney U p-value and a **noise floor**.
+
+The noise floor is the larger of ``min_effect`` (default 1 %) and the run-to-run spread of the
+median of any version of the same region measured in two or more runs of the same cohort
+(``(max - min) / median`` of the per-run medians): a systematic shift between two recordings of
+one program is noise, however small its p-value. A difference is **significant** when
+``p < alpha``, the CI excludes 1 and ``|ratio - 1|`` is at least the noise floor; otherwise the
+diff says "not significant" and why.
+
+Example:
+    >>> with argusdb.connect("argus.duckdb") as db:
+    ...     result = diff(db, "matmul/matmul_kernel", "variant=naive", "variant=tiled")
+    ...     [(r.signal, round(r.ratio, 3), r.significant) for r in result.rows]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from argusdb.answers import stats
+from argusdb.answers.compat import match_cohorts
+from argusdb.answers.select import (
+    Cohort,
+    CohortKey,
+    VersionRef,
+    cohorts,
+    fetch_rows,
+    resolve_version,
+    versions_of_region,
+)
+from argusdb.errors import QueryRefused, UsageError
+
+if TYPE_CHECKING:
+    from argusdb.api import Connection
+
+#: Default smallest relative change reported as significant (documented minimum effect).
+MIN_EFFECT = 0.01
+#: Default significance level of the rank test.
+ALPHA = 0.05
+
+
+@dataclass
+class DiffRow:
+    """One region and signal compared across two versions (JSON keys are the field names)."""
+
+    region_id: str
+    signal: str
+    unit: str | None
+    from_version: str
+    to_version: str
+    from_median: float
+    to_median: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    significant: bool
+    verdict: str
+    noise_floor: float
+    noise_source: str
+    n_from: int
+    n_to: int
+    from_runs: list[str]
+    to_runs: list[str]
+    standing: str
+    signature: str
+    evidence_class: str
+    scope: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                for k, v in asdict(self).items()}
+
+
+@dataclass
+class DiffResult:
+    """Rows of a diff plus notes on cohorts that had no partner in the other version."""
+
+    region_id: str
+    from_ref: VersionRef
+    to_ref: VersionRef
+    rows: list[DiffRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": True, "region_id": self.region_id,
+                "from": {"label": self.from_ref.label,
+                         "program_version": self.from_ref.program_version,
+                         "runs": list(self.from_ref.runs)},
+                "to": {"label": self.to_ref.label, "program_version": self.to_ref.program_version,
+                       "runs": list(self.to_ref.runs)},
+                "rows": [r.to_json() for r in self.rows], "notes": self.notes}
+
+
+class NoiseModel:
+    """Run-to-run spread per (region, signal, cohort key), measured over all stored versions."""
+
+    def __init__(self, db: Connection, region: str, min_effect: float) -> None:
+        self.db, self.region, self.min_effect = db, region, min_effect
+        self._cache: dict[str, dict[tuple[str, CohortKey], tuple[float, str]]] = {}
+
+    def floor(self, signal: str, key: CohortKey) -> tuple[float, str]:
+        if signal not in self._cache:
+            spreads: dict[tuple[str, CohortKey], tuple[float, str]] = {}
+            for v in versions_of_region(self.db, self.region):
+                rows = fetch_rows(self.db, self.region, VersionRef(v, v), [signal])
+                for (_, sig, k), co in cohorts(rows).items():
+                    per_run = co.run_samples()
+                    if len(per_run) < 2:
+                        continue
+                    s = stats.run_spread([stats.summarize(x).median for x in per_run.values()])
+                    if s > spreads.get((sig, k), (-1.0, ""))[0]:
+                        spreads[(sig, k)] = (s, f"run-to-run spread {s:.2%} of version {v} "
+                                                f"({len(per_run)} runs)")
+            self._cache[signal] = spreads
+        spread, source = self._cache[signal].get((signal, key), (0.0, ""))
+        if spread > self.min_effect:
+            return spread, source
+        return self.min_effect, f"minimum effect {self.min_effect:.2%}" + (
+            f" (above the {source})" if source else " (no version has repeated runs)")
+
+
+def _verdict(t: stats.RatioTest, floor: float, alpha: float) -> tuple[bool, str]:
+    if math.isnan(t.p_value):
+        return False, "not significant: fewer than 2 repeats on a side"
+    if t.p_value >= alpha:
+        return False, f"not significant: p={t.p_value:.3g} >= {alpha}"
+    if t.ci_low <= 1.0 <= t.ci_high:
+        return False, f"not significant: CI [{t.ci_low:.4f}, {t.ci_high:.4f}] contains 1"
+    if abs(t.ratio - 1.0) < floor:
+        return False, (f"not significant: |ratio - 1| = {abs(t.ratio - 1):.2%} is within the "
+                       f"noise floor {floor:.2%}")
+    return True, f"{'lower' if t.ratio < 1 else 'higher'} by {abs(t.ratio - 1):.2%}"
+
+
+def diff(db: Connection, region: str, before: str | VersionRef, after: str | VersionRef,
+         signals: list[str] | None = None, *, min_effect: float = MIN_EFFECT,
+         alpha: float = ALPHA) -> DiffResult:
+    """Compare ``region`` between two versions, signal by signal.
+
+    Args:
+        db: an open connection.
+        region: region ID, e.g. ``matmul/matmul_kernel``.
+        before, after: version selectors (see :func:`~argusdb.answers.select.resolve_version`).
+        signals: signals to compare; default every signal both versions have.
+        min_effect: smallest relative change that may count as significant.
+        alpha: significance level of the Mann-Whitney U test.
+
+    Raises:
+        UsageError: unknown version, region or signal (exit 2).
+        QueryRefused: the versions' evidence is not comparable (exit 1, rule codes).
+    """
+    ref_a = before if isinstance(before, VersionRef) else resolve_version(db, before, region)
+    ref_b = after if isinstance(after, VersionRef) else resolve_version(db, after, region)
+    sides: list[dict[str, list[Cohort]]] = []
+    for ref in (ref_a, ref_b):
+        rows = fetch_rows(db, region, ref, signals)
+        if not rows:
+            what = f" for signals {signals}" if signals else ""
+            raise UsageError(f"region {region!r} has no evidence{what} in version "
+                             f"{ref.program_version} ({ref.label}); list regions with "
+                             f"'argus query STORE \"SELECT DISTINCT region_id, signal FROM "
+                             f"evidence\"'")
+        by_signal: dict[str, list[Cohort]] = {}
+        for (_, sig, _), co in cohorts(rows).items():
+            by_signal.setdefault(sig, []).append(co)
+        sides.append(by_signal)
+    if signals:
+        for sig in signals:
+            for ref, side in zip((ref_a, ref_b), sides, strict=True):
+                if sig not in side:
+                    raise UsageError(f"signal {sig!r} has no evidence for {region!r} in "
+                                     f"version {ref.program_version} ({ref.label})")
+        wanted = list(signals)
+    else:
+        wanted = sorted(set(sides[0]) & set(sides[1]))
+    result = DiffResult(region, ref_a, ref_b)
+    noise = NoiseModel(db, region, min_effect)
+    refusals = []
+    for sig in wanted:
+        pairs, findings = match_cohorts(sig, sides[0][sig], sides[1][sig])
+        refusals.extend(findings)
+        matched = {a.key for a, _ in pairs}
+        for side_name, side in (("from", sides[0]), ("to", sides[1])):
+            for co in side[sig]:
+                if co.key not in matched:
+                    result.notes.append(f"{sig}: {side_name} cohort {co.key.to_json()} has no "
+                                        f"comparable cohort in the other version; left out")
+        for a, b in pairs:
+            t = stats.ratio_test(a.samples, b.samples)
+            floor, source = noise.floor(sig, a.key)
+            significant, verdict = _verdict(t, floor, alpha)
+            result.rows.append(DiffRow(
+                region, sig, a.unit, ref_a.program_version, ref_b.program_version,
+                stats.summarize(a.samples).median, stats.summarize(b.samples).median, t.ratio,
+                t.ci_low, t.ci_high, t.p_value, significant, verdict, floor, source,
+                len(a.samples), len(b.samples), a.runs, b.runs, a.key.standing,
+                f"{a.signature} -> {b.signature}" if a.signature != b.signature
+                else a.signature,
+                a.key.evidence_class, a.key.scope_text()))
+    if refusals:
+        raise QueryRefused(refusals)
+    return result

@@ -1,0 +1,163 @@
+"""Exports to the tools engineers already use: Perfetto/Chrome trace, Hatchet, Parquet.
+
+- :func:`perfetto_trace`: a run as Chrome trace event JSON (what Perfetto UI and
+  ``chrome://tracing`` open): one complete (``ph: "X"``) event per kernel launch on a track per
+  device and stream, with the launch's region and configuration in ``args``.
+- :func:`hatchet_literal`: a region tree (program → kernel → regions) of one version with one
+  metric per signal, in Hatchet's literal format (``GraphFrame.from_literal``).
+- :func:`parquet`: the answer of any checked query as a Parquet file.
+
+All reads go through the checked query surface.
+
+Example:
+    >>> doc = perfetto_trace(db, "f3734403db0467fb")
+    >>> json.dump(doc, open("run.json", "w"))
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from argusdb.answers import stats
+from argusdb.answers.select import VersionRef, cohorts, fetch_rows, lit, resolve_version
+from argusdb.errors import UsageError
+
+if TYPE_CHECKING:
+    from argusdb.api import Connection
+
+#: Preference among evidence classes when one metric per node must be chosen.
+_CLASS_ORDER = {"observed": 0, "attributed": 1}
+
+
+def _run(db: Connection, run_id: str) -> dict[str, Any]:
+    rows = db.query(f"SELECT run_id, program_version, collector, kind, artefact_name, signature, "
+                    f"device FROM run WHERE starts_with(run_id, {lit(run_id)})").to_pylist()
+    if len(rows) != 1:
+        what = "no run" if not rows else f"{len(rows)} runs"
+        raise UsageError(f"run {run_id!r} matches {what}; list runs with 'argus runs STORE'")
+    return dict(rows[0])
+
+
+def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
+    """The kernel launches of one run as Chrome trace JSON.
+
+    Timestamps are microseconds (the format's unit) relative to the run's first launch, with
+    the nanosecond originals in ``args``; ``displayTimeUnit`` is ``ns``.
+
+    Raises:
+        UsageError: the run is unknown or has no kernel launches.
+    """
+    run = _run(db, run_id)
+    launches = db.query(
+        f"SELECT kernel, launch, region_id, start_ns, end_ns, dur_ns, correlation_id, grid_x, "
+        f"grid_y, grid_z, block_x, block_y, block_z, registers, shared_bytes, device_id, "
+        f"stream_id FROM kernel_launch WHERE run_id = {lit(run['run_id'])} "
+        f"ORDER BY start_ns").to_pylist()
+    if not launches:
+        raise UsageError(f"run {run['run_id']} ({run['artefact_name']}) has no kernel launches; "
+                         f"export a run of a tracing collector (cupti, kineto, nsys)")
+    t0 = min(int(r["start_ns"]) for r in launches)
+    events: list[dict[str, Any]] = []
+    named: set[tuple[int, int]] = set()
+    for r in launches:
+        pid, tid = int(r["device_id"] or 0), int(r["stream_id"] or 0)
+        if (pid, tid) not in named:
+            named.add((pid, tid))
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                           "args": {"name": f"stream {tid}"}})
+        events.append({
+            "name": r["kernel"], "cat": "kernel", "ph": "X", "pid": pid, "tid": tid,
+            "ts": (int(r["start_ns"]) - t0) / 1000.0, "dur": int(r["dur_ns"]) / 1000.0,
+            # Launch facts under the names torch.profiler (Kineto) uses, so that readers of
+            # Kineto traces (Perfetto, HTA, argusdb's kineto collector) find them.
+            "args": {"device": pid, "stream": tid, "correlation": r["correlation_id"],
+                     "grid": [r["grid_x"], r["grid_y"], r["grid_z"]],
+                     "block": [r["block_x"], r["block_y"], r["block_z"]],
+                     "registers per thread": r["registers"],
+                     "shared memory": r["shared_bytes"],
+                     "region_id": r["region_id"], "launch": r["launch"],
+                     "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
+                     "program_version": run["program_version"], "run_id": run["run_id"]}})
+    for pid in sorted({p for p, _ in named}):
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                       "args": {"name": f"{run['device'] or 'GPU'} {pid}"}})
+    return {"displayTimeUnit": "ns", "traceEvents": events,
+            "otherData": {"argusdb_run": run["run_id"], "signature": run["signature"],
+                          "artefact": run["artefact_name"]}}
+
+
+def _pick(candidates: list[Any]) -> Any:
+    """One cohort per (region, signal): observed before attributed, clean timing first."""
+    return sorted(candidates, key=lambda c: (_CLASS_ORDER.get(c.key.evidence_class, 9),
+                                             c.key.standing != "clean", c.key.standing))[0]
+
+
+def hatchet_literal(db: Connection, version: str, program: str | None = None
+                    ) -> list[dict[str, Any]]:
+    """The region tree of one program version with per-signal medians, as a Hatchet literal.
+
+    Nodes are the program (root), its kernels and their regions (from ``region_span``); each
+    node's metrics are the medians over repeats of its own evidence, one metric per signal named
+    ``"<signal> (<unit>)"`` (observed preferred over attributed; derived values are left out:
+    they are inferences, not measurements). Frames carry the region ID.
+
+    Raises:
+        UsageError: unknown version, or a version without region spans.
+    """
+    ref = resolve_version(db, version, f"{program}/x" if program else None)
+    spans = db.query(f"SELECT region_id, kernel, name, start_line, end_line FROM region_span "
+                     f"WHERE program_version = {lit(ref.program_version)} "
+                     f"ORDER BY kernel, start_line").to_pylist()
+    if not spans:
+        raise UsageError(f"version {ref.program_version} has no regions (it was ingested "
+                         f"without --program)")
+    prog = str(spans[0]["region_id"]).split("/", 1)[0]
+    kernels: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in spans:
+        kernels[str(s["kernel"])].append(s)
+
+    def metrics(region: str) -> dict[str, float]:
+        found = cohorts(fetch_rows(db, region, VersionRef(ref.program_version, ref.label)))
+        by_signal: dict[str, list[Any]] = defaultdict(list)
+        for (_, sig, key), co in found.items():
+            if key.evidence_class in _CLASS_ORDER:
+                by_signal[sig].append(co)
+        out: dict[str, float] = {}
+        for sig, cands in sorted(by_signal.items()):
+            co = _pick(cands)
+            out[f"{sig} ({co.unit})"] = stats.summarize(co.samples).median
+        return out
+
+    def node(name: str, kind: str, region: str, lines: str | None,
+             children: list[dict[str, Any]]) -> dict[str, Any]:
+        frame = {"name": name, "type": kind, "region_id": region}
+        if lines:
+            frame["lines"] = lines
+        return {"frame": frame, "metrics": metrics(region), "children": children}
+
+    kernel_nodes = []
+    for k, rs in kernels.items():
+        kid = f"{prog}/{k}"
+        subs = [node(str(r["name"]), "region", str(r["region_id"]),
+                     f"{r['start_line']}-{r['end_line']}", [])
+                for r in rs if r["region_id"] != kid]
+        whole = next((r for r in rs if r["region_id"] == kid), None)
+        lines = f"{whole['start_line']}-{whole['end_line']}" if whole else None
+        kernel_nodes.append(node(k, "kernel", kid, lines, subs))
+    # Nodes without evidence of a signal have no such metric: Hatchet shows NaN, never 0.
+    return [node(prog, "program", prog, None, kernel_nodes)]
+
+
+def parquet(db: Connection, sql: str, out: str | Path) -> int:
+    """Run a checked query and write its answer to ``out`` as Parquet; returns the row count.
+
+    Raises:
+        QueryRefused: the checker refused the query (nothing is written).
+    """
+    table = db.query(sql)
+    pq.write_table(table, str(out))
+    return table.num_rows

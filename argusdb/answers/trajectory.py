@@ -1,0 +1,168 @@
+"""Trajectories: each region's evolution along an ordered series of program versions.
+
+A trajectory follows a region by its **region ID**, never by line numbers or kernel names: a
+version whose region moved to other lines is the same region (its line span per version is
+shown next to each point). Each point is the median of the version's repeats with a bootstrap
+CI of the median; each step to the next version carries the diff verdict of
+:mod:`argusdb.answers.diff` (ratio, CI, significance against the noise floor).
+
+Example:
+    >>> t = trajectory(db, ["matmul/matmul_kernel"], ["variant=naive", "variant=tiled"])
+    >>> [(p.label, p.median) for p in t.series[0].points]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from argusdb.answers import stats
+from argusdb.answers.diff import ALPHA, MIN_EFFECT, NoiseModel, _verdict
+from argusdb.answers.select import (
+    CohortKey,
+    VersionRef,
+    cohorts,
+    fetch_rows,
+    lit,
+    resolve_version,
+)
+from argusdb.errors import UsageError
+
+if TYPE_CHECKING:
+    from argusdb.api import Connection
+
+
+@dataclass
+class Point:
+    """One version on a region's trajectory (step fields compare with the previous point)."""
+
+    program_version: str
+    label: str
+    n: int | None = None
+    median: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    runs: list[str] = field(default_factory=list)
+    step_ratio: float | None = None
+    step_ci_low: float | None = None
+    step_ci_high: float | None = None
+    step_p_value: float | None = None
+    step_significant: bool | None = None
+    step_verdict: str | None = None
+    ratio_to_first: float | None = None
+
+
+@dataclass
+class Series:
+    """A region's values of one signal and cohort along the versions."""
+
+    region_id: str
+    signal: str
+    unit: str | None
+    key: CohortKey
+    points: list[Point]
+
+    def to_json(self) -> dict[str, Any]:
+        def clean(v: Any) -> Any:
+            return None if isinstance(v, float) and math.isnan(v) else v
+
+        return {"region_id": self.region_id, "signal": self.signal, "unit": self.unit,
+                **self.key.to_json(),
+                "points": [{k: clean(v) for k, v in asdict(p).items()} for p in self.points]}
+
+
+@dataclass
+class Trajectory:
+    """Series per (region, signal, cohort) along ``versions``."""
+
+    versions: list[VersionRef]
+    series: list[Series] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": True,
+                "versions": [{"label": v.label, "program_version": v.program_version,
+                              "runs": list(v.runs)} for v in self.versions],
+                "series": [s.to_json() for s in self.series], "notes": self.notes}
+
+
+def _spans(db: Connection, version: str) -> dict[str, tuple[int, int]]:
+    rows = db.query(f"SELECT region_id, start_line, end_line FROM region_span "
+                    f"WHERE program_version = {lit(version)}").to_pylist()
+    return {r["region_id"]: (int(r["start_line"]), int(r["end_line"])) for r in rows}
+
+
+def _regions_with_evidence(db: Connection, version: str) -> list[str]:
+    rows = db.query(f"SELECT DISTINCT region_id FROM evidence WHERE program_version = "
+                    f"{lit(version)} AND region_id IS NOT NULL ORDER BY region_id").to_pylist()
+    return [str(r["region_id"]) for r in rows]
+
+
+def trajectory(db: Connection, regions: list[str] | None, versions: list[str | VersionRef],
+               signals: list[str] | None = None, *, min_effect: float = MIN_EFFECT,
+               alpha: float = ALPHA) -> Trajectory:
+    """Each region's evolution along ``versions`` (in the given order).
+
+    Args:
+        regions: region IDs; default every region with evidence in any of the versions.
+        versions: at least two version selectors, in trajectory order.
+        signals: signals to follow; default all.
+
+    Raises:
+        UsageError: fewer than two versions, an unknown version, or no evidence at all.
+    """
+    if len(versions) < 2:
+        raise UsageError("a trajectory needs at least two versions, e.g. --versions V1,V2,V3")
+    hint = regions[0] if regions else None
+    refs = [v if isinstance(v, VersionRef) else resolve_version(db, v, hint) for v in versions]
+    if not regions:
+        regions = sorted({r for ref in refs
+                          for r in _regions_with_evidence(db, ref.program_version)})
+    traj = Trajectory(refs)
+    spans = {ref.program_version: _spans(db, ref.program_version) for ref in refs}
+    for region in regions:
+        per_version = [cohorts(fetch_rows(db, region, ref, signals)) for ref in refs]
+        keys = sorted({(sig, k) for cs in per_version for (_, sig, k) in cs},
+                      key=lambda x: (x[0], x[1].standing, x[1].evidence_class, x[1].scope))
+        if not keys:
+            traj.notes.append(f"{region}: no evidence in any of the versions")
+            continue
+        noise = NoiseModel(db, region, min_effect)
+        for ref in refs:
+            if region not in spans[ref.program_version]:
+                traj.notes.append(f"{region}: version {ref.program_version} does not declare "
+                                  f"this region (renamed or removed)")
+        for sig, key in keys:
+            points: list[Point] = []
+            prev: list[float] | None = None
+            first: float | None = None
+            unit = None
+            for ref, cs in zip(refs, per_version, strict=True):
+                span = spans[ref.program_version].get(region)
+                p = Point(ref.program_version, ref.label,
+                          start_line=span[0] if span else None, end_line=span[1] if span else None)
+                co = cs.get((ref.program_version, sig, key))
+                if co is None:
+                    points.append(p)
+                    prev = None
+                    continue
+                unit = co.unit
+                s = stats.summarize(co.samples)
+                p.n, p.median, p.ci_low, p.ci_high, p.runs = (s.n, s.median, s.ci_low,
+                                                              s.ci_high, co.runs)
+                if first is None:
+                    first = s.median
+                p.ratio_to_first = s.median / first if first else None
+                if prev is not None:
+                    t = stats.ratio_test(prev, co.samples)
+                    floor, _ = noise.floor(sig, key)
+                    p.step_significant, p.step_verdict = _verdict(t, floor, alpha)
+                    p.step_ratio, p.step_ci_low, p.step_ci_high, p.step_p_value = (
+                        t.ratio, t.ci_low, t.ci_high, t.p_value)
+                prev = co.samples
+                points.append(p)
+            traj.series.append(Series(region, sig, unit, key, points))
+    return traj

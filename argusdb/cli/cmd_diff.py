@@ -1,0 +1,54 @@
+"""``argus diff STORE --region R --from V --to V``: compare a region across two versions."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors, print_table
+
+
+@click.command("diff")
+@click.argument("store")
+@click.option("--region", required=True, help="Region ID, e.g. matmul/matmul_kernel.")
+@click.option("--from", "before", required=True, metavar="VERSION",
+              help="Version ID or prefix, run ID (that run only), or KEY=VALUE of --option.")
+@click.option("--to", "after", required=True, metavar="VERSION", help="Same forms as --from.")
+@click.option("--signal", "signals", multiple=True, help="Signal to compare (repeatable); "
+              "default: every signal both versions have.")
+@click.option("--min-effect", type=float, default=MIN_EFFECT, show_default=True,
+              help="Smallest relative change that may count as significant.")
+@click.option("--alpha", type=float, default=ALPHA, show_default=True,
+              help="Significance level of the Mann-Whitney U test.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(store: str, region: str, before: str, after: str, signals: tuple[str, ...],
+            min_effect: float, alpha: float, as_json: bool) -> None:
+    """Compare REGION between two program versions over repeated launches.
+
+    Prints medians, the ratio to/from with a bootstrap 95 % CI, a Mann-Whitney U p-value and the
+    noise floor; "not significant" when the change is within the noise. Refuses (exit 1, with
+    rule codes) evidence that is not comparable.
+
+    Example: argus diff argus.duckdb --region matmul/matmul_kernel --from variant=naive
+    --to variant=tiled --signal duration
+    """
+    with connect(store) as db:
+        result = diff(db, region, before, after, list(signals) or None, min_effect=min_effect,
+                      alpha=alpha)
+    if as_json:
+        click.echo(json.dumps(result.to_json()))
+        return
+    cols = ["signal", "from_median", "to_median", "ratio", "ci_low", "ci_high", "p_value",
+            "n_from", "n_to", "verdict"]
+    print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows])
+    click.echo(f"\nregion {region}: {result.from_ref.program_version} -> "
+               f"{result.to_ref.program_version}", err=True)
+    for r in result.rows:
+        click.echo(f"{r.signal}: noise floor {r.noise_floor:.2%} ({r.noise_source}); "
+                   f"{r.standing} ({r.signature}), {r.evidence_class}, {r.scope}", err=True)
+    for n in result.notes:
+        click.echo(f"note: {n}", err=True)

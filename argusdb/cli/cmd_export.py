@@ -1,0 +1,56 @@
+"""``argus export STORE OUT``: a run, a region tree or a query answer for other tools."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.answers import export
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors
+from argusdb.errors import UsageError
+
+
+@click.command("export")
+@click.argument("store")
+@click.argument("out")
+@click.option("--format", "fmt", required=True,
+              type=click.Choice(["perfetto", "hatchet", "parquet"]),
+              help="perfetto: Chrome trace JSON of --run; hatchet: region tree JSON of "
+                   "--version; parquet: the answer of --query.")
+@click.option("--run", "run_id", help="Run ID (or prefix) for --format perfetto.")
+@click.option("--version", help="Version selector for --format hatchet.")
+@click.option("--program", help="Program name, to disambiguate a KEY=VALUE --version.")
+@click.option("--query", "sql", help="Checked SQL for --format parquet.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@handle_errors
+def command(store: str, out: str, fmt: str, run_id: str | None, version: str | None,
+            program: str | None, sql: str | None, as_json: bool) -> None:
+    """Export to OUT: Perfetto/Chrome trace JSON of a run, Hatchet JSON of a region tree, or
+    Parquet of a checked query.
+
+    Examples:
+      argus export argus.duckdb run.json --run f3734403 --format perfetto
+      argus export argus.duckdb tree.json --version variant=a --format hatchet
+      argus export argus.duckdb q.parquet --format parquet --query "SELECT ..."
+    """
+    need = {"perfetto": ("--run", run_id), "hatchet": ("--version", version),
+            "parquet": ("--query", sql)}[fmt]
+    if not need[1]:
+        raise UsageError(f"--format {fmt} needs {need[0]}")
+    with connect(store) as db:
+        if fmt == "perfetto":
+            doc: object = export.perfetto_trace(db, str(run_id))
+            n = len(doc["traceEvents"])  # type: ignore[index]
+        elif fmt == "hatchet":
+            doc = export.hatchet_literal(db, str(version), program)
+            n = 0
+        else:
+            n = export.parquet(db, str(sql), out)
+            doc = None
+    if doc is not None:
+        with open(out, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, default=str)
+    summary = {"ok": True, "format": fmt, "out": out, "events_or_rows": n}
+    click.echo(json.dumps(summary) if as_json else f"wrote {out} ({fmt})", err=not as_json)

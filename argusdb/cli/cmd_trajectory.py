@@ -1,0 +1,50 @@
+"""``argus trajectory STORE --versions V1,V2,V3``: regions along an ordered series of versions."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.answers.trajectory import trajectory
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors, print_table
+
+
+@click.command("trajectory")
+@click.argument("store")
+@click.option("--region", "regions", multiple=True,
+              help="Region ID (repeatable); default every region with evidence.")
+@click.option("--versions", required=True, metavar="V1,V2,...",
+              help="Ordered version selectors (ID or prefix, run ID, or KEY=VALUE; separate "
+                   "KEY=VALUE selectors with ';').")
+@click.option("--signal", "signals", multiple=True, help="Signal to follow (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[str, ...],
+            as_json: bool) -> None:
+    """Show each region's evolution along an ordered series of program versions.
+
+    Regions are followed by region ID, so a version whose lines moved is the same region.
+
+    Example: argus trajectory argus.duckdb --region matmul/matmul_kernel
+    --versions variant=naive,variant=tiled,variant=tuned --signal duration
+    """
+    sep = ";" if ";" in versions else ","
+    with connect(store) as db:
+        t = trajectory(db, list(regions) or None, [v for v in versions.split(sep) if v],
+                       list(signals) or None)
+    if as_json:
+        click.echo(json.dumps(t.to_json()))
+        return
+    cols = ["region_id", "signal", "version", "lines", "n", "median", "ci_low", "ci_high",
+            "step_ratio", "step_verdict"]
+    rows = []
+    for s in t.series:
+        for p in s.points:
+            lines = f"{p.start_line}-{p.end_line}" if p.start_line else "-"
+            rows.append([s.region_id, s.signal, p.label, lines, p.n, p.median, p.ci_low,
+                         p.ci_high, p.step_ratio, p.step_verdict])
+    print_table(cols, rows)
+    for n in t.notes:
+        click.echo(f"note: {n}", err=True)

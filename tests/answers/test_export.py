@@ -1,0 +1,114 @@
+"""Exports load in their target tools: Chrome trace rules, llnl-hatchet, pyarrow.
+
+Perfetto's Python trace processor downloads its binary at run time (no network here), so the
+Chrome trace is validated against the trace event format's rules instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from hatchet import GraphFrame
+
+from argusdb.answers.select import resolve_version
+from argusdb.api import Connection
+from argusdb.cli import main
+from argusdb.errors import QueryRefused
+from tests.answers.conftest import MATMUL_TRACE
+
+REGION = "matmul/matmul_kernel"
+
+
+def check_chrome_trace(doc: dict) -> list[dict]:
+    """The rules of the Trace Event Format (JSON object form) for the phases we write."""
+    assert isinstance(doc["traceEvents"], list)
+    assert doc.get("displayTimeUnit") in ("ms", "ns")
+    complete = []
+    for ev in doc["traceEvents"]:
+        assert isinstance(ev["name"], str) and ev["ph"] in ("X", "M")
+        assert isinstance(ev["pid"], int) and isinstance(ev["tid"], int)
+        if ev["ph"] == "X":
+            assert isinstance(ev["ts"], float | int) and isinstance(ev["dur"], float | int)
+            assert ev["ts"] >= 0 and ev["dur"] >= 0
+            complete.append(ev)
+        else:
+            assert ev["name"] in ("process_name", "thread_name") and "name" in ev["args"]
+    return complete
+
+
+def _recorded_launches() -> list[dict]:
+    recs = [json.loads(x) for x in MATMUL_TRACE.read_text().splitlines()]
+    return [r for r in recs if r["kind"] in ("KERNEL", "CONCURRENT_KERNEL")]
+
+
+def test_perfetto_trace_of_a_run(relabelled: Connection, tmp_path: Path) -> None:
+    ref = resolve_version(relabelled, "variant=a", REGION)
+    run = relabelled.query(f"SELECT run_id FROM run WHERE program_version = "
+                           f"'{ref.program_version}'").to_pylist()[0]["run_id"]
+    path, out = relabelled.store.path, tmp_path / "run.json"
+    relabelled.close()
+    r = CliRunner().invoke(main, ["export", path, "--run", run[:8], "--format", "perfetto",
+                                  str(out)])
+    assert r.exit_code == 0, r.output
+    events = check_chrome_trace(json.loads(out.read_text()))
+    rec = _recorded_launches()
+    assert len(events) == len(rec) == 33
+    t0 = min(x["start"] for x in rec)
+    first = min(rec, key=lambda x: x["start"])
+    ev = events[0]
+    assert ev["name"] == first["name"] and ev["ts"] == 0.0
+    assert ev["dur"] == (first["end"] - first["start"]) / 1000.0
+    mm = [e for e in events if e["name"] == "matmul_kernel"]
+    assert len(mm) == 20 and {e["args"]["region_id"] for e in mm} == {REGION}
+    last = max(rec, key=lambda x: x["start"])
+    assert events[-1]["ts"] == (last["start"] - t0) / 1000.0
+
+
+def test_hatchet_tree_loads_in_llnl_hatchet(relabelled: Connection, tmp_path: Path) -> None:
+    path, out = relabelled.store.path, tmp_path / "tree.json"
+    relabelled.close()
+    r = CliRunner().invoke(main, ["export", path, str(out), "--format", "hatchet", "--version",
+                                  "variant=a", "--program", "matmul"])
+    assert r.exit_code == 0, r.output
+    gf = GraphFrame.from_literal(json.loads(out.read_text()))
+    df = gf.dataframe.reset_index()
+    assert sorted(df["name"]) == ["_entry", "epilogue", "mainloop", "matmul", "matmul_kernel"]
+    kernel = df[df["name"] == "matmul_kernel"].iloc[0]
+    assert kernel["duration (ns)"] == 210814.5  # median launch of the recording
+    # cupti times whole kernels: sub-regions have no duration evidence (NaN, not 0)
+    assert math.isnan(df[df["name"] == "mainloop"].iloc[0]["duration (ns)"])
+    root = gf.graph.roots[0]
+    assert root.frame["type"] == "program" and len(root.children) == 1
+    assert sorted(c.frame["name"] for c in root.children[0].children) == [
+        "_entry", "epilogue", "mainloop"]
+
+
+def test_parquet_of_a_checked_query(relabelled: Connection, tmp_path: Path) -> None:
+    path, out = relabelled.store.path, tmp_path / "q.parquet"
+    sql = ("SELECT launch, value FROM evidence WHERE region_id = 'matmul/matmul_kernel' AND "
+           "program_version = (SELECT min(program_version) FROM program_version "
+           "WHERE program = 'matmul') ORDER BY value")
+    relabelled.close()
+    r = CliRunner().invoke(main, ["export", path, str(out), "--format", "parquet", "--query",
+                                  sql])
+    assert r.exit_code == 0, r.output
+    t = pq.read_table(out)
+    assert t.column_names == ["launch", "value"] and t.num_rows == 20
+    durs = sorted(float(x["end"] - x["start"]) for x in _recorded_launches()
+                  if x["name"] == "matmul_kernel")
+    assert t.column("value").to_pylist() == durs
+
+
+def test_parquet_refused_query_writes_nothing(relabelled: Connection, tmp_path: Path) -> None:
+    from argusdb.answers.export import parquet
+
+    with pytest.raises(QueryRefused) as exc:
+        parquet(relabelled, "SELECT median(value) FROM evidence WHERE region_id = "
+                "'matmul/matmul_kernel'", tmp_path / "x.parquet")
+    assert exc.value.findings[0].code == "AR01"  # three versions of matmul as if one
+    assert not (tmp_path / "x.parquet").exists()
