@@ -117,7 +117,9 @@ class Store:
             con = duckdb.connect(str(p), read_only=read_only)
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot open as a DuckDB store ({exc}). Check that no other "
-                             "process writes it and that it is an argusdb store.") from exc
+                             "process writes it, close other connections to it in this process "
+                             "(a store is open read-only or read-write, not both), and that it "
+                             "is an argusdb store.") from exc
         st = cls(str(p), con, read_only)
         if not read_only:
             st.ensure_schema()
