@@ -24,7 +24,8 @@ from collectors import detect
 from collectors.base import Artefact, normalize_target
 
 _TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
-           "instruction": "instruction", "inline_site": "inline_site"}
+           "instruction": "instruction", "inline_site": "inline_site",
+           "scope_event": "scope_event"}
 
 
 @dataclass

@@ -31,6 +31,7 @@ _KEYED = {
     "kernel_launch": ("run_id", "region_id"),
     "instruction": ("run_id",),
     "inline_site": ("run_id",),
+    "scope_event": ("run_id",),
 }
 
 

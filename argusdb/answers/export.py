@@ -2,7 +2,9 @@
 
 - :func:`perfetto_trace`: a run as Chrome trace event JSON (what Perfetto UI and
   ``chrome://tracing`` open): one complete (``ph: "X"``) event per kernel launch on a track per
-  device and stream, with the launch's region and configuration in ``args``.
+  device and stream, with the launch's region and configuration in ``args``, and one per
+  intra-kernel scope instance (Proton instrumentation, ``scope_event``) on a track per CTA
+  (process ``<kernel> Core<sm> CTA<cta>``, as Proton names it) and warp.
 - :func:`hatchet_literal`: a region tree (program → kernel → regions) of one version with one
   metric per signal, in Hatchet's literal format (``GraphFrame.from_literal``).
 - :func:`parquet`: the answer of any checked query as a Parquet file.
@@ -43,13 +45,15 @@ def _run(db: Connection, run_id: str) -> dict[str, Any]:
 
 
 def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
-    """The kernel launches of one run as Chrome trace JSON.
+    """The kernel launches and intra-kernel scopes of one run as Chrome trace JSON.
 
-    Timestamps are microseconds (the format's unit) relative to the run's first launch, with
-    the nanosecond originals in ``args``; ``displayTimeUnit`` is ``ns``.
+    Launch timestamps are microseconds (the format's unit) relative to the run's first launch,
+    with the nanosecond originals in ``args``; ``displayTimeUnit`` is ``ns``. Scope instances
+    keep their trace's own origin and nominal clock (see ``scope_event``), with their cycles and
+    region (when the scope is a region marker of the run's program version) in ``args``.
 
     Raises:
-        UsageError: the run is unknown or has no kernel launches.
+        UsageError: the run is unknown or has neither kernel launches nor scope events.
     """
     run = _run(db, run_id)
     launches = db.query(
@@ -57,9 +61,21 @@ def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
         f"grid_y, grid_z, block_x, block_y, block_z, registers, shared_bytes, device_id, "
         f"stream_id FROM kernel_launch WHERE run_id = {lit(run['run_id'])} "
         f"ORDER BY start_ns").to_pylist()
+    events = _launch_events(run, launches)
+    scopes = _scope_events(db, run, first_pid=1 + max((e["pid"] for e in events), default=-1))
+    if not launches and not scopes:
+        raise UsageError(f"run {run['run_id']} ({run['artefact_name']}) has no kernel launches "
+                         f"and no scope events; export a run of a tracing collector (cupti, "
+                         f"kineto, nsys) or of a Proton instrumentation trace")
+    return {"displayTimeUnit": "ns", "traceEvents": events + scopes,
+            "otherData": {"argusdb_run": run["run_id"], "signature": run["signature"],
+                          "artefact": run["artefact_name"]}}
+
+
+def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Kernel launches on one track per (device, stream), from the run's first launch."""
     if not launches:
-        raise UsageError(f"run {run['run_id']} ({run['artefact_name']}) has no kernel launches; "
-                         f"export a run of a tracing collector (cupti, kineto, nsys)")
+        return []
     t0 = min(int(r["start_ns"]) for r in launches)
     events: list[dict[str, Any]] = []
     named: set[tuple[int, int]] = set()
@@ -85,9 +101,47 @@ def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
     for pid in sorted({p for p, _ in named}):
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
                        "args": {"name": f"{run['device'] or 'GPU'} {pid}"}})
-    return {"displayTimeUnit": "ns", "traceEvents": events,
-            "otherData": {"argusdb_run": run["run_id"], "signature": run["signature"],
-                          "artefact": run["artefact_name"]}}
+    return events
+
+
+def _scope_events(db: Connection, run: dict[str, Any], first_pid: int) -> list[dict[str, Any]]:
+    """Scope instances on one process per (kernel, SM, CTA) and one thread per warp.
+
+    The format wants integer pids and tids: pids count up from ``first_pid`` (after the
+    devices), tids are warp indices, and metadata events carry Proton's own labels.
+    """
+    rows = db.query(
+        f"SELECT s.kernel, s.scope, s.scope_path, s.sm, s.cta, s.warp, s.start_ns, s.dur_ns, "
+        f"s.cycles, s.src_row, r.region_id FROM scope_event AS s "
+        f"LEFT JOIN region_span AS r ON r.program_version = {lit(run['program_version'])} "
+        f"AND r.kernel = s.kernel AND r.name = s.scope "
+        f"WHERE s.run_id = {lit(run['run_id'])} "
+        f"ORDER BY s.kernel, s.sm::INTEGER, s.cta::INTEGER, s.warp::INTEGER, s.start_ns"
+    ).to_pylist()
+    events: list[dict[str, Any]] = []
+    pids: dict[tuple[str, str, str], int] = {}
+    named: set[tuple[int, int]] = set()
+    for r in rows:
+        where = (str(r["kernel"]), str(r["sm"]), str(r["cta"]))
+        if where not in pids:
+            pids[where] = pid = first_pid + len(pids)
+            events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                           "args": {"name": f"{where[0]} Core{where[1]} CTA{where[2]}"}})
+        pid, tid = pids[where], int(r["warp"])
+        if (pid, tid) not in named:
+            named.add((pid, tid))
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                           "args": {"name": f"warp {tid}"}})
+        args: dict[str, Any] = {"cycles": r["cycles"], "scope_path": r["scope_path"],
+                                "sm": int(r["sm"]), "cta": int(r["cta"]), "warp": tid,
+                                "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
+                                "src_row": r["src_row"], "run_id": run["run_id"]}
+        if r["region_id"] is not None:
+            args["region_id"] = r["region_id"]
+        events.append({"name": r["scope"], "cat": "scope", "ph": "X", "pid": pid, "tid": tid,
+                       "ts": int(r["start_ns"]) / 1000.0, "dur": int(r["dur_ns"]) / 1000.0,
+                       "args": args})
+    return events
 
 
 def _pick(candidates: list[Any]) -> Any:

@@ -13,7 +13,10 @@ Two kinds, told apart by their events:
   (clock cycles, exact), unit ``cycles``, with scope ``sm``, ``cta``, ``warp`` and
   ``scope_path`` ``<kernel>/<scope>``. Times in ns would be a fiction: the nominal frequency
   (1000 MHz) is not the SM clock. Proton records a subset of CTAs (its buffer size decides); the
-  trace does not number launches, so ``launch`` stays ``'all'``. Instrumentation run.
+  trace does not number launches, so ``launch`` stays ``'all'``. Instrumentation run. Each
+  event also gives a ``scope_event`` row (scope, CTA, SM, warp, ``ts``/``dur`` → exact ns on the
+  trace's own nominal clock, cycles) so that timelines can place it; its ``src_row`` is the
+  evidence row's.
 
 Both stream events with ijson and yield batches of ``batch_rows`` rows; ``src_row`` is the
 event's index in ``traceEvents`` (one value per event).
@@ -159,28 +162,52 @@ class ProtonInstrTraceReader:
     def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
         cols: dict[str, list[Any]] = {k: [] for k in ("kernel", "cta", "sm", "warp", "signal",
                                                       "value", "unit", "scope_path", "src_row")}
+        # The same events with their start times, for timelines (the Perfetto export).
+        spans: dict[str, list[Any]] = {f.name: [] for f in SCOPE_EVENT_SCHEMA}
         for i, ev in iter_events(path, "Proton instrumentation trace"):
             if ev.get("ph") != "X":
                 continue
             where = _where(path, i, ev)
             freq = _frequency(path, i, ev)
-            dur = ev.get("dur")
-            if dur is None:
-                raise InputError(str(path), f"scope event traceEvents[{i}] has no 'dur'",
+            start, dur = us_to_ns(ev.get("ts")), us_to_ns(ev.get("dur"))
+            if start is None or dur is None:
+                raise InputError(str(path), f"scope event traceEvents[{i}] lacks 'ts' or 'dur'",
                                  "export the trace again")
-            cycles = (Decimal(dur) * freq).to_integral_value(ROUND_HALF_EVEN)
-            scope = "/".join([*_stack(ev), str(ev.get("name"))])
+            cycles = float((Decimal(ev["dur"]) * freq).to_integral_value(ROUND_HALF_EVEN))
+            name = str(ev.get("name"))
+            scope = "/".join([*_stack(ev), name])
             for k, v in (("kernel", where["kernel"]), ("cta", where["cta"]), ("sm", where["sm"]),
                          ("warp", where["warp"]), ("signal", "scope_cycles"),
-                         ("value", float(cycles)), ("unit", "cycles"), ("scope_path", scope),
+                         ("value", cycles), ("unit", "cycles"), ("scope_path", scope),
                          ("src_row", i)):
                 cols[k].append(v)
+            for k, v in (("kernel", where["kernel"]), ("scope", name), ("scope_path", scope),
+                         ("cta", where["cta"]), ("sm", where["sm"]), ("warp", where["warp"]),
+                         ("start_ns", start), ("dur_ns", dur), ("cycles", cycles),
+                         ("src_row", i)):
+                spans[k].append(v)
             if len(cols["signal"]) >= self.batch_rows:
-                yield "evidence", evidence_batch(cols)
-                for col in cols.values():
-                    col.clear()
+                yield from _flush(cols, spans)
         if cols["signal"]:
-            yield "evidence", evidence_batch(cols)
+            yield from _flush(cols, spans)
+
+
+#: Columns of the ``scope_event`` batches (``run_id`` is added by the store).
+SCOPE_EVENT_SCHEMA = pa.schema([
+    ("kernel", pa.string()), ("scope", pa.string()), ("scope_path", pa.string()),
+    ("cta", pa.string()), ("sm", pa.string()), ("warp", pa.string()),
+    ("start_ns", pa.int64()), ("dur_ns", pa.int64()), ("cycles", pa.float64()),
+    ("src_row", pa.int64()),
+])
+
+
+def _flush(cols: dict[str, list[Any]], spans: dict[str, list[Any]]
+           ) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Yield the pending evidence and scope_event rows as batches and empty the buffers."""
+    yield "evidence", evidence_batch(cols)
+    yield "scope_event", pa.RecordBatch.from_pydict(spans, schema=SCOPE_EVENT_SCHEMA)
+    for col in (*cols.values(), *spans.values()):
+        col.clear()
 
 
 def _where(path: Path, i: int, ev: dict[str, Any]) -> dict[str, str]:

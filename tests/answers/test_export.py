@@ -6,6 +6,7 @@ Chrome trace is validated against the trace event format's rules instead.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from pathlib import Path
@@ -15,11 +16,13 @@ import pytest
 from click.testing import CliRunner
 from hatchet import GraphFrame
 
+import argusdb
 from argusdb.answers.select import resolve_version
 from argusdb.api import Connection
 from argusdb.cli import main
 from argusdb.errors import QueryRefused
 from tests.answers.conftest import MATMUL_TRACE
+from tests.conftest import DATA
 
 REGION = "matmul/matmul_kernel"
 
@@ -112,3 +115,37 @@ def test_parquet_refused_query_writes_nothing(relabelled: Connection, tmp_path: 
                 "'matmul/matmul_kernel'", tmp_path / "x.parquet")
     assert exc.value.findings[0].code == "AR01"  # three versions of matmul as if one
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_perfetto_trace_places_proton_scopes_per_cta_and_warp(tmp_path: Path) -> None:
+    gpu = DATA / "gpu"
+    trace = gpu / "softmax.default.instr.chrome_trace.gz"
+    src = tmp_path / "softmax.py"  # the instrumented variant, under its program's name
+    src.write_text((gpu / "variants" / "softmax.default.proton_scopes.py").read_text())
+    db = argusdb.connect(tmp_path / "s.duckdb", create=True)
+    run = db.ingest(trace, src).run_id
+    path, out = db.store.path, tmp_path / "scopes.json"
+    db.close()
+    r = CliRunner().invoke(main, ["export", path, "--run", run[:8], "--format", "perfetto",
+                                  str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    events = check_chrome_trace(doc)  # an instrumentation run has no kernel launches
+    with gzip.open(trace, "rt") as fh:
+        recorded = [e for e in json.load(fh)["traceEvents"] if e["ph"] == "X"]
+    assert len(events) == len(recorded) == 6144
+    names = {(m["pid"], m["tid"]) if m["name"] == "thread_name" else m["pid"]: m["args"]["name"]
+             for m in doc["traceEvents"] if m["ph"] == "M"}
+    # every recorded event is there, on its CTA's process and its warp's thread, same ts/dur
+    got = sorted((names[e["pid"]], names[(e["pid"], e["tid"])], e["name"], e["ts"], e["dur"])
+                 for e in events)
+    want = sorted((e["pid"], e["tid"].split(" (")[0], e["name"], e["ts"], e["dur"])
+                  for e in recorded)
+    assert got == want
+    # traceEvents[2]: 'store' of softmax_fwd Core0 CTA8 warp 0, ts 2.05 µs, dur 0.095 µs
+    ev = next(e for e in events if e["args"]["src_row"] == 2)
+    assert (names[ev["pid"]], ev["tid"], ev["name"]) == ("softmax_fwd Core0 CTA8", 0, "store")
+    assert (ev["ts"], ev["dur"], ev["args"]["cycles"]) == (2.05, 0.095, 95.0)
+    assert ev["args"]["region_id"] == "softmax/softmax_fwd/store"
+    assert {e["args"]["region_id"] for e in events} == {
+        f"softmax/softmax_fwd/{s}" for s in ("load", "reduce", "store")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import Counter
 from pathlib import Path
@@ -130,6 +131,26 @@ def test_instrumentation_trace_gives_cycles_per_cta_and_warp() -> None:
     assert load == 24466.0  # the tree (instr_tree.hatchet) states 24690 for the same scope
 
 
+def test_instrumentation_trace_gives_scope_events_with_start_times() -> None:
+    path = DATA / "gpu" / "softmax.default.instr.chrome_trace.gz"
+    with gzip.open(path, "rt") as fh:
+        n_x = sum(e.get("ph") == "X" for e in json.load(fh)["traceEvents"])
+    t = tables(ProtonInstrTraceReader().read(path))  # 6144 events: two batches of <= 4096
+    spans, ev = t["scope_event"].to_pylist(), t["evidence"].to_pylist()
+    assert len(spans) == len(ev) == n_x == 6144
+    assert [s["src_row"] for s in spans] == [e["src_row"] for e in ev]
+    assert [s["cycles"] for s in spans] == [e["value"] for e in ev]
+    # traceEvents[2]: 'store', pid 'softmax_fwd Core0 CTA8', tid 'warp 0', ts 2.05, dur 0.095 µs
+    third = spans[2]
+    assert (third["scope"], third["scope_path"], third["sm"], third["cta"], third["warp"]) == (
+        "store", "softmax_fwd/store", "0", "8", "0")
+    assert (third["start_ns"], third["dur_ns"], third["cycles"]) == (2050, 95, 95.0)
+    # traceEvents[6143]: pid 'softmax_fwd Core131 CTA403', tid 'warp 3', ts 2.301, dur 0.114 µs
+    last = spans[-1]
+    assert (last["sm"], last["cta"], last["warp"], last["start_ns"], last["dur_ns"]) == (
+        "131", "403", "3", 2301, 114)
+
+
 def test_ingest_binds_proton_kernel_rows_to_regions(store: Store) -> None:
     res = ingest_path(store, PROTON / "tree.hatchet", program=PROBE)
     assert res.rows == {"evidence": 24}
@@ -138,7 +159,7 @@ def test_ingest_binds_proton_kernel_rows_to_regions(store: Store) -> None:
     assert [(r["scope_path"], r["value"]) for r in got] == [
         ("it0/k", 11232.0), ("it1/k", 12160.0), ("it2/k", 11775.0)]
     res = ingest_path(store, PROTON / "instr_trace.chrome_trace", program=PROBE)
-    assert res.rows == {"evidence": 512}
+    assert res.rows == {"evidence": 512, "scope_event": 512}
     # Scopes inside the kernel are not the kernel: their rows wait for attribution.
     regions = store.rows("SELECT DISTINCT region_id FROM evidence WHERE signal = 'scope_cycles' "
                          "AND evidence_class = 'observed'")
