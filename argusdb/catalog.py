@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 
 _CREATE = re.compile(
     r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
@@ -142,8 +141,3 @@ def comment_statements() -> list[str]:
         for col, doc in obj.columns.items():
             stmts.append(f"COMMENT ON COLUMN {obj.name}.{col} IS {q(doc)}")
     return stmts
-
-
-def sql_root() -> Path:
-    """Directory of the ``queries`` package (for docs and tests)."""
-    return Path(str(resources.files("queries")))

@@ -130,13 +130,3 @@ def parse_regions(src: ProgramSource) -> list[Region]:
             stop = inside[i + 1][0] - 1 if i + 1 < len(inside) else end
             regions.append(Region(f"{kid}/{nm}", src.stem, fn.name, nm, ln, stop))
     return regions
-
-
-def region_of_line(regions: list[Region], kernel: str, line: int) -> Region | None:
-    """The innermost (marked) region of ``kernel`` containing ``line``, else the kernel region."""
-    best: Region | None = None
-    for r in regions:
-        if r.kernel == kernel and r.start_line <= line <= r.end_line:
-            if best is None or (best.is_kernel and not r.is_kernel):
-                best = r
-    return best

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from argusdb.errors import InputError
-from argusdb.regions import ProgramSource, parse_regions, region_of_line
+from argusdb.regions import ProgramSource, parse_regions
 from tests.conftest import KERNELS
 
 
@@ -36,13 +36,6 @@ def test_ids_survive_moved_lines() -> None:
     b = {r.region_id: r.start_line for r in parse_regions(moved)}
     assert a.keys() == b.keys()
     assert all(b[k] == a[k] + 3 for k in a)
-
-
-def test_region_of_line_prefers_marked_region() -> None:
-    regions = parse_regions(ProgramSource.from_path(KERNELS / "softmax.py"))
-    r = region_of_line(regions, "softmax_fwd", 15)
-    assert r is not None and r.region_id == "softmax/softmax_fwd/reduce"
-    assert region_of_line(regions, "softmax_fwd", 100) is None
 
 
 def test_duplicate_region_names_are_refused() -> None:

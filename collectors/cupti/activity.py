@@ -10,13 +10,22 @@ from typing import Any
 import pyarrow as pa
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, Interference, evidence_batch, open_text
+from collectors.base import (
+    Artefact,
+    Interference,
+    evidence_batch,
+    kernel_launch_batch,
+    open_text,
+)
 
 ADAPTER_VERSION = "cupti.activity/1"
 _BATCH = 50_000
-_LAUNCH_FIELDS = ("start", "end", "correlation_id", "grid_x", "grid_y", "grid_z", "block_x",
-                  "block_y", "block_z", "registers_per_thread", "static_shared_memory",
-                  "dynamic_shared_memory", "device_id", "stream_id")
+#: cupti-python activity record field → kernel_launch column (computed columns are added apart).
+_LAUNCH_COLUMNS = {"start": "start_ns", "end": "end_ns", "correlation_id": "correlation_id",
+                   "grid_x": "grid_x", "grid_y": "grid_y", "grid_z": "grid_z",
+                   "block_x": "block_x", "block_y": "block_y", "block_z": "block_z",
+                   "registers_per_thread": "registers", "device_id": "device_id",
+                   "stream_id": "stream_id"}
 
 
 class ActivityJsonlReader:
@@ -64,7 +73,8 @@ class ActivityJsonlReader:
 
     def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
         seen: dict[str, int] = {}
-        launches: list[dict[str, Any]] = []
+        kl: dict[str, list[Any]] = {k: [] for k in (*_LAUNCH_COLUMNS.values(), "kernel", "launch",
+                                                    "dur_ns", "shared_bytes")}
         ev: dict[str, list[Any]] = {k: [] for k in ("kernel", "launch", "signal", "value", "unit",
                                                     "src_row")}
         for row, rec in self._records(path):
@@ -73,32 +83,29 @@ class ActivityJsonlReader:
             name = rec["name"]
             idx = seen.get(name, 0)
             seen[name] = idx + 1
-            launch = {f: rec.get(f) for f in _LAUNCH_FIELDS}
-            launch.update(kernel=name, launch=idx)
-            launches.append(launch)
+            for field_, col in _LAUNCH_COLUMNS.items():
+                kl[col].append(rec.get(field_))
+            kl["kernel"].append(name)
+            kl["launch"].append(idx)
+            kl["dur_ns"].append(rec["end"] - rec["start"])
+            kl["shared_bytes"].append((rec.get("static_shared_memory") or 0)
+                                      + (rec.get("dynamic_shared_memory") or 0))
             ev["kernel"].append(name)
             ev["launch"].append(str(idx))
             ev["signal"].append("duration")
             ev["value"].append(float(rec["end"] - rec["start"]))
             ev["unit"].append("ns")
             ev["src_row"].append(row)
-            if len(launches) >= _BATCH:
-                yield from self._flush(launches, ev)
-        if launches:
-            yield from self._flush(launches, ev)
+            if len(ev["kernel"]) >= _BATCH:
+                yield from self._flush(kl, ev)
+        if ev["kernel"]:
+            yield from self._flush(kl, ev)
 
     @staticmethod
-    def _flush(launches: list[dict[str, Any]], ev: dict[str, list[Any]]
+    def _flush(kl: dict[str, list[Any]], ev: dict[str, list[Any]]
                ) -> Iterator[tuple[str, pa.RecordBatch]]:
         yield "evidence", evidence_batch(ev)
-        yield "kernel_launch", pa.RecordBatch.from_pylist([{
-            "kernel": r["kernel"], "launch": r["launch"], "start_ns": r["start"],
-            "end_ns": r["end"], "dur_ns": (r["end"] - r["start"]),
-            "correlation_id": r["correlation_id"], "grid_x": r["grid_x"], "grid_y": r["grid_y"],
-            "grid_z": r["grid_z"], "block_x": r["block_x"], "block_y": r["block_y"],
-            "block_z": r["block_z"], "registers": r["registers_per_thread"],
-            "shared_bytes": (r["static_shared_memory"] or 0) + (r["dynamic_shared_memory"] or 0),
-            "device_id": r["device_id"], "stream_id": r["stream_id"]} for r in launches])
-        launches.clear()
-        for v in ev.values():
-            v.clear()
+        yield "kernel_launch", kernel_launch_batch(kl)
+        for cols in (kl, ev):
+            for v in cols.values():
+                v.clear()
