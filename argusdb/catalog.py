@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import resources
 
 _CREATE = re.compile(
@@ -84,6 +85,12 @@ def _parse(name: str, path: str, text: str) -> Module:
 
 
 def _modules(package: str) -> list[Module]:
+    return list(_parsed(package))
+
+
+@cache
+def _parsed(package: str) -> tuple[Module, ...]:
+    """The package's modules, read and parsed once per process (they ship with the code)."""
     root = resources.files(package)
     out: list[Module] = []
 
@@ -96,7 +103,7 @@ def _modules(package: str) -> list[Module]:
                                   f"{child.name}", child.read_text(encoding="utf-8")))
 
     walk(root, "")
-    return out
+    return tuple(out)
 
 
 def schema_modules() -> list[Module]:
@@ -109,6 +116,11 @@ def query_modules() -> list[Module]:
 
     A module may name the modules it needs in a first-line comment ``-- requires: a.b, c``.
     """
+    return list(_query_order())
+
+
+@cache
+def _query_order() -> tuple[Module, ...]:
     mods = _modules("queries")
     by_name = {m.name: m for m in mods}
     from graphlib import TopologicalSorter
@@ -119,11 +131,16 @@ def query_modules() -> list[Module]:
         req = re.match(r"--\s*requires:\s*(.+)$", first)
         deps[m.name] = {r.strip() for r in req.group(1).split(",")} if req else set()
         deps[m.name] &= set(by_name)
-    return [by_name[n] for n in TopologicalSorter(deps).static_order()]
+    return tuple(by_name[n] for n in TopologicalSorter(deps).static_order())
 
 
 def all_objects() -> dict[str, SqlObject]:
     """Every documented object of every module, by name."""
+    return dict(_all_objects())
+
+
+@cache
+def _all_objects() -> dict[str, SqlObject]:
     return {o.name: o for m in schema_modules() + query_modules() for o in m.objects}
 
 

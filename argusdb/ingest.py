@@ -192,7 +192,9 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
                 "finished_at": now})
         if variant is not None:
             bind(store, version, variant)
-        # Attribution and derivation commit with the run that changes their inputs.
-        materialize.refresh(store)
+        # Attribution and derivation commit with the run that changes their inputs; a run of a
+        # version without a program is no input of either.
+        if program is not None or variant is not None:
+            materialize.refresh(store)
     result.rows = rows
     return result

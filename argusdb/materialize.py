@@ -85,8 +85,12 @@ def _derivation_state(store: Store, versions: dict[str, _Version]) -> str:
     checks = store.sql("SELECT string_agg(concat_ws(':', variant_version, parent_version, "
                        "rel_err, tolerance, passed, checked_at), ',' ORDER BY ALL) "
                        "FROM variant_check").fetchone()
+    # Derivation reads the runs of variants and of their parents only.
+    bound = {v for pair in store.sql("SELECT program_version, parent_version FROM "
+                                     "program_version WHERE parent_version IS NOT NULL"
+                                     ).fetchall() for v in pair}
     doc = "|".join([*(f"{v}={s.static}:{_runs_fp(s.run_ids)}"
-                      for v, s in sorted(versions.items())),
+                      for v, s in sorted(versions.items()) if v in bound),
                     str(checks[0] if checks else ""), _code_sha("derivation")])
     return hashlib.md5(doc.encode()).hexdigest()
 
@@ -122,28 +126,47 @@ def _built_derivation(store: Store) -> str | None:
     return str(row[0]) if row else None
 
 
-def _rebuild(store: Store, versions: list[str], runs: list[str] | None) -> None:
-    """Rebuild attribution of ``versions``, whole (``runs`` None) or for new runs of one."""
-    if runs is not None:
-        counted = store.sql("SELECT count(*) FROM attribution_source WHERE "
-                            "list_contains(?, run_id) AND signal = 'inst_executed'",
-                            [runs]).fetchone()
-        if counted and counted[0]:
-            # A new counted run is the newest mapping run: shared lines of older runs move.
-            runs = sorted(set(runs) | {r for (r,) in store.sql(
-                "SELECT DISTINCT run_id FROM attribution_split WHERE "
-                "list_contains(?, program_version) AND n_candidates > 1",
-                [versions]).fetchall()})
-    for table in ("attribution_split", "region_attribution"):
-        store.sql(f"DELETE FROM {table} WHERE list_contains(?, program_version) "
-                  f"AND (?::VARCHAR[] IS NULL OR list_contains(?::VARCHAR[], run_id))",
-                  [versions, runs, runs])
-    store.sql("INSERT INTO attribution_split BY NAME "
-              "SELECT * FROM _attribution_split_build(?::VARCHAR[], ?::VARCHAR[])",
-              [versions, runs])
-    store.sql("INSERT INTO region_attribution BY NAME "
-              "SELECT * FROM _region_attribution_build(?::VARCHAR[], ?::VARCHAR[])",
-              [versions, runs])
+def _rebuild(store: Store, versions: list[str], from_seq: int) -> None:
+    """Rebuild attribution of ``versions``: whole (``from_seq`` 0) or their runs from ``from_seq``.
+
+    Only the runs rebuilt and the older mapping runs they need are read (as evidence-id ranges,
+    which DuckDB prunes), so adding a run to a store of N runs costs the same for any N.
+    """
+    extra: list[int] = []
+    if from_seq:
+        # The newest counted run before the rebuilt ones, per kernel: the mapping run of the
+        # rebuilt runs that have no counted run among themselves before them.
+        extra = sorted({int(s) for (s,) in store.sql(
+            "SELECT max(r.run_seq) FROM region_attribution AS a JOIN run AS r USING (run_id) "
+            "WHERE list_contains(?, a.program_version) AND a.signal = 'inst_executed' "
+            "AND r.run_seq < ? GROUP BY a.program_version, a.kernel",
+            [versions, from_seq]).fetchall()})
+    else:
+        for table in ("attribution_split", "region_attribution"):
+            store.sql(f"DELETE FROM {table} WHERE list_contains(?, program_version)", [versions])
+    store.sql("INSERT INTO attribution_split BY NAME SELECT * FROM "
+              "_attribution_split_build(?::VARCHAR[], ?::BIGINT, ?::BIGINT[])",
+              [versions, from_seq, extra])
+    store.sql("INSERT INTO region_attribution BY NAME SELECT * FROM "
+              "_region_attribution_build(?::VARCHAR[], ?::BIGINT)", [versions, from_seq])
+
+
+def _resplits_older(store: Store, version: str, from_seq: int) -> bool:
+    """Whether runs from ``from_seq`` change the split of older runs of ``version``.
+
+    An older run's mapping run is the newest counted run before it, else the first after it; new
+    (newer) runs only change that for a kernel with fewer than two older counted runs, when the
+    new runs count instructions of it.
+    """
+    row = store.sql(
+        "WITH new AS (SELECT DISTINCT kernel FROM attribution_source WHERE program_version = ? "
+        "AND signal = 'inst_executed' AND run_seq >= ? AND evidence_id >= ? * 4294967296), "
+        "old AS (SELECT a.kernel, count(DISTINCT a.run_id) AS n FROM region_attribution AS a "
+        "JOIN run AS r USING (run_id) WHERE a.program_version = ? AND a.signal = "
+        "'inst_executed' AND r.run_seq < ? GROUP BY a.kernel) "
+        "SELECT count(*) FROM new LEFT JOIN old USING (kernel) WHERE coalesce(old.n, 0) < 2",
+        [version, from_seq, from_seq, version, from_seq]).fetchone()
+    return bool(row and row[0])
 
 
 def refresh(store: Store) -> RefreshReport:
@@ -152,12 +175,15 @@ def refresh(store: Store) -> RefreshReport:
     current = _attribution_state(store)
     plan = _plan(store, current)
     now = datetime.now(UTC).replace(tzinfo=None)
-    whole = sorted(v for v, runs in plan.items() if runs is None)
+    seqs = {v: dict(zip(s.run_ids, s.run_seqs, strict=True)) for v, s in current.items()}
+    partial = {v: min(seqs[v][r] for r in runs) for v, runs in plan.items() if runs}
+    whole = sorted({v for v, runs in plan.items() if runs is None}
+                   | {v for v, lo in partial.items() if _resplits_older(store, v, lo)})
     if whole:
-        _rebuild(store, whole, None)
-    for version, runs in sorted(plan.items()):
-        if runs is not None:
-            _rebuild(store, [version], runs)
+        _rebuild(store, whole, 0)
+    for version, lo in sorted(partial.items()):
+        if version not in whole:
+            _rebuild(store, [version], lo)
     for version in sorted(plan):
         store.sql("DELETE FROM materialization WHERE name = 'attribution' "
                   "AND program_version = ?", [version])

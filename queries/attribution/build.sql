@@ -62,9 +62,10 @@ JOIN attribution_split AS t ON t.run_id = s.run_id AND t.kernel = s.kernel
     AND coalesce(t.scope, '') = coalesce(s.scope, '');
 
 -- Rows of region_attribution as the current inputs define them, for the program versions listed
--- in `versions` (and the runs listed in `runs` unless it is NULL): attribution_share summed per run, kernel, region, scope and signal, with the
+-- in `versions` and their runs with run_seq >= `from_seq` (0: every run; as an evidence-id range,
+-- see _attribution_split_build): attribution_share summed per run, kernel, region, scope and signal, with the
 -- value-weighted entropy of what went in and the lineage (source evidence ids, mapping runs).
-CREATE OR REPLACE MACRO _region_attribution_build(versions, runs) AS TABLE
+CREATE OR REPLACE MACRO _region_attribution_build(versions, from_seq) AS TABLE
 SELECT -((hash(run_id, region_id, signal, launch, cta, sm, warp, warp_role, loop_iter) >> 2)::BIGINT) - 1 AS evidence_id,
        program_version, any_value(task_id) AS task_id, run_id, region_id, kernel, launch, cta, sm,
        warp, warp_role, loop_iter, signal, sum(value) AS value, any_value(unit) AS unit,
@@ -76,6 +77,6 @@ SELECT -((hash(run_id, region_id, signal, launch, cta, sm, warp, warp_role, loop
                 []::VARCHAR[]) AS mapping_run_ids,
        list(evidence_id ORDER BY evidence_id) AS source_evidence_ids
 FROM attribution_share
-WHERE list_contains(versions, program_version) AND (runs IS NULL OR list_contains(runs, run_id))
+WHERE list_contains(versions, program_version) AND evidence_id >= from_seq * 4294967296
 GROUP BY program_version, run_id, region_id, kernel, launch, cta, sm, warp, warp_role, loop_iter,
          signal;

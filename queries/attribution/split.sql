@@ -1,49 +1,63 @@
 -- requires: attribution.line_region
 -- Rows of attribution_split as the current inputs define them, for the program versions listed
--- in `versions` and, unless `runs` is NULL, only for the runs listed in `runs` (a table macro,
--- so the filters apply to the scan of observed_evidence; argusdb.materialize rebuilds stale
--- versions, or only new runs and the runs whose split depends on the mapping run): how each
--- source line of each run is split over regions. A line with one candidate region goes to it
--- whole. A shared line (n_regions > 1) is split by the execution counts of its candidate
--- regions in an independent mapping run: the newest other run of the same program version with
--- instruction counts (inst_executed) for the kernel, counting only instructions whose line has a
--- single owner. Without such a run (or when it counts nothing in any candidate) the split falls
--- back to the TTGIR operation counts of the call sites ('ttgir_n_ops'). A line with no candidate
--- goes whole to '<program>/<kernel>/_unattributed'. The split is a contribution estimate; its
--- entropy is a degree of sharing, not an error bound.
-CREATE OR REPLACE MACRO _attribution_split_build(versions, runs) AS TABLE
+-- in `versions` and the runs with run_seq >= `from_seq` (0: every run; a table macro, so the
+-- filters reach the scan of observed_evidence: evidence ids are run_seq * 2^32 + row, so a run
+-- range is an evidence-id range that DuckDB's zone maps prune; argusdb.materialize rebuilds a
+-- stale version from 0, or only its runs added since the last build). `extra_seqs` lists older
+-- runs (run_seq < from_seq) that are mapping runs of the rebuilt ones and are read for their
+-- counts only. How each source line of each run is split over regions: a line with one
+-- candidate region goes to it whole. A shared line (n_regions > 1) is split by the execution
+-- counts of its candidate regions in an independent mapping run of the same program version: a
+-- run with instruction counts (inst_executed) for the kernel, the newest one before the run
+-- (lower run_seq), else the first one after it; counting only instructions whose line has a
+-- single owner. Adding runs to a store therefore never re-splits older runs, except runs that had
+-- no such run before (their first and second counted runs arrive). Without a mapping run (or when
+-- it counts nothing in any candidate) the split falls back to the TTGIR operation counts of the
+-- call sites ('ttgir_n_ops'). A line with no candidate goes whole to
+-- '<program>/<kernel>/_unattributed'. The split is a contribution estimate; its entropy is a
+-- degree of sharing, not an error bound.
+CREATE OR REPLACE MACRO _attribution_split_build(versions, from_seq, extra_seqs) AS TABLE
 WITH line_totals AS MATERIALIZED (
-    /* one scan: every line of every run of the versions, with its instruction count (the
-       mapping runs' counts come from here too) */
+    /* one scan of the rebuilt runs (and one of the older mapping runs): every line with its
+       instruction count (the mapping runs' counts come from here too) */
     SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope,
            sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
     FROM attribution_source
-    WHERE list_contains(versions, program_version)
+    WHERE list_contains(versions, program_version) AND run_seq >= from_seq
+        AND evidence_id >= from_seq * 4294967296
+    GROUP BY ALL
+    UNION ALL
+    SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope,
+           sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
+    FROM attribution_source
+    WHERE list_contains(versions, program_version) AND list_contains(extra_seqs, run_seq)
+        AND run_seq < from_seq
+        AND evidence_id >= list_min(extra_seqs) * 4294967296
+        AND evidence_id < (list_max(extra_seqs) + 1) * 4294967296
     GROUP BY ALL
 ),
 lines AS (
     SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope
     FROM line_totals
-    WHERE runs IS NULL OR list_contains(runs, run_id)
+    WHERE run_seq >= from_seq
 ),
 counted AS (
-    SELECT program_version, kernel, run_id,
-           row_number() OVER (PARTITION BY program_version, kernel
-                              ORDER BY max(run_seq) DESC) AS newest
+    SELECT DISTINCT program_version, kernel, run_id, run_seq
     FROM line_totals WHERE executed IS NOT NULL
-    GROUP BY program_version, kernel, run_id
 ),
 run_kernels AS (
-    SELECT DISTINCT run_id, program_version, kernel FROM lines
+    SELECT DISTINCT run_id, run_seq, program_version, kernel FROM lines
 ),
 mapping AS (
+    /* the newest counted run before the run, else the first one after it */
     SELECT u.run_id, u.kernel,
-           CASE WHEN c1.run_id <> u.run_id THEN c1.run_id ELSE c2.run_id END AS mapping_run_id
+           coalesce(arg_max(c.run_id, c.run_seq) FILTER (WHERE c.run_seq < u.run_seq),
+                    arg_min(c.run_id, c.run_seq) FILTER (WHERE c.run_seq > u.run_seq))
+               AS mapping_run_id
     FROM run_kernels AS u
-    LEFT JOIN counted AS c1 ON c1.program_version = u.program_version AND c1.kernel = u.kernel
-        AND c1.newest = 1
-    LEFT JOIN counted AS c2 ON c2.program_version = u.program_version AND c2.kernel = u.kernel
-        AND c2.newest = 2
+    LEFT JOIN counted AS c ON c.program_version = u.program_version AND c.kernel = u.kernel
+        AND c.run_id <> u.run_id
+    GROUP BY u.run_id, u.kernel
 ),
 region_counts AS (
     SELECT t.run_id, t.kernel, lr.region_id, sum(t.executed) AS executed
