@@ -1,23 +1,106 @@
 """``argus``: a thin command line over the argusdb library.
 
-Every command is a module of this package that defines ``command`` (a click command); it is
-registered here by name, so a new command is a new file.
+Every command is a module of this package, ``cmd_<name>.py``, that defines ``command`` (a click
+command named ``<name>``, underscores as dashes); a new command is a new file. Commands load
+lazily: ``argus query`` imports the query command alone, and ``argus --help`` reads the commands'
+one-line help from their source without importing them (so SciPy, PyArrow compute or the
+dashboard load only with the command that needs them).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+from collections.abc import Iterator, MutableMapping
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import click
+from click.utils import make_default_short_help
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@cache
+def _modules() -> dict[str, str]:
+    """Command name -> module name, from the file names (nothing imported)."""
+    return {m.name[4:].replace("_", "-"): m.name for m in pkgutil.iter_modules(__path__)
+            if m.name.startswith("cmd_")}
+
+
+def _short_help(module: str, limit: int) -> str:
+    """The first sentence of ``command``'s docstring, read from the module's source."""
+    tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "command":
+            return make_default_short_help(ast.get_docstring(node) or "", limit)
+    return ""
+
+
+class _LazyCommand(click.Command):
+    """A placeholder that ``--help`` lists; the real command is imported when invoked."""
+
+    def __init__(self, name: str, module: str) -> None:
+        super().__init__(name)
+        self._module = module
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        return _short_help(self._module, limit)
+
+
+class _Commands(MutableMapping[str, click.Command]):
+    """``Group.commands`` whose values are imported when first looked up."""
+
+    def __init__(self) -> None:
+        self._added: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name in self._added:
+            return self._added[name]
+        module = _modules()[name]  # KeyError: no such command
+        cmd: click.Command = importlib.import_module(f"{__name__}.{module}").command
+        return cmd
+
+    def __setitem__(self, name: str, cmd: click.Command) -> None:
+        self._added[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        del self._added[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(set(_modules()) | set(self._added)))
+
+    def __len__(self) -> int:
+        return len(set(_modules()) | set(self._added))
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are imported only when one is run (or asked for help)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands()
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = _modules().get(cmd_name)
+        if module is not None and ctx.meta.get(_LISTING):
+            return _LazyCommand(cmd_name, module)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        ctx.meta[_LISTING] = True  # list the commands without importing them
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            ctx.meta[_LISTING] = False
+
+
+#: ctx.meta key set while the group lists its commands in its help.
+_LISTING = "argus.listing_commands"
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="argusdb")
 def main() -> None:
     """argusdb: an evidence database for GPU performance measurement."""
 
-
-for _mod in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if _mod.name.startswith("cmd_"):
-        main.add_command(importlib.import_module(f"{__name__}.{_mod.name}").command)
