@@ -33,7 +33,8 @@ def _short_help(module: str, limit: int) -> str:
     tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "command":
-            return make_default_short_help(ast.get_docstring(node) or "", limit)
+            return str(make_default_short_help(  # type: ignore[operator]
+                ast.get_docstring(node) or "", limit))
     return ""
 
 
