@@ -26,6 +26,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from argusdb.answers import stats
 from argusdb.answers.compat import match_cohorts
 from argusdb.answers.select import (
@@ -33,9 +35,10 @@ from argusdb.answers.select import (
     CohortKey,
     VersionRef,
     cohorts,
-    fetch_rows,
+    fetch_where,
+    lit,
     resolve_version,
-    versions_of_region,
+    versions_in,
 )
 from argusdb.errors import QueryRefused, UsageError
 
@@ -102,27 +105,41 @@ class DiffResult:
 
 
 class NoiseModel:
-    """Run-to-run spread per (region, signal, cohort key), measured over all stored versions."""
+    """Run-to-run spread per (region, signal, cohort key), measured over all stored versions.
 
-    def __init__(self, db: Connection, region: str, min_effect: float) -> None:
+    The region's rows of every version are read once (one checked query, or the ``rows`` the
+    caller already fetched with :func:`~argusdb.answers.select.fetch_where`), whatever the
+    number of versions and signals asked about.
+    """
+
+    def __init__(self, db: Connection, region: str, min_effect: float,
+                 rows: list[dict[str, Any]] | None = None) -> None:
         self.db, self.region, self.min_effect = db, region, min_effect
-        self._cache: dict[str, dict[tuple[str, CohortKey], tuple[float, str]]] = {}
+        self._rows = rows
+        self._spreads: dict[tuple[str, CohortKey], tuple[float, str]] | None = None
+
+    def _measure(self) -> dict[tuple[str, CohortKey], tuple[float, str]]:
+        rows = self._rows if self._rows is not None else \
+            fetch_where(self.db, [f"e.region_id = {lit(self.region)}"])
+        found = cohorts(rows)
+        spreads: dict[tuple[str, CohortKey], tuple[float, str]] = {}
+        for v in versions_in(rows):  # the first version with the largest spread names it
+            for (ver, sig, k), co in found.items():
+                if ver != v:
+                    continue
+                per_run = co.run_samples()
+                if len(per_run) < 2:
+                    continue
+                s = stats.run_spread([float(np.median(x)) for x in per_run.values()])
+                if s > spreads.get((sig, k), (-1.0, ""))[0]:
+                    spreads[(sig, k)] = (s, f"run-to-run spread {s:.2%} of version {v} "
+                                            f"({len(per_run)} runs)")
+        return spreads
 
     def floor(self, signal: str, key: CohortKey) -> tuple[float, str]:
-        if signal not in self._cache:
-            spreads: dict[tuple[str, CohortKey], tuple[float, str]] = {}
-            for v in versions_of_region(self.db, self.region):
-                rows = fetch_rows(self.db, self.region, VersionRef(v, v), [signal])
-                for (_, sig, k), co in cohorts(rows).items():
-                    per_run = co.run_samples()
-                    if len(per_run) < 2:
-                        continue
-                    s = stats.run_spread([stats.summarize(x).median for x in per_run.values()])
-                    if s > spreads.get((sig, k), (-1.0, ""))[0]:
-                        spreads[(sig, k)] = (s, f"run-to-run spread {s:.2%} of version {v} "
-                                                f"({len(per_run)} runs)")
-            self._cache[signal] = spreads
-        spread, source = self._cache[signal].get((signal, key), (0.0, ""))
+        if self._spreads is None:
+            self._spreads = self._measure()
+        spread, source = self._spreads.get((signal, key), (0.0, ""))
         if spread > self.min_effect:
             return spread, source
         return self.min_effect, f"minimum effect {self.min_effect:.2%}" + (
@@ -161,9 +178,16 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     """
     ref_a = before if isinstance(before, VersionRef) else resolve_version(db, before, region)
     ref_b = after if isinstance(after, VersionRef) else resolve_version(db, after, region)
+    # One read of the region (every version: the noise floor needs them all), split in Python.
+    where = [f"e.region_id = {lit(region)}"]
+    if signals:
+        where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
+    region_rows = fetch_where(db, where)
     sides: list[dict[str, list[Cohort]]] = []
     for ref in (ref_a, ref_b):
-        rows = fetch_rows(db, region, ref, signals)
+        runs = set(ref.runs)
+        rows = [r for r in region_rows if r["program_version"] == ref.program_version
+                and (not runs or r["run_id"] in runs)]
         if not rows:
             what = f" for signals {signals}" if signals else ""
             raise UsageError(f"region {region!r} has no evidence{what} in version "
@@ -184,7 +208,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     else:
         wanted = sorted(set(sides[0]) & set(sides[1]))
     result = DiffResult(region, ref_a, ref_b)
-    noise = NoiseModel(db, region, min_effect)
+    noise = NoiseModel(db, region, min_effect, region_rows)
     refusals = []
     for sig in wanted:
         pairs, findings = match_cohorts(sig, sides[0][sig], sides[1][sig])
@@ -201,7 +225,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
             significant, verdict = _verdict(t, floor, alpha)
             result.rows.append(DiffRow(
                 region, sig, a.unit, ref_a.program_version, ref_b.program_version,
-                stats.summarize(a.samples).median, stats.summarize(b.samples).median, t.ratio,
+                float(np.median(a.samples)), float(np.median(b.samples)), t.ratio,
                 t.ci_low, t.ci_high, t.p_value, significant, verdict, floor, source,
                 len(a.samples), len(b.samples), a.runs, b.runs, a.key.standing,
                 f"{a.signature} -> {b.signature}" if a.signature != b.signature

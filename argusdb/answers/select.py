@@ -182,7 +182,7 @@ def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
     sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
            f"e.evidence_class, e.association_entropy, e.launch, "
            f"{', '.join('e.' + c for c in NESTED_SCOPE)}, e.lineage, "
-           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait "
+           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq "
            f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
            f"WHERE {' AND '.join([*where, 'e.value IS NOT NULL'])} "
            f"ORDER BY e.run_id, e.signal, e.launch")
@@ -202,15 +202,22 @@ def fetch_rows(db: Connection, region: str, ref: VersionRef,
 
 def versions_of_region(db: Connection, region: str) -> list[str]:
     """Program versions with evidence for ``region``, in the order their first run landed."""
-    # One row per (version, run): the first run per version is picked here, not in SQL.
-    rows = _rows(db, f"SELECT DISTINCT e.program_version, r.run_seq "
+    rows = _rows(db, f"SELECT e.program_version, min(r.run_seq) AS first_seq "
                      f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
-                     f"WHERE e.region_id = {lit(region)}")
+                     f"WHERE e.region_id = {lit(region)} GROUP BY e.program_version")
+    return [str(r["program_version"]) for r in
+            sorted(rows, key=lambda r: (int(r["first_seq"]), str(r["program_version"])))]
+
+
+def versions_in(rows: list[dict[str, Any]]) -> list[str]:
+    """The program versions of rows from :func:`fetch_where`, in the order their first run
+    landed (as :func:`versions_of_region` orders them, without another query)."""
     first: dict[str, int] = {}
     for r in rows:
-        v = str(r["program_version"])
-        first[v] = min(first.get(v, int(r["run_seq"])), int(r["run_seq"]))
-    return sorted(first, key=lambda v: first[v])
+        v, seq = str(r["program_version"]), int(r["run_seq"])
+        if seq < first.get(v, seq + 1):
+            first[v] = seq
+    return sorted(first, key=lambda v: (first[v], v))
 
 
 def standing(row: dict[str, Any]) -> str:
@@ -242,7 +249,9 @@ def cohorts(rows: list[dict[str, Any]]) -> dict[tuple[str, str, CohortKey], Coho
         co.signatures.add(str(r["signature"]))
         co.entropy_weighted += abs(v) * float(r["association_entropy"] or 0.0)
         co.weight += abs(v)
-        lineage = json.loads(r["lineage"]) if isinstance(r.get("lineage"), str) else {}
+        # Observed rows' lineage is their artefact row: nothing below reads it.
+        lineage = json.loads(r["lineage"]) if isinstance(r.get("lineage"), str) and \
+            r["evidence_class"] != "observed" else {}
         cond = (lineage or {}).get("conditions")
         if cond is not None and cond not in co.conditions:
             co.conditions.append(cond)

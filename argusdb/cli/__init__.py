@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.utils import make_default_short_help
 
 
 @cache
@@ -28,13 +27,12 @@ def _modules() -> dict[str, str]:
             if m.name.startswith("cmd_")}
 
 
-def _short_help(module: str, limit: int) -> str:
-    """The first sentence of ``command``'s docstring, read from the module's source."""
+def _help(module: str) -> str:
+    """``command``'s docstring, read from the module's source."""
     tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "command":
-            return str(make_default_short_help(  # type: ignore[operator]
-                ast.get_docstring(node) or "", limit))
+            return ast.get_docstring(node) or ""
     return ""
 
 
@@ -46,7 +44,7 @@ class _LazyCommand(click.Command):
         self._module = module
 
     def get_short_help_str(self, limit: int = 45) -> str:
-        return _short_help(self._module, limit)
+        return click.Command(self.name, help=_help(self._module)).get_short_help_str(limit)
 
 
 class _Commands(MutableMapping[str, click.Command]):

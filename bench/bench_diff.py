@@ -1,0 +1,174 @@
+"""Answers on a big store: ``argus diff``, ``report`` and ``trajectory`` against hand-written SQL.
+
+The store is synthesized from the real H200 matmul recordings of ``tests/data/gpu`` (three
+configurations, ``--option config=...``): the clean CUPTI timing runs of each configuration and
+the Nsight Compute source page of ``bk64_s3`` are replicated as runs of their own (own run id,
+run_seq, evidence ids, instruction listing), attributed like real ingests, until the store holds
+``--pages`` source-page runs (18 k evidence values each) and ``--timing`` timing runs per
+configuration. Then, read-only and in one process:
+
+- ``argus diff`` of ``matmul/matmul_kernel`` between ``config=bk64_s3`` and ``config=bn256_s3``
+  (every signal both have), through the library (``argusdb.answers.diff``);
+- the same question in hand-written DuckDB SQL (the peer): per sample (run, launch) sums of the
+  region's values of both versions, their medians per signal, and the per-run medians of every
+  version of the region for the noise floor (the bootstrap and rank test are not SQL's);
+- ``report`` of the region and ``trajectory`` along the three configurations.
+
+Run: ``python bench/bench_diff.py [--pages 100] [--timing 20] [--rounds 3] [--keep PATH]``.
+``--pages 1200 --timing 30`` makes the 20 M-row store of the README's figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import argusdb  # noqa: E402
+from argusdb import materialize  # noqa: E402
+from argusdb.answers.diff import diff  # noqa: E402
+from argusdb.answers.report import report  # noqa: E402
+from argusdb.answers.trajectory import trajectory  # noqa: E402
+from argusdb.ingest import ingest_path  # noqa: E402
+from argusdb.regions import ProgramSource  # noqa: E402
+from argusdb.store import Store  # noqa: E402
+
+GPU = ROOT / "tests" / "data" / "gpu"
+MATMUL = ROOT / "gpu" / "kernels" / "matmul.py"
+REGION = "matmul/matmul_kernel"
+CONFIGS = ("bk64_s3", "bk32_s1", "bn256_s3")
+
+
+def replicate(store: Store, run_id: str, copies: int, tag: str) -> None:
+    """Append ``copies`` runs that copy ``run_id`` (run row, evidence, listing, launches)."""
+    store.sql("CREATE OR REPLACE TEMP TABLE _replica AS SELECT i, printf('%s%011d', ?, i) "
+              "AS run_id, nextval('run_seq_gen') AS run_seq FROM range(?) t(i) ORDER BY i",
+              [tag, copies])
+    store.sql("INSERT INTO run SELECT r.* REPLACE (x.run_id AS run_id, x.run_seq AS run_seq, "
+              "x.run_id AS artefact_sha256) FROM run r, _replica x WHERE r.run_id = ? "
+              "ORDER BY x.i", [run_id])
+    store.sql("INSERT INTO observed_evidence SELECT e.* REPLACE (x.run_seq * 4294967296 "
+              "+ e.src_row AS evidence_id, x.run_id AS run_id) FROM observed_evidence e, "
+              "_replica x WHERE e.run_id = ? ORDER BY x.i, e.src_row", [run_id])
+    for table in ("instruction", "kernel_launch"):
+        store.sql(f"INSERT INTO {table} SELECT t.* REPLACE (x.run_id AS run_id) "
+                  f"FROM {table} t, _replica x WHERE t.run_id = ? ORDER BY x.i", [run_id])
+
+
+def build(path: Path, pages: int, timing: int) -> int:
+    """Write the big store; returns its evidence rows (observed + attributed)."""
+    program = ProgramSource.from_path(MATMUL)
+    st = Store.open(path, create=True)
+    try:
+        for c in CONFIGS:
+            ingest_path(st, GPU / f"matmul.{c}.run1.cupti.jsonl", program,
+                        {"config": c, "target": "sm_90"})
+        for suffix in ("sass", "source.csv"):
+            ingest_path(st, GPU / f"matmul.bk64_s3.{suffix}", program,
+                        {"config": "bk64_s3", "target": "sm_90"})
+        runs = dict(st.sql("SELECT artefact_name, run_id FROM run").fetchall())
+        with st.transaction():
+            for c in CONFIGS:
+                replicate(st, runs[f"matmul.{c}.run1.cupti.jsonl"], timing - 1, f"t{c}")
+            replicate(st, runs["matmul.bk64_s3.source.csv"], pages - 1, "page")
+            materialize.refresh(st)
+        row = st.sql("SELECT (SELECT count(*) FROM observed_evidence) + "
+                     "(SELECT sum(n_source_rows) FROM region_attribution)").fetchone()
+    finally:
+        st.close()
+    assert row is not None
+    return int(row[0])
+
+
+#: The diff's question in hand-written SQL: per-sample sums of both versions, medians per
+#: signal, and per-run medians of every version (the noise floor's input).
+PEER = """
+WITH samples AS (
+    SELECT e.program_version, e.signal, e.evidence_class, r.timing_clean, e.run_id, e.launch,
+           sum(e.value) AS v
+    FROM evidence AS e JOIN run AS r USING (run_id)
+    WHERE e.region_id = $region AND e.value IS NOT NULL
+    GROUP BY ALL
+),
+sides AS (
+    SELECT program_version, signal, evidence_class, timing_clean, median(v) AS median,
+           count(*) AS n
+    FROM samples WHERE program_version IN ($a, $b) GROUP BY ALL
+),
+noise AS (
+    SELECT program_version, signal, evidence_class, timing_clean,
+           (max(m) - min(m)) / median(m) AS spread
+    FROM (SELECT program_version, signal, evidence_class, timing_clean, run_id, median(v) AS m
+          FROM samples GROUP BY ALL)
+    GROUP BY ALL HAVING count(*) >= 2
+)
+SELECT a.signal, a.median AS from_median, b.median AS to_median, b.median / a.median AS ratio,
+       (SELECT max(spread) FROM noise AS z WHERE z.signal = a.signal
+           AND z.evidence_class = a.evidence_class AND z.timing_clean = a.timing_clean) AS spread
+FROM sides AS a JOIN sides AS b ON a.signal = b.signal AND a.evidence_class = b.evidence_class
+    AND a.timing_clean = b.timing_clean
+WHERE a.program_version = $a AND b.program_version = $b
+"""
+
+
+def timed(fn: Callable[[], object], rounds: int) -> tuple[list[float], object]:
+    out: list[float] = []
+    last: object = None
+    for _ in range(rounds):
+        t = time.perf_counter()
+        last = fn()
+        out.append(time.perf_counter() - t)
+    return out, last
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", type=int, default=100, help="source-page runs (18 k values each)")
+    ap.add_argument("--timing", type=int, default=20, help="timing runs per configuration")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--keep", type=Path, help="build (or reuse) the store at this path")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        path = args.keep or Path(d) / "big.duckdb"
+        t0 = time.perf_counter()
+        if not path.exists():
+            build(path, args.pages, args.timing)
+        t_build = time.perf_counter() - t0
+        with argusdb.connect(path, read_only=True) as db:
+            n = db.store.sql("SELECT (SELECT count(*) FROM observed_evidence) + (SELECT "
+                             "count(*) FROM region_attribution), (SELECT count(*) FROM run)"
+                             ).fetchone()
+            a, b = (db.store.sql("SELECT program_version FROM program_version WHERE "
+                                 "options::JSON->>'config' = ?", [c]).fetchone()
+                    for c in ("bk64_s3", "bn256_s3"))
+            assert n is not None and a is not None and b is not None
+            params = {"region": REGION, "a": a[0], "b": b[0]}
+            t_diff, res = timed(lambda: diff(db, REGION, "config=bk64_s3", "config=bn256_s3"),
+                                args.rounds)
+            t_sql, peer = timed(lambda: db.store.sql(PEER, params).fetchall(), args.rounds)
+            t_rep, _ = timed(lambda: report(db, REGION), args.rounds)
+            t_traj, _ = timed(lambda: trajectory(
+                db, [REGION], [f"config={c}" for c in CONFIGS]), args.rounds)
+    med = statistics.median
+    print(f"store: {n[1]:,} runs, {n[0]:,} evidence rows (observed + region rows); built in "
+          f"{t_build:.1f} s; load {os.getloadavg()[0]:.1f}")
+    rows = getattr(res, "rows", [])
+    print(f"diff rows: {[(r.signal, round(r.ratio, 4), r.significant) for r in rows][:4]}")
+    print(f"peer rows: {[(s, round(x, 4)) for s, _, _, x, _ in peer][:4]}")
+    for name, t in (("argus diff", t_diff), ("hand-written SQL", t_sql)):
+        print(f"{name:<16} median {med(t):6.3f} s  ({', '.join(f'{x:.2f}' for x in t)})")
+    print(f"report           median {med(t_rep):6.3f} s")
+    print(f"trajectory       median {med(t_traj):6.3f} s")
+    print(f"ratio diff / SQL: {med(t_diff) / med(t_sql):.2f}x (goal <= 1.5x; diff goal <= 1 s)")
+
+
+if __name__ == "__main__":
+    main()
