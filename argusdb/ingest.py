@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +22,8 @@ from argusdb.errors import InputError, UsageError
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
 from argusdb.store import Store
 from argusdb.variants import VariantOf, bind
-from collectors import detect
-from collectors.base import Artefact, normalize_target
+from collectors import detect, readers
+from collectors.base import Artefact, head_bytes, normalize_target
 
 _TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
            "instruction": "instruction", "inline_site": "inline_site",
@@ -142,7 +144,7 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
     own_task = task_id is None
     task_id = task_id or f"t-{run_id}"
     itf = art.interference
-    with store.transaction():
+    with _transaction(store):
         seq = store.next_run_seq()
         store.insert_row("program_version", {
             "program_version": version, "program": program.stem if program else None,
@@ -193,8 +195,105 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
         if variant is not None:
             bind(store, version, variant)
         # Attribution and derivation commit with the run that changes their inputs; a run of a
-        # version without a program is no input of either.
+        # version without a program is no input of either. In a batch, once at its end.
         if program is not None or variant is not None:
-            materialize.refresh(store)
+            _refresh(store)
     result.rows = rows
     return result
+
+
+#: Stores inside :func:`batch` (by id): their ingests share its transaction and refresh.
+_BATCHES: dict[int, list[bool]] = {}
+
+
+@contextmanager
+def _transaction(store: Store) -> Iterator[None]:
+    if id(store) in _BATCHES:
+        yield
+        return
+    with store.transaction():
+        yield
+
+
+def _refresh(store: Store) -> None:
+    pending = _BATCHES.get(id(store))
+    if pending is None:
+        materialize.refresh(store)
+    else:
+        pending[0] = True
+
+
+@contextmanager
+def batch(store: Store) -> Iterator[None]:
+    """Ingest many artefacts in one transaction with one attribution refresh at its end.
+
+    Every run of the batch commits together, or none does (an error rolls the whole batch
+    back). Example:
+        >>> with batch(st):
+        ...     for p in paths:
+        ...         ingest_path(st, p)
+    """
+    if id(store) in _BATCHES:
+        yield
+        return
+    with store.transaction():
+        _BATCHES[id(store)] = [False]
+        try:
+            yield
+            if _BATCHES[id(store)][0]:
+                materialize.refresh(store)
+        finally:
+            del _BATCHES[id(store)]
+
+
+def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
+    """Files named by ``paths``: a file as given; a directory, every file under it that a
+    collector recognizes (sorted, hidden files and folders left out).
+
+    Raises:
+        InputError: a path that does not exist.
+    """
+    out: list[Path] = []
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                rel = f.relative_to(p).parts
+                if f.is_file() and not any(x.startswith(".") for x in rel) and _known(f):
+                    out.append(f)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise InputError(str(given), "no such file or directory", "check the path")
+    return out
+
+
+def _known(path: Path) -> bool:
+    head = head_bytes(path)
+    return bool(head.strip()) and any(r.sniff(path, head) for r in readers())
+
+
+def ingest_paths(store: Store, paths: Sequence[str | Path], program: ProgramSource | None = None,
+                 options: dict[str, str] | None = None, variant: VariantOf | None = None, *,
+                 batch_files: int = 64,
+                 on_result: Callable[[IngestResult], None] | None = None) -> list[IngestResult]:
+    """Ingest many artefacts, ``batch_files`` per transaction (see :func:`batch`).
+
+    Each batch commits whole: an error rolls back the batch it happened in (earlier batches
+    stay; ingesting the same files again skips them). ``on_result`` sees each result once its
+    batch has committed.
+
+    Raises:
+        InputError: an artefact that cannot be ingested (its batch is not written).
+    """
+    results: list[IngestResult] = []
+    for i in range(0, len(paths), max(1, batch_files)):
+        done: list[IngestResult] = []
+        with batch(store):
+            for p in paths[i:i + max(1, batch_files)]:
+                done.append(ingest_path(store, p, program, options, variant))
+        results.extend(done)
+        if on_result:
+            for r in done:
+                on_result(r)
+    return results

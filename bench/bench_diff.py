@@ -45,11 +45,13 @@ GPU = ROOT / "tests" / "data" / "gpu"
 MATMUL = ROOT / "gpu" / "kernels" / "matmul.py"
 REGION = "matmul/matmul_kernel"
 CONFIGS = ("bk64_s3", "bk32_s1", "bn256_s3")
+#: Source-page replicas per transaction while building.
+CHUNK = 50
 
 
 def replicate(store: Store, run_id: str, copies: int, tag: str) -> None:
     """Append ``copies`` runs that copy ``run_id`` (run row, evidence, listing, launches)."""
-    store.sql("CREATE OR REPLACE TEMP TABLE _replica AS SELECT i, printf('%s%011d', ?, i) "
+    store.sql("CREATE OR REPLACE TEMP TABLE _replica AS SELECT i, printf('%s%06d', ?, i) "
               "AS run_id, nextval('run_seq_gen') AS run_seq FROM range(?) t(i) ORDER BY i",
               [tag, copies])
     store.sql("INSERT INTO run SELECT r.* REPLACE (x.run_id AS run_id, x.run_seq AS run_seq, "
@@ -74,12 +76,17 @@ def build(path: Path, pages: int, timing: int) -> int:
         for suffix in ("sass", "source.csv"):
             ingest_path(st, GPU / f"matmul.bk64_s3.{suffix}", program,
                         {"config": "bk64_s3", "target": "sm_90"})
+        st.sql("SET memory_limit = '2GB'")
         runs = dict(st.sql("SELECT artefact_name, run_id FROM run").fetchall())
         with st.transaction():
             for c in CONFIGS:
                 replicate(st, runs[f"matmul.{c}.run1.cupti.jsonl"], timing - 1, f"t{c}")
-            replicate(st, runs["matmul.bk64_s3.source.csv"], pages - 1, "page")
             materialize.refresh(st)
+        for start in range(1, pages, CHUNK):  # bounded memory; attribution fills linearly
+            with st.transaction():
+                replicate(st, runs["matmul.bk64_s3.source.csv"], min(CHUNK, pages - start),
+                          f"p{start:05d}_")
+                materialize.refresh(st)
         row = st.sql("SELECT (SELECT count(*) FROM observed_evidence) + "
                      "(SELECT sum(n_source_rows) FROM region_attribution)").fetchone()
     finally:

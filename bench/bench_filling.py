@@ -48,11 +48,17 @@ KERNELS = {
 
 
 def replicate(store: Store, run_id: str, copies: int) -> None:
-    """Copy the run ``run_id`` (its run row, evidence and listing) ``copies`` times, in order."""
+    """Copy the run ``run_id`` (its run row, evidence and listing) ``copies`` times, in order,
+    50 copies per transaction (bounded memory; each attributed as it lands)."""
+    for start in range(0, copies, 50):
+        _replicate(store, run_id, start, min(copies, start + 50))
+
+
+def _replicate(store: Store, run_id: str, lo: int, hi: int) -> None:
     with store.transaction():
         store.sql("CREATE OR REPLACE TEMP TABLE _replica AS SELECT i, "
                   "printf('fill%012d', i) AS run_id, nextval('run_seq_gen') AS run_seq "
-                  "FROM range(?) t(i) ORDER BY i", [copies])
+                  "FROM range(?, ?) t(i) ORDER BY i", [lo, hi])
         store.sql("INSERT INTO run SELECT r.* REPLACE (x.run_id AS run_id, x.run_seq AS run_seq, "
                   "x.run_id AS artefact_sha256) FROM run r, _replica x WHERE r.run_id = ? "
                   "ORDER BY x.i", [run_id])

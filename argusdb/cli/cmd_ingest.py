@@ -9,7 +9,7 @@ import click
 from argusdb import checker
 from argusdb.cli.output import handle_errors
 from argusdb.errors import UsageError
-from argusdb.ingest import ingest_path, parse_options
+from argusdb.ingest import IngestResult, expand_paths, ingest_paths, parse_options
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf
@@ -33,6 +33,10 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
             transform_task: str | None, as_json: bool) -> None:
     """Ingest artefacts (kind detected from content), each as one run, atomically.
 
+    PATHS are files or directories (every recognized artefact under a directory). Files are
+    written in batches of up to 64, one transaction each; after an error, the files of earlier
+    batches stay ingested and ingesting again skips them.
+
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
     """
     opts = parse_options(options)
@@ -42,16 +46,20 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     variant = VariantOf(parent_version, transform, transform_task) \
         if parent_version and transform else None
     program = ProgramSource.from_path(program_path) if program_path else None
-    results = []
+    files = expand_paths(paths)
+    if not files:
+        raise UsageError(f"no artefact found in {', '.join(paths)}: name artefact files or "
+                         "folders that hold them")
+
+    def show(r: IngestResult) -> None:
+        if not as_json:
+            what = "already ingested" if r.already else ", ".join(
+                f"{n} {t}" for t, n in r.rows.items())
+            click.echo(f"{r.path}: run {r.run_id} (version {r.program_version}, {r.kind}): "
+                       f"{what}")
+
     with Store.open(store, create=True) as st:
-        for p in paths:
-            r = ingest_path(st, p, program, opts, variant)
-            results.append(r)
-            if not as_json:
-                what = "already ingested" if r.already else ", ".join(
-                    f"{n} {t}" for t, n in r.rows.items())
-                click.echo(f"{p}: run {r.run_id} (version {r.program_version}, {r.kind}): "
-                           f"{what}")
+        results = ingest_paths(st, files, program, opts, variant, on_result=show)
         checker.refresh_metadata(st)
     if as_json:
         click.echo(json.dumps({"runs": [r.to_json() for r in results]}))

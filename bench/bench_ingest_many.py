@@ -1,0 +1,207 @@
+"""Ingest of many small artefacts: ``argus ingest STORE A B C ...`` against two DuckDB peers.
+
+The input is ``--files`` copies of the Nsight Compute source page of the H200 softmax kernel
+(``argusdb/demo/h200/softmax/softmax.source.csv``, 10,856 evidence values each), each a distinct
+artefact (its kernel renamed ``softmax_fwd_<i>``). Each contender starts from a fresh store and is
+timed to its last COMMIT:
+
+- **argusdb**: ``ingest_paths`` on the files (detection, parsing, wide -> long, keys, runs and
+  tasks, batches of 64 files per transaction), what ``argus ingest STORE FILES...`` runs;
+- **raw append**: the same evidence rows, already one Arrow table with every column filled in,
+  appended with one ``INSERT INTO observed_evidence SELECT * FROM arrow`` (no parsing at all);
+- **read_csv SQL**: DuckDB's own pipeline on the same CSV files: ``read_csv`` of every line,
+  fields split by a regular expression, sections and source lines carried down with window
+  functions, SASS rows unpivoted against their section's header, numbers cast, inserted into
+  ``observed_evidence`` (the parse and insert written as SQL, without argusdb's checks).
+
+Rounds alternate the contenders; a ratio is the median over rounds of the per-round ratio.
+
+Run: ``python bench/bench_ingest_many.py [--files 100] [--rounds 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from argusdb.ingest import ingest_paths  # noqa: E402
+from argusdb.store import Store  # noqa: E402
+from collectors import detect  # noqa: E402
+
+SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
+
+#: DuckDB's own pipeline: the files' lines -> fields -> SASS rows x metric columns -> rows.
+READ_CSV = r"""
+INSERT INTO observed_evidence (evidence_id, program_version, task_id, run_id, kernel, launch,
+    cta, sm, warp, warp_role, loop_iter, pc, source_file, source_line, signal, value, unit,
+    src_row)
+WITH lines AS (
+    SELECT filename, row_number() OVER (PARTITION BY filename) AS ln, line
+    FROM read_csv($files, columns = {'line': 'VARCHAR'}, delim = '\x01', quote = '',
+                  escape = '', header = false, filename = true, auto_detect = false)
+),
+fields AS (
+    SELECT filename, ln, regexp_extract_all(line, '"([^"]*)"', 1) AS f FROM lines
+),
+marked AS (
+    SELECT *,
+        max(CASE WHEN f[1] = 'File Path' THEN ln END) OVER w AS sec,
+        max(CASE WHEN f[1] = 'Line No' THEN ln END) OVER w AS head_ln,
+        max(CASE WHEN f[1] <> '' AND f[1] NOT IN ('File Path', 'Function Name', 'Line No')
+                 THEN ln END) OVER w AS src_ln
+    FROM fields WINDOW w AS (PARTITION BY filename ORDER BY ln)
+),
+sass AS (
+    SELECT m.filename, m.ln, m.f, h.f AS header, k.f[2] AS kernel, p.f[2] AS path,
+           TRY_CAST(s.f[1] AS INTEGER) AS source_line
+    FROM marked AS m
+    JOIN fields AS h ON h.filename = m.filename AND h.ln = m.head_ln
+    JOIN fields AS k ON k.filename = m.filename AND k.ln = m.sec + 1
+    JOIN fields AS p ON p.filename = m.filename AND p.ln = m.sec
+    LEFT JOIN fields AS s ON s.filename = m.filename AND s.ln = m.src_ln
+    WHERE m.f[1] = '' AND starts_with(m.f[3], '0x')
+),
+cells AS (
+    SELECT filename, ln, kernel, path, source_line, f[3] AS addr,
+           unnest(header[5:]) AS signal, unnest(f[5:]) AS cell,
+           unnest(generate_series(5, len(f))) AS col
+    FROM sass
+),
+files AS (
+    SELECT filename, row_number() OVER (ORDER BY filename) AS seq
+    FROM (SELECT DISTINCT filename FROM lines)
+)
+SELECT x.seq * 4294967296 + c.ln * 4096 + c.col, 'p', 't', 'r' || x.seq, c.kernel, 'all', 'all',
+       'all', 'all', 'all', 'all',
+       ('0x' || c.addr[3:])::UBIGINT::BIGINT - min(('0x' || c.addr[3:])::UBIGINT::BIGINT)
+           OVER (PARTITION BY c.filename, c.kernel),
+       regexp_extract(c.path, '[^/]+$'), c.source_line, c.signal, TRY_CAST(c.cell AS DOUBLE),
+       'count', c.ln * 4096 + c.col
+FROM cells AS c JOIN files AS x USING (filename)
+WHERE TRY_CAST(c.cell AS DOUBLE) IS NOT NULL
+"""
+
+
+def make_inputs(n: int, out: Path) -> list[Path]:
+    lines = SOURCE.read_text().splitlines(keepends=True)
+    files = []
+    for i in range(n):
+        p = out / f"page{i:04d}.source.csv"
+        p.write_text("".join(f'"Function Name","softmax_fwd_{i}"\n'
+                             if ln.startswith('"Function Name"') else ln for ln in lines))
+        files.append(p)
+    return files
+
+
+def arrow_rows(files: list[Path]) -> pa.Table:
+    """The evidence rows of ``files`` as the store holds them (every column filled in)."""
+    tables = []
+    for i, f in enumerate(files, 1):
+        art = detect(f).read(f)
+        ev = pa.Table.from_batches([b for t, b in art.batches() if t == "evidence"])
+        n = ev.num_rows
+        ev = ev.append_column("evidence_id", pa.array(
+            [(i << 32) + r for r in ev.column("src_row").to_pylist()], pa.int64()))
+        for col, val in (("program_version", "p"), ("task_id", "t"), ("run_id", f"r{i}")):
+            ev = ev.append_column(col, pa.repeat(pa.scalar(val), n))
+        tables.append(ev.append_column("region_id", pa.nulls(n, pa.string())))
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def fresh(tmp: Path, name: str) -> Store:
+    for f in tmp.glob(f"{name}.duckdb*"):
+        f.unlink()
+    return Store.open(tmp / f"{name}.duckdb", create=True)
+
+
+def timed(fn: Callable[[], int]) -> tuple[float, int]:
+    t = time.perf_counter()
+    n = fn()
+    return time.perf_counter() - t, n
+
+
+def run_argus(tmp: Path, files: list[Path]) -> tuple[float, int]:
+    st = fresh(tmp, "argus")
+    try:
+        return timed(lambda: sum(r.rows["evidence"] for r in ingest_paths(st, files)))
+    finally:
+        st.close()
+
+
+def run_raw(tmp: Path, table: pa.Table) -> tuple[float, int]:
+    st = fresh(tmp, "raw")
+    cols = ", ".join(table.schema.names)
+
+    def append() -> int:
+        with st.transaction() as con:
+            con.register("_rows", table)
+            con.execute(f"INSERT INTO observed_evidence ({cols}) SELECT {cols} FROM _rows")
+        return table.num_rows
+
+    try:
+        return timed(append)
+    finally:
+        st.close()
+
+
+def run_read_csv(tmp: Path, files: list[Path]) -> tuple[float, int]:
+    st = fresh(tmp, "sql")
+
+    def load() -> int:
+        with st.transaction() as con:
+            con.execute(READ_CSV, {"files": [str(f) for f in files]})
+        row = st.sql("SELECT count(*) FROM observed_evidence").fetchone()
+        return int(row[0]) if row else 0
+
+    try:
+        return timed(load)
+    finally:
+        st.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=100, help="source pages (10,856 values each)")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        files = make_inputs(args.files, tmp)
+        table = arrow_rows(files)
+        runs: dict[str, Callable[[], tuple[float, int]]] = {
+            "argusdb ingest": lambda: run_argus(tmp, files),
+            "raw Arrow append": lambda: run_raw(tmp, table),
+            "DuckDB read_csv SQL": lambda: run_read_csv(tmp, files),
+        }
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        counts: dict[str, int] = {}
+        for _ in range(args.rounds):
+            for name, fn in runs.items():
+                t, counts[name] = fn()
+                times[name].append(t)
+    n = counts["argusdb ingest"]
+    print(f"input: {args.files} source pages, {n:,} evidence rows; {args.rounds} rounds; "
+          f"load {os.getloadavg()[0]:.1f}")
+    for k, v in times.items():
+        med = statistics.median(v)
+        print(f"  {k:<20} median {med:7.3f} s  ({counts[k]:,} rows, "
+              f"{counts[k] / med / 1e6:5.2f} M rows/s)")
+    for peer, goal in (("raw Arrow append", 0.8), ("DuckDB read_csv SQL", 1.0)):
+        r = [p / o for p, o in zip(times[peer], times["argusdb ingest"], strict=True)]
+        print(f"argusdb vs {peer}: {statistics.median(r):.2f}x as fast "
+              f"(per round {min(r):.2f}..{max(r):.2f}; goal >= {goal}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Many artefacts in one command: directories, batches of one transaction, all-or-nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from argusdb.cli import main
+from argusdb.errors import InputError
+from argusdb.ingest import batch, expand_paths, ingest_path, ingest_paths
+from argusdb.regions import ProgramSource
+from argusdb.store import Store
+from tests.conftest import DEMO, KERNELS
+
+SOFTMAX = DEMO / "softmax"
+
+
+def test_a_directory_ingests_every_recognized_artefact(tmp_path: Path) -> None:
+    d = tmp_path / "art"
+    shutil.copytree(SOFTMAX, d)
+    (d / "notes.txt").write_text("not an artefact\n")
+    (d / ".hidden.sass").write_text((SOFTMAX / "softmax.sass").read_text())
+    files = expand_paths([d])
+    assert [f.name for f in files] == sorted(p.name for p in SOFTMAX.iterdir())
+    store = str(tmp_path / "s.duckdb")
+    r = CliRunner().invoke(main, ["ingest", store, str(d), "--program",
+                                  str(KERNELS / "softmax.py"), "--option", "target=sm_90",
+                                  "--json"])
+    assert r.exit_code == 0, r.output
+    runs = json.loads(r.stdout)["runs"]
+    assert len(runs) == len(files) and not any(x["already_ingested"] for x in runs)
+    with Store.open(store) as st:
+        n = st.sql("SELECT count(*) FROM run").fetchone()
+        bad = st.sql("SELECT count(*) FILTER (WHERE NOT ok) FROM attribution_conservation"
+                     ).fetchone()
+    assert n == (len(files),) and bad == (0,)
+
+
+def test_a_batch_matches_one_ingest_per_file(store: Store, tmp_path: Path) -> None:
+    program = ProgramSource.from_path(KERNELS / "softmax.py")
+    files = expand_paths([SOFTMAX])
+    ingest_paths(store, files, program, {"target": "sm_90"}, batch_files=2)
+    q = ("SELECT region_id, signal, sum(value) AS v FROM evidence WHERE evidence_class = "
+         "'attributed' GROUP BY ALL ORDER BY ALL")
+    batched = store.rows(q)
+    other = Store.open(tmp_path / "one.duckdb", create=True)
+    try:
+        for f in files:
+            ingest_path(other, f, program, {"target": "sm_90"})
+        assert other.rows(q) == batched and batched
+    finally:
+        other.close()
+
+
+def test_an_error_rolls_back_its_whole_batch(store: Store, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.source.csv"
+    bad.write_text((SOFTMAX / "softmax.sass").read_text()[:0] + "\n")
+    with pytest.raises(InputError, match="broken.source.csv"), batch(store):
+        ingest_path(store, SOFTMAX / "softmax.sass")
+        ingest_path(store, bad)
+    assert store.sql("SELECT count(*) FROM run").fetchone() == (0,)
+    # Batches before the failing one stay; running again skips them.
+    with pytest.raises(InputError):
+        ingest_paths(store, [SOFTMAX / "softmax.sass", bad], batch_files=1)
+    again = ingest_paths(store, [SOFTMAX / "softmax.sass"])
+    assert [r.already for r in again] == [True]
