@@ -326,10 +326,18 @@ class Store:
                 params.append(keys[k])
         select.extend(f'"{c}"' for c in own)
         cols = ", ".join([*_KEYED[table], *own])
+        insert = (f"INSERT INTO {table} ({cols}) SELECT {', '.join(select)} "
+                  f"FROM _argus_batch")
+        if not self._locked:
+            # DuckDB reads the local variable by its name (a replacement scan): register()
+            # keeps ~100 bytes per row until COMMIT, this holds a large run's memory flat.
+            _argus_batch = batch
+            self.con.execute(insert, params)
+            return batch.num_rows
+        # A locked-down instance has no replacement scans (no external access).
         self.con.register("_argus_batch", batch)
         try:
-            self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {', '.join(select)} "
-                             f"FROM _argus_batch", params)
+            self.con.execute(insert, params)
         finally:
             self.con.unregister("_argus_batch")
         return batch.num_rows
