@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -51,7 +52,13 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
         raise UsageError(f"no artefact found in {', '.join(paths)}: name artefact files or "
                          "folders that hold them")
 
+    # A progress bar on a terminal (stderr) for many files; the per-file lines stay on stdout.
+    bar = click.progressbar(length=len(files), label="ingest", file=sys.stderr) \
+        if len(files) > 1 and sys.stderr.isatty() else None
+
     def show(r: IngestResult) -> None:
+        if bar is not None:
+            bar.update(1)
         if not as_json:
             what = "already ingested" if r.already else ", ".join(
                 f"{n} {t}" for t, n in r.rows.items())
@@ -59,7 +66,11 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
                        f"{what}")
 
     with Store.open(store, create=True) as st:
-        results = ingest_paths(st, files, program, opts, variant, on_result=show)
+        try:
+            results = ingest_paths(st, files, program, opts, variant, on_result=show)
+        finally:
+            if bar is not None:
+                bar.render_finish()
         checker.refresh_metadata(st)
     if as_json:
         click.echo(json.dumps({"runs": [r.to_json() for r in results]}))
