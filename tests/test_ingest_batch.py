@@ -59,7 +59,7 @@ def test_a_batch_matches_one_ingest_per_file(store: Store, tmp_path: Path) -> No
 def test_an_error_rolls_back_its_whole_batch(store: Store, tmp_path: Path) -> None:
     bad = tmp_path / "broken.source.csv"
     bad.write_text((SOFTMAX / "softmax.sass").read_text()[:0] + "\n")
-    with pytest.raises(InputError, match="broken.source.csv"), batch(store):
+    with pytest.raises(InputError, match=r"broken\.source\.csv"), batch(store):
         ingest_path(store, SOFTMAX / "softmax.sass")
         ingest_path(store, bad)
     assert store.sql("SELECT count(*) FROM run").fetchone() == (0,)
