@@ -139,8 +139,11 @@ class Store:
         self.close()
 
     def has_table(self, name: str) -> bool:
-        row = self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?",
-                               [name]).fetchone()
+        # A literal, not a bound parameter: DuckDB's client imports pandas at the first bound
+        # parameter (~0.4 s CPU, ~80 MiB), and a read-only question needs none.
+        lit = "'" + name.replace("'", "''") + "'"
+        row = self.con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = {lit}"
+                               ).fetchone()
         return bool(row and row[0])
 
     def ensure_schema(self) -> None:
