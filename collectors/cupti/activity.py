@@ -69,7 +69,8 @@ class ActivityJsonlReader:
             path=str(path), collector="cupti", kind=self.kind, tool="cupti-python",
             adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path),
             interference=Interference(activity_tracing=True),
-            kernels=sorted(kernels), meta={"devices": sorted(devices)})
+            kernels=sorted(kernels), device={"device_ids": sorted(devices)},
+            meta={"devices": sorted(devices)})
 
     def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
         seen: dict[str, int] = {}

@@ -110,8 +110,11 @@ class RawCsvReader:
         pcsamp = False
         results = []
         targets: set[str] = set()
+        apps: set[str] = set()
         for row_no, res in self._results(path):
             k = res["Kernel Name"]
+            if res.get("Process Name"):
+                apps.add(res["Process Name"])
             results.append({"id": res.get("ID"), "kernel": k, "launch": kernels.count(k),
                             "row": row_no})
             kernels.append(k)
@@ -143,7 +146,8 @@ class RawCsvReader:
                                       pc_sampling=pcsamp),
             target=targets.pop() if targets else None, device=device,
             kernels=sorted(set(kernels)),
-            meta={"results": results, "replay_passes_per_result": sorted(passes),
+            meta={"application": apps.pop() if len(apps) == 1 else None,
+                  "results": results, "replay_passes_per_result": sorted(passes),
                   "profiler_metrics": sorted(profiler), "src_row_stride": SRC_ROW_STRIDE,
                   "not_stated": ["section_set", "clock_control", "cache_control",
                                  "tool_version"],
