@@ -234,7 +234,7 @@ def _judge_sufficiency(row: DiffRow, coverage: Coverage, region: str, signal: st
     why: list[str] = []
     for side, co in (("from", a), ("to", b)):
         found = coverage.gaps(region, co.program_version, signal, co.key.evidence_class,
-                              dict(co.key.scope), co.runs)
+                              dict(co.key.scope), co.runs, co.association_entropy)
         gaps.extend({"side": side, **g.to_json()} for g in found)
         if co.key.evidence_class == "attributed":
             share = coverage.unattributed_share(region, co.program_version, signal, co.runs)

@@ -31,6 +31,7 @@ from mcp_types import CallToolResult, TextContent
 from argusdb.answers.diff import diff as _diff
 from argusdb.answers.report import MAX_ENTROPY_BITS
 from argusdb.answers.report import report as _report
+from argusdb.answers.sufficiency import empty_answer
 from argusdb.answers.trajectory import trajectory as _trajectory
 from argusdb.api import Connection, connect
 from argusdb.errors import ArgusError
@@ -70,6 +71,8 @@ def build_server(store: str) -> MCPServer:
         """Run a checked, read-only SQL query; returns columns and rows (at most max_rows)."""
         def run(c: Connection) -> dict[str, Any]:
             table = c.query(sql)
+            if (gap := empty_answer(c, sql, table)) is not None:
+                raise gap  # no evidence: the error names the observe request that would
             rows = table.slice(0, max_rows).to_pylist()
             return {"ok": True, "columns": table.column_names,
                     "rows": [list(r.values()) for r in rows], "row_count": table.num_rows,

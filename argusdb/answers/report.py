@@ -40,6 +40,7 @@ from argusdb.answers.select import (
     versions_of_region,
 )
 from argusdb.answers.sufficiency import (
+    MAX_ENTROPY_BITS,
     MAX_UNATTRIBUTED_SHARE,
     Coverage,
     insufficient_reason,
@@ -50,8 +51,6 @@ from argusdb.answers.sufficiency import (
 if TYPE_CHECKING:
     from argusdb.api import Connection
 
-#: Default entropy threshold (bits) above which an attributed claim is insufficient.
-MAX_ENTROPY_BITS = 0.5
 
 
 @dataclass
@@ -146,7 +145,7 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
     if not refs:
         raise missing(db, region, signals)
     rep = Report(region, max_entropy_bits, max_unattributed_share=max_unattributed)
-    coverage = Coverage(db, max_unattributed)
+    coverage = Coverage(db, max_unattributed, max_entropy_bits)
     for ref in refs:
         meta = db.query(f"SELECT program_version, program, options, target, parent_version, "
                         f"transform FROM program_version WHERE program_version = "

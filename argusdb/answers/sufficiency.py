@@ -14,6 +14,9 @@ when any of these gaps touches it:
   ``_unattributed``; named as the cause next to an ``unattributed`` gap (a library share
   within the threshold, e.g. 0.1 % of matmul's instructions, leaves the claim sufficient
   with its share shown);
+- ``entropy``: (diff and trajectory; the report judges it in its verdict) the attributed
+  value's association entropy is above ``max_entropy`` (default 0.5 bit): code shared between
+  regions, split by execution counts;
 - ``scope``: a measurement plan (``argus observe --scope``) asked for a scope coordinate per
   instance (``loop_iter=each``, ``warp_role=each``, an index) and the claim's values came back
   over the whole coordinate (``'all'``).
@@ -35,15 +38,23 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+import sqlglot
+from sqlglot import exp
+
 from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, UsageError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from argusdb.api import Connection
 
 #: Default share of a kernel's attributable total in ``_unattributed`` above which an
 #: attributed claim about one of its regions is insufficient.
 MAX_UNATTRIBUTED_SHARE = 0.05
+#: Default association entropy (bits) above which an attributed claim is insufficient: at most
+#: a 90/10 split between two regions (0.47 bit).
+MAX_ENTROPY_BITS = 0.5
 
 #: Scope coordinates a plan may ask per instance (``launch`` is the repeat axis, not a scope).
 _ASKED = ("cta", "sm", "warp", "warp_role", "loop_iter")
@@ -81,9 +92,11 @@ def observe_request(region: str, signals: list[str] | str,
 class Coverage:
     """Gaps of claims, read once per program version through the checked query surface."""
 
-    def __init__(self, db: Connection, max_unattributed: float = MAX_UNATTRIBUTED_SHARE) -> None:
+    def __init__(self, db: Connection, max_unattributed: float = MAX_UNATTRIBUTED_SHARE,
+                 max_entropy: float = MAX_ENTROPY_BITS) -> None:
         self.db = db
         self.max_unattributed = max_unattributed
+        self.max_entropy = max_entropy
         self._totals: dict[str, list[dict[str, Any]]] = {}
         self._library: dict[str, tuple[list[str], int, str | None]] = {}
         self._plans: dict[str, list[dict[str, Any]]] = {}
@@ -144,10 +157,22 @@ class Coverage:
         return sum(abs(float(r["unattributed"] or 0.0)) for r in rows) / total
 
     def gaps(self, region: str, version: str, signal: str, evidence_class: str,
-             scope: dict[str, str], runs: list[str]) -> list[Gap]:
-        """The gaps of one claim (empty when the evidence holds what it states)."""
+             scope: dict[str, str], runs: list[str], entropy: float | None = None) -> list[Gap]:
+        """The gaps of one claim (empty when the evidence holds what it states).
+
+        ``entropy`` (the claim's association entropy) is judged when given; the report passes
+        None because its verdict judges entropy itself.
+        """
         out: list[Gap] = []
         program = region.split("/", 1)[0]
+        if evidence_class == "attributed" and entropy is not None \
+                and entropy > self.max_entropy:
+            out.append(Gap(
+                "entropy",
+                f"rests on high-entropy attribution: {entropy:.3f} bits > {self.max_entropy} "
+                f"bits (code shared between regions, split by execution counts)",
+                "ask about the regions that share the code together (their parent region), or "
+                "restructure the kernel so each region owns its instructions"))
         if evidence_class == "attributed":
             share = self.unattributed_share(region, version, signal, runs)
             kernel = "/".join(region.split("/")[:2])
@@ -244,3 +269,46 @@ def did_you_mean(name: str, known: list[str], what: str = "signal") -> UsageErro
     hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close
             else f"known: {', '.join(known[:12]) or 'none'}")
     return UsageError(f"{what} {name!r} is not in this store; {hint}")
+
+
+def _literals(tree: exp.Expr, column: str) -> set[str]:
+    """String literals the query compares ``column`` with (``=`` and ``IN``)."""
+    out: set[str] = set()
+    for eq in tree.find_all(exp.EQ):
+        for col, val in ((eq.left, eq.right), (eq.right, eq.left)):
+            if isinstance(col, exp.Column) and col.name == column \
+                    and isinstance(val, exp.Literal) and val.is_string:
+                out.add(val.this)
+    for inn in tree.find_all(exp.In):
+        if isinstance(inn.this, exp.Column) and inn.this.name == column:
+            out.update(v.this for v in inn.expressions
+                       if isinstance(v, exp.Literal) and v.is_string)
+    return out
+
+
+def empty_answer(db: Connection, sql: str, table: pa.Table) -> ArgusError | None:
+    """Why a checked query over ``evidence`` came back empty (no rows, or one row of NULLs,
+    e.g. ``median(value)`` over nothing), when the reason is that the store has no evidence of
+    a region (and signal) the query names; None when the answer stands as it is.
+
+    Returns :class:`NoEvidence` with the ``argus observe`` request, or a did-you-mean
+    :class:`UsageError` for a region no version declares.
+    """
+    if table.num_rows > 1 or (table.num_rows == 1 and any(
+            v is not None for v in table.to_pylist()[0].values())):
+        return None
+    try:
+        tree = sqlglot.parse_one(sql, read="duckdb")
+    except sqlglot.errors.ParseError:
+        return None
+    if not any(t.name == "evidence" for t in tree.find_all(exp.Table)):
+        return None
+    signals = sorted(_literals(tree, "signal"))
+    for region in sorted(_literals(tree, "region_id")):
+        where = f"region_id = {lit(region)}" + (
+            f" AND signal IN ({', '.join(lit(s) for s in signals)})" if signals else "")
+        found = db.query(f"SELECT program_version, count(*) AS n FROM evidence WHERE {where} "
+                         f"GROUP BY program_version").to_pylist()
+        if not found:
+            return missing(db, region, signals or None)
+    return None

@@ -170,7 +170,7 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
                     prev = None
                     continue
                 gaps = coverage.gaps(region, ref.program_version, sig, key.evidence_class,
-                                     dict(key.scope), co.runs)
+                                     dict(key.scope), co.runs, co.association_entropy)
                 p.sufficiency = "insufficient" if gaps else "sufficient"
                 p.gaps = [g.to_json() for g in gaps]
                 if key.evidence_class == "attributed":
