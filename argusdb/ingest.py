@@ -243,8 +243,11 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
         else:
             target = art.target or given
             identity = artefact_identity(art)
-            pl = _Planned(p, art, file_sha256(p), program_version_id(None, options, target,
-                                                                     identity),
+            sha = file_sha256(p)
+            if not (identity["n_kernels"] or identity["application"] or identity["device"]):
+                # It names nothing it measured: the artefact alone is its identity.
+                identity["artefact_sha256"] = sha
+            pl = _Planned(p, art, sha, program_version_id(None, options, target, identity),
                           target, identity, [])
         out.append(pl)
     return out

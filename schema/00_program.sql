@@ -26,8 +26,8 @@ CREATE TABLE IF NOT EXISTS program_version (
     -- What the address of a version ingested without --program rests on, as the artefact
     -- states it (JSON): kernels_sha256 and n_kernels (sha256 over the sorted kernel names and
     -- their number), kernels (the first eight names), application (process name, where the
-    -- format states one) and device (GPU model, see run.device_info.model); NULL for versions
-    -- of a --program source.
+    -- format states one) and device (GPU model, see run.device_info.model); artefact_sha256
+    -- when the artefact names none of these; NULL for versions of a --program source.
     identity JSON
 );
 

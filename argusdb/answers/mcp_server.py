@@ -13,7 +13,11 @@ Tools (each opens the store for the call only, so ingests can run between calls)
   stored runs it reuses) that ``argus observe`` would run; a dry run, nothing executes.
 
 Every failure comes back as a tool error whose text is the CLI's JSON envelope
-``{"ok": false, "errors": [{"code", "message", ...}]}``, so agents see the same rule codes.
+``{"ok": false, "errors": [{"code", "message", ...}]}``, so agents see the same rule codes. A
+question without evidence (a query naming a region with no stored evidence of the signal, a
+report of a signal none measured) is such an error with code ``E200`` and ``requests``: the
+``argus observe`` commands that would produce the evidence. Report, diff and trajectory
+outputs carry ``unattributed_share`` and ``gaps`` with their "insufficient" verdicts.
 
 Example:
     $ argus mcp argus.duckdb      # then connect an MCP client over stdio
