@@ -118,15 +118,18 @@ def artefact_identity(art: Artefact, kernels: list[str] | None = None) -> dict[s
     """What an artefact says about the program it measured, for a version without --program.
 
     The sorted kernel names (as a sha256 and a count), the application (process name) where
-    the format states one, and the device model: two artefacts land in one unbound version
-    only when all of these agree, so traces of different applications, different kernels or
-    different GPU models never merge.
+    the format states one, the device model, and the binary's instruction fingerprint where the
+    artefact holds the code (``code_sha256`` of the ncu source page and the nvdisasm listing,
+    see :func:`collectors.base.code_fingerprint`): two artefacts land in one unbound version
+    only when all of these agree, so traces of different applications, different kernels,
+    different GPU models or different compiles of one kernel never merge.
     """
     names = sorted(set(art.kernels if kernels is None else kernels))
     dev = artefact_device(art)
     return {"kernels_sha256": hashlib.sha256("\n".join(names).encode()).hexdigest(),
             "n_kernels": len(names), "kernels": names[:8],
-            "application": art.meta.get("application"), "device": dev.get("model")}
+            "application": art.meta.get("application"), "device": dev.get("model"),
+            "code_sha256": art.meta.get("code_sha256") if kernels is None else None}
 
 
 def check_program(art: Artefact, program: ProgramSource) -> list[str]:
@@ -219,6 +222,25 @@ def _shared_target(arts: list[tuple[Path, Artefact]], given: str | None) -> str 
     return next(iter(stated), None)
 
 
+def _one_compile(arts: list[tuple[Path, Artefact]]) -> None:
+    """Refuse artefacts of one --program ingest whose machine code differs for the same
+    kernels (a variant's listing next to its parent's counters)."""
+    codes: dict[tuple[str, ...], dict[str, list[str]]] = {}
+    for p, art in arts:
+        if code := art.meta.get("code_sha256"):
+            codes.setdefault(tuple(sorted(set(art.kernels))), {}).setdefault(
+                str(code), []).append(p.name)
+    for kernels, by_code in codes.items():
+        if len(by_code) > 1:
+            what = "; ".join(f"{c[:12]}: {', '.join(n)}" for c, n in sorted(by_code.items()))
+            raise InputError(", ".join(str(p) for p, _ in arts),
+                             f"hold different machine code for {', '.join(kernels)} "
+                             f"(instruction fingerprints {what}), so they are not artefacts "
+                             f"of one compile", "ingest each compile with its own 'argus "
+                             "ingest' command (a variant with --parent-version and "
+                             "--transform); nothing was written")
+
+
 def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, str]
           ) -> list[_Planned]:
     given = normalize_target(options.pop("target", None))
@@ -228,6 +250,8 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
             raise InputError(str(p), f"was compiled for {art.target}, but --option target="
                              f"{given} was given", "drop --option target or correct it")
     shared = _shared_target(arts, given) if program else None
+    if program:
+        _one_compile(arts)
     out = []
     for p, art in arts:
         if program:

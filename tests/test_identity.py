@@ -165,3 +165,28 @@ def test_a_traces_other_kernels_are_a_timeline_run_not_the_programs(store: Store
     (n,) = store.rows(f"SELECT count(*) AS n FROM kernel_launch WHERE run_id = "
                       f"'{r.other['run_id']}'")
     assert n["n"] == 4
+
+
+def test_the_instruction_fingerprint_tells_compiles_apart_and_agrees_across_tools(
+        store: Store, tmp_path: Path) -> None:
+    gpu = DATA / "gpu"
+    # Two listings of one kernel name and target, different compiles (the forced-wait variant).
+    a = ingest_path(store, gpu / "softmax.default.sass")
+    b = ingest_path(store, gpu / "softmax.default.fw_load.sass")
+    assert a.program_version != b.program_version
+    # The ncu source page and the nvdisasm listing of one compile: one fingerprint.
+    codes = {r["artefact_name"]: _json(r["meta"])["code_sha256"] for r in store.rows(
+        "SELECT artefact_name, meta FROM run")}
+    assert codes["softmax.default.sass"] != codes["softmax.default.fw_load.sass"]
+    c = ingest_path(store, gpu / "softmax.default.source.csv")
+    (meta,) = store.rows(f"SELECT meta FROM run WHERE run_id = '{c.run_id}'")
+    assert _json(meta["meta"])["code_sha256"] == codes["softmax.default.sass"]
+    # One --program command with a parent's counters and a variant's listing is refused.
+    db = str(tmp_path / "v.duckdb")
+    r = CliRunner().invoke(main, ["ingest", db, str(gpu / "softmax.default.source.csv"),
+                                  str(gpu / "softmax.default.fw_load.sass"), "--program",
+                                  str(DATA.parent.parent / "gpu" / "kernels" / "softmax.py")])
+    assert r.exit_code == 2 and "different machine code for softmax_fwd" in r.output
+    assert "softmax.default.fw_load.sass" in r.output
+    with Store.open(db) as st:
+        assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
