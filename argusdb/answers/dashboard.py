@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from argusdb.answers.report import Claim, report
 from argusdb.answers.select import VersionRef, versions_of_region
-from argusdb.answers.sufficiency import did_you_mean
+from argusdb.answers.sufficiency import did_you_mean, observe_request
 from argusdb.answers.trajectory import Series, trajectory
 from argusdb.errors import NoEvidence, UsageError
 
@@ -108,8 +108,10 @@ def collect(db: Connection, signals: list[str] | None = None,
         "SELECT DISTINCT region_id FROM evidence WHERE region_id IS NOT NULL "
         "ORDER BY region_id").to_pylist()]
     if not regions:
-        raise UsageError("the store has no region evidence yet; ingest artefacts with "
-                         "--program first (see 'argus ingest --help')")
+        raise NoEvidence("the store has no region evidence yet (ingest artefacts with "
+                         "--program, or observe a region)",
+                         [observe_request("PROGRAM/KERNEL/REGION", ["duration"],
+                                          source="SOURCE_FILE")])
     have = {str(r["signal"]) for r in db.query(
         "SELECT DISTINCT signal FROM evidence WHERE region_id IS NOT NULL").to_pylist()}
     if signals is None:

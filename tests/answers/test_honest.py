@@ -24,6 +24,7 @@ from argusdb.answers.trajectory import trajectory
 from argusdb.api import Connection
 from argusdb.cli import main
 from argusdb.errors import NoEvidence, UsageError
+from argusdb.ingest import ingest_path
 from argusdb.store import Store
 from tests.conftest import DATA, GPU_KERNELS
 
@@ -215,3 +216,11 @@ def test_mcp_tools_return_the_same_verdicts_and_no_evidence(observed: str) -> No
         assert err["code"] == "E200"
         assert err["requests"] == [f"argus observe softmax.py --region {REDUCE} "
                                    f"--signals {signal}"]
+
+
+def test_dashboard_of_a_store_without_region_evidence_is_no_evidence(tmp_path: Path) -> None:
+    path = tmp_path / "unbound.duckdb"
+    with Store.open(path, create=True) as st:
+        ingest_path(st, DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite")
+    with argusdb.connect(path) as db, pytest.raises(NoEvidence, match="no region evidence"):
+        collect(db)
