@@ -138,7 +138,7 @@ class NoEvidence(ArgusError):
     """
 
     exit_code = 3
-    code = "E200"
+    code = "E300"
 
     def __init__(self, missing: str, requests: list[str]) -> None:
         self.missing = missing

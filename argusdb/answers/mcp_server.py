@@ -15,7 +15,7 @@ Tools (each opens the store for the call only, so ingests can run between calls)
 Every failure comes back as a tool error whose text is the CLI's JSON envelope
 ``{"ok": false, "errors": [{"code", "message", ...}]}``, so agents see the same rule codes. A
 question without evidence (a query naming a region with no stored evidence of the signal, a
-report of a signal none measured) is such an error with code ``E200`` and ``requests``: the
+report of a signal none measured) is such an error with code ``E300`` and ``requests``: the
 ``argus observe`` commands that would produce the evidence. Report, diff and trajectory
 outputs carry ``unattributed_share`` and ``gaps`` with their "insufficient" verdicts.
 

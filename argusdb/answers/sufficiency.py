@@ -43,6 +43,8 @@ from sqlglot import exp
 
 from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, UsageError
+from argusdb.planner.plan import PlanError
+from argusdb.planner.signals import parse_signal
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -252,6 +254,16 @@ def missing(db: Connection, region: str, signals: list[str] | None = None,
         return UsageError(f"region {region!r} is declared by no program version of this "
                           f"store{hint}")
     source = str(rows[0]["source_name"] or "") or None
+    if signals:
+        stored = {str(r["signal"]) for r in db.query(
+            "SELECT DISTINCT signal FROM evidence").to_pylist()}
+        for sig in signals:
+            if sig in stored:
+                continue
+            try:
+                parse_signal(sig)
+            except PlanError as exc:  # not a signal anything could observe: a misspelling
+                return UsageError(str(exc))
     what = f"region {region!r}"
     if signals:
         what += f" has no {', '.join(signals)} evidence"

@@ -119,9 +119,13 @@ def test_report_of_a_signal_none_stored_is_no_evidence_with_the_request(
                                   "exposed_latency", "--json"])
     assert r.exit_code == 3
     (err,) = json.loads(r.stdout)["errors"]
-    assert err["code"] == "E200" and err["requests"] == exc.value.requests
+    assert err["code"] == "E300" and err["requests"] == exc.value.requests
     r = CliRunner().invoke(main, ["report", path, "--region", "layernorm/layernorm_fwd/maen"])
     assert r.exit_code == 2 and "did you mean 'layernorm/layernorm_fwd/mean'" in r.output
+    # A misspelt signal is not "no evidence": no observation could produce it.
+    r = CliRunner().invoke(main, ["report", path, "--region", MEAN, "--signal",
+                                  "exposed_latncy"])
+    assert r.exit_code == 2 and "Did you mean 'exposed_latency'" in r.output
 
 
 def test_query_of_a_region_nobody_measured_is_no_evidence_not_null(ln_path: str) -> None:
@@ -213,7 +217,7 @@ def test_mcp_tools_return_the_same_verdicts_and_no_evidence(observed: str) -> No
         doc = out[key]
         assert doc["ok"] is False
         (err,) = doc["errors"]
-        assert err["code"] == "E200"
+        assert err["code"] == "E300"
         assert err["requests"] == [f"argus observe softmax.py --region {REDUCE} "
                                    f"--signals {signal}"]
 
