@@ -252,6 +252,12 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
     shared = _shared_target(arts, given) if program else None
     if program:
         _one_compile(arts)
+    # Without --program, artefacts of one command holding the same machine code (the ncu source
+    # page and the nvdisasm listing of one compile) share the target one of them states.
+    code_targets: dict[str, set[str]] = {}
+    for _, art in arts:
+        if (code := art.meta.get("code_sha256")) and art.target:
+            code_targets.setdefault(str(code), set()).add(art.target)
     out = []
     for p, art in arts:
         if program:
@@ -265,7 +271,8 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
                 # The other kernels ran on the same device as the program's.
                 pl.other_version = program_version_id(None, {}, target, pl.other_identity)
         else:
-            target = art.target or given
+            same = code_targets.get(str(art.meta.get("code_sha256")), set())
+            target = art.target or given or (next(iter(same)) if len(same) == 1 else None)
             identity = artefact_identity(art)
             sha = file_sha256(p)
             if not (identity["n_kernels"] or identity["application"] or identity["device"]):
@@ -292,8 +299,10 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
       torch's RNG kernels) are kept as a separate *timeline* run of an unbound version of
       their own, so the program's version holds its own kernels only;
     - without ``program``, a version's address includes what the artefact says about itself
-      (:func:`artefact_identity`: kernel names, application, device model), so artefacts of
-      different programs or GPU models never share a version.
+      (:func:`artefact_identity`: kernel names, application, device model, instruction
+      fingerprint), so artefacts of different programs, compiles or GPU models never share a
+      version; artefacts of the command with the same fingerprint share the target one of
+      them states (the source page and the listing of one compile meet).
 
     Raises:
         InputError: unknown, corrupt, mismatching or conflicting input; nothing is written.

@@ -190,3 +190,11 @@ def test_the_instruction_fingerprint_tells_compiles_apart_and_agrees_across_tool
     assert "softmax.default.fw_load.sass" in r.output
     with Store.open(db) as st:
         assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
+
+
+def test_without_program_the_listing_and_source_page_of_one_compile_meet(store: Store) -> None:
+    gpu = DATA / "gpu"
+    csv, sass = ingest_paths(store, [gpu / "softmax.default.source.csv",
+                                     gpu / "softmax.default.sass"])
+    assert csv.program_version == sass.program_version
+    assert store.rows("SELECT target FROM program_version") == [{"target": "sm_90"}]
