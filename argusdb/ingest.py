@@ -118,9 +118,11 @@ def artefact_identity(art: Artefact, kernels: list[str] | None = None) -> dict[s
     """What an artefact says about the program it measured, for a version without --program.
 
     The sorted kernel names (as a sha256 and a count), the application (process name) where
-    the format states one, the device model, and the binary's instruction fingerprint where the
+    the format states one, the device model, the binary's instruction fingerprint where the
     artefact holds the code (``code_sha256`` of the ncu source page and the nvdisasm listing,
-    see :func:`collectors.base.code_fingerprint`): two artefacts land in one unbound version
+    see :func:`collectors.base.code_fingerprint`) and its launch shape where a trace or a raw
+    page states it (threads per block, registers, shared memory per kernel; cupti-python, ncu
+    raw page; see :func:`collectors.base.launch_shapes`): two artefacts land in one unbound version
     only when all of these agree, so traces of different applications, different kernels,
     different GPU models or different compiles of one kernel never merge.
     """
@@ -129,7 +131,10 @@ def artefact_identity(art: Artefact, kernels: list[str] | None = None) -> dict[s
     return {"kernels_sha256": hashlib.sha256("\n".join(names).encode()).hexdigest(),
             "n_kernels": len(names), "kernels": names[:8],
             "application": art.meta.get("application"), "device": dev.get("model"),
-            "code_sha256": art.meta.get("code_sha256") if kernels is None else None}
+            "code_sha256": art.meta.get("code_sha256") if kernels is None else None,
+            "launch_shape_sha256": hashlib.sha256(json.dumps(
+                art.meta["launch_shape"]).encode()).hexdigest()
+            if kernels is None and art.meta.get("launch_shape") else None}
 
 
 def check_program(art: Artefact, program: ProgramSource) -> list[str]:

@@ -196,6 +196,18 @@ def code_fingerprint(instructions: list[tuple[str, int, str]]) -> str:
     return h.hexdigest()
 
 
+def launch_shapes(launches: set[tuple[str, int | None, int | None, int | None]]
+                  ) -> list[list[Any]]:
+    """The binary's launch facts per kernel, sorted: ``[kernel, threads per block, registers
+    per thread, shared bytes per block (static + dynamic)]``.
+
+    These are fixed by the compile (Triton's num_warps, register allocation, num_stages'
+    shared memory), not by the input size (the grid is left out), so two compiles of one
+    kernel name that a trace cannot otherwise tell apart differ here.
+    """
+    return sorted([list(x) for x in launches], key=lambda x: [str(v) for v in x])
+
+
 def normalize_target(value: str | None) -> str | None:
     """Normalize a GPU target: ``cuda:90``, ``sm_90a``, ``9.0`` → ``sm_90``."""
     if value is None:

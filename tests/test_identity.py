@@ -63,6 +63,16 @@ def test_repeats_of_one_unbound_program_share_a_version(store: Store) -> None:
     assert a.program_version == b.program_version and a.run_id != b.run_id
     other = ingest_path(store, gpu / "softmax.default.run1.cupti.jsonl")
     assert other.program_version != a.program_version  # other kernels: another program
+    # Same kernel name, other compiles: the launch shape (threads, registers, shared memory)
+    # tells them apart (bk32_s1: 106 registers, 32 KB; the forced-wait variant: 150, 96 KB).
+    for name in ("matmul.bk32_s1.run1.cupti.jsonl", "matmul.bk64_s3.fw_mainloop.cupti.jsonl"):
+        assert ingest_path(store, gpu / name).program_version != a.program_version
+    (meta,) = store.rows(f"SELECT meta FROM run WHERE run_id = '{a.run_id}'")
+    assert _json(meta["meta"])["launch_shape"] == [["matmul_kernel", 256, 105, 98304]]
+    # The raw page of the same compile states the same shape (its Kbyte unit converted).
+    raw = ingest_path(store, gpu / "matmul.bk64_s3.raw.csv")
+    (meta,) = store.rows(f"SELECT meta FROM run WHERE run_id = '{raw.run_id}'")
+    assert _json(meta["meta"])["launch_shape"] == [["matmul_kernel", 256, 105, 98304]]
 
 
 @pytest.mark.parametrize(("path", "expected"), [
