@@ -10,7 +10,7 @@ import click
 from argusdb import checker
 from argusdb.cli.output import handle_errors
 from argusdb.errors import UsageError
-from argusdb.ingest import IngestResult, expand_paths, ingest_paths, parse_options
+from argusdb.ingest import expand_paths, ingest_paths, parse_options
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf
@@ -32,11 +32,13 @@ from argusdb.variants import VariantOf
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
             options: tuple[str, ...], parent_version: str | None, transform: str | None,
             transform_task: str | None, as_json: bool) -> None:
-    """Ingest artefacts (kind detected from content), each as one run, atomically.
+    """Ingest artefacts (kind detected from content), each as one run, all in one transaction.
 
-    PATHS are files or directories (every recognized artefact under a directory). Files are
-    written in batches of up to 64, one transaction each; after an error, the files of earlier
-    batches stay ingested and ingesting again skips them.
+    With --program, the artefacts share the GPU target any of them states (a conflict is
+    refused, nothing written). Without it, a version is identified by what each artefact
+    states: kernel names, application, device model.
+
+    PATHS are files or folders (every artefact under a folder that a collector recognizes).
 
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
     """
@@ -51,26 +53,27 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     if not files:
         raise UsageError(f"no artefact found in {', '.join(paths)}: name artefact files or "
                          "folders that hold them")
-
-    # A progress bar on a terminal (stderr) for many files; the per-file lines stay on stdout.
+    # A progress bar on a terminal (stderr) for many files.
     bar = click.progressbar(length=len(files), label="ingest", file=sys.stderr) \
         if len(files) > 1 and sys.stderr.isatty() else None
-
-    def show(r: IngestResult) -> None:
-        if bar is not None:
-            bar.update(1)
-        if not as_json:
-            what = "already ingested" if r.already else ", ".join(
-                f"{n} {t}" for t, n in r.rows.items())
-            click.echo(f"{r.path}: run {r.run_id} (version {r.program_version}, {r.kind}): "
-                       f"{what}")
-
     with Store.open(store, create=True) as st:
+        # One transaction for the whole command: a conflict or a corrupt file writes nothing.
         try:
-            results = ingest_paths(st, files, program, opts, variant, on_result=show)
+            results = ingest_paths(st, list(files), program, opts, variant,
+                                   progress=(lambda _: bar.update(1)) if bar else None)
         finally:
             if bar is not None:
                 bar.render_finish()
         checker.refresh_metadata(st)
+    if not as_json:
+        for r in results:
+            what = "already ingested" if r.already else ", ".join(
+                f"{n} {t}" for t, n in r.rows.items())
+            click.echo(f"{r.path}: run {r.run_id} (version {r.program_version}, {r.kind}): "
+                       f"{what}")
+            if r.other:
+                click.echo(f"{r.path}: {len(r.other['kernels'])} other kernels (not "
+                           f"@triton.jit functions of --program) kept as timeline run "
+                           f"{r.other['run_id']} (version {r.other['program_version']})")
     if as_json:
         click.echo(json.dumps({"runs": [r.to_json() for r in results]}))
