@@ -335,8 +335,11 @@ class Store:
             # DuckDB reads the local variable by its name (a replacement scan): register()
             # keeps ~100 bytes per row until COMMIT, this holds a large run's memory flat.
             _argus_batch = batch
-            self.con.execute(insert, params)
-            return batch.num_rows
+            try:
+                self.con.execute(insert, params)
+                return batch.num_rows
+            except duckdb.CatalogException:
+                pass  # replacement scans are off here; a bind error leaves the transaction
         # A locked-down instance has no replacement scans (no external access).
         self.con.register("_argus_batch", batch)
         try:

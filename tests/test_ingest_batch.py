@@ -65,3 +65,11 @@ def test_an_error_writes_nothing_of_the_command(store: Store, tmp_path: Path) ->
     assert store.sql("SELECT count(*) FROM run").fetchone() == (0,)
     again = ingest_paths(store, [SOFTMAX / "softmax.sass"])
     assert [r.already for r in again] == [False]
+
+
+def test_ingest_works_without_replacement_scans(store: Store) -> None:
+    """Batches reach DuckDB through a replacement scan; where those are off, through register."""
+    store.con.execute("SET python_enable_replacements = false")
+    r = ingest_path(store, SOFTMAX / "softmax.sass")
+    n = store.sql("SELECT count(*) FROM instruction").fetchone()
+    assert n is not None and n[0] == r.rows["instruction"] > 0
