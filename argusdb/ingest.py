@@ -25,7 +25,7 @@ from collectors.base import Artefact, normalize_target
 
 _TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
            "instruction": "instruction", "inline_site": "inline_site",
-           "scope_event": "scope_event"}
+           "scope_event": "scope_event", "collective": "collective", "trace_span": "trace_span"}
 
 
 @dataclass
@@ -109,9 +109,41 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
     return matched
 
 
+#: Keys of a run's place in a multi-process launch (columns of ``run``).
+LAUNCH_KEYS = ("rank", "world_size", "launch_group", "device_index")
+
+
+def _launch_place(art: Artefact, given: dict[str, Any] | None, path: str) -> dict[str, Any]:
+    """The run's launch place: the artefact's, completed by ``given`` (a contradiction is an
+    error)."""
+    place = {k: art.launch.get(k) for k in LAUNCH_KEYS}
+    for k, v in (given or {}).items():
+        if k not in LAUNCH_KEYS:
+            raise UsageError(f"launch key {k!r}: expected one of {', '.join(LAUNCH_KEYS)}")
+        if v is None:
+            continue
+        if place.get(k) is not None and str(place[k]) != str(v):
+            raise InputError(path, f"states {k} {place[k]}, but {v} was given",
+                             f"drop the {k} option or correct it")
+        place[k] = v
+    for k in ("rank", "world_size", "device_index"):
+        v = place.get(k)
+        if v is not None:
+            try:
+                place[k] = int(v)
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"{k}={v!r}: expected an integer") from exc
+    rank, world = place.get("rank"), place.get("world_size")
+    if rank is not None and world is not None and not 0 <= rank < world:
+        raise InputError(path, f"rank {place['rank']} is outside world size "
+                         f"{place['world_size']}", "check the rank and world size")
+    return place
+
+
 def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = None,
                 options: dict[str, str] | None = None,
-                variant: VariantOf | None = None, task_id: str | None = None) -> IngestResult:
+                variant: VariantOf | None = None, task_id: str | None = None,
+                launch: dict[str, Any] | None = None) -> IngestResult:
     """Ingest one artefact as one run, atomically and idempotently.
 
     With ``variant`` the program version is bound to its parent and transform task
@@ -130,6 +162,7 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
         raise InputError(str(path), f"was compiled for {art.target}, but --option target="
                          f"{given} was given", "drop --option target or correct it")
     target = art.target or given
+    place = _launch_place(art, launch, str(path))
     kernels = check_program(art, program) if program else []
     version = program_version_id(program, options, target)
     sha = file_sha256(p)
@@ -156,7 +189,8 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
                     "program_version": version, "region_id": r.region_id, "kernel": r.kernel,
                     "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
         keys = {"run_seq": seq, "program_version": version, "task_id": task_id,
-                "run_id": run_id}
+                "run_id": run_id,
+                "rank": None if place.get("rank") is None else str(place["rank"])}
         rows: dict[str, int] = {}
         try:
             for table, batch in art.batches():
@@ -182,7 +216,8 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
             "instrumentation": itf.instrumentation, "forced_wait": itf.forced_wait,
             "serialized": itf.serialized, "clock_control": itf.clock_control,
             "cache_control": itf.cache_control, "device": art.device.get("name"),
-            "device_info": art.device, "meta": art.meta, "ingested_at": now})
+            "device_info": art.device, "meta": art.meta, "ingested_at": now,
+            **{k: place.get(k) for k in LAUNCH_KEYS}})
         if own_task:
             store.insert_row("task", {
                 "task_id": task_id, "kind": "collect", "plan_id": None,
