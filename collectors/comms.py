@@ -118,37 +118,47 @@ class DistRows:
                 count[r["pg"]] = r["seq"] + 1
         self._assign_steps()
 
-    def batches(self, first_ordinal: int) -> Iterator[tuple[str, pa.RecordBatch]]:
-        """``collective``, ``trace_span`` and ``evidence`` batches; evidence src_row from
-        ``first_ordinal`` on (after the reader's other evidence rows)."""
-        if self.collectives:
-            rows = {f.name: [r.get(f.name) for r in self.collectives]
-                    for f in COLLECTIVE_SCHEMA if f.name not in ("rank", "src_row")}
-            n = len(self.collectives)
-            yield "collective", table_batch(COLLECTIVE_SCHEMA, {
-                **rows, "rank": [self.rank if self.rank is not None else 0] * n,
-                "src_row": list(range(n))})
-        if self.spans:
-            rows = {f.name: [r.get(f.name) for r in self.spans]
-                    for f in TRACE_SPAN_SCHEMA if f.name not in ("rank", "src_row")}
-            n = len(self.spans)
-            yield "trace_span", table_batch(TRACE_SPAN_SCHEMA, {
-                **rows, "rank": [self.rank] * n, "src_row": list(range(n))})
+    def batches(self, first_ordinal: int,
+                batch_rows: int = 50_000) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """``collective``, ``trace_span`` and ``evidence`` batches of at most ``batch_rows``
+        rows; evidence src_row from ``first_ordinal`` on (after the reader's other rows)."""
+        for table, schema, rows in (("collective", COLLECTIVE_SCHEMA, self.collectives),
+                                    ("trace_span", TRACE_SPAN_SCHEMA, self.spans)):
+            for lo in range(0, len(rows), batch_rows):
+                part = rows[lo:lo + batch_rows]
+                cols = {f.name: [r.get(f.name) for r in part]
+                        for f in schema if f.name not in ("rank", "src_row")}
+                # collective.rank is NOT NULL: a single-process trace is rank 0
+                rank = self.rank if self.rank is not None or table == "trace_span" else 0
+                yield table, table_batch(schema, {
+                    **cols, "rank": [rank] * len(part),
+                    "src_row": list(range(lo, lo + len(part)))})
         ev: dict[str, list[Any]] = {k: [] for k in ("kernel", "launch", "signal", "value", "unit",
                                                     "src_row")}
+        n_ev = 0
 
         def value(kernel: str | None, launch: Any, signal: str, v: float, unit: str) -> None:
+            nonlocal n_ev
             for k, x in (("kernel", kernel), ("launch", str(launch)), ("signal", signal),
-                         ("value", v), ("unit", unit),
-                         ("src_row", first_ordinal + len(ev["src_row"]))):
+                         ("value", v), ("unit", unit), ("src_row", first_ordinal + n_ev)):
                 ev[k].append(x)
+            n_ev += 1
+
+        def flush() -> Iterator[tuple[str, pa.RecordBatch]]:
+            if ev["signal"]:
+                yield "evidence", evidence_batch(ev)
+                for col in ev.values():
+                    col.clear()
         for r in self.collectives:
             value(r["op"], r["seq"], "collective_duration", float(r["dur_ns"]), "ns")
             if r.get("bytes") is not None:
                 value(r["op"], r["seq"], "collective_bytes", float(r["bytes"]), "bytes")
+            if len(ev["signal"]) >= batch_rows - 1:
+                yield from flush()
         steps = [s for s in self.spans if s["kind"] == "step"]
         device = [s for s in steps if s["clock"] != "host"]
         for s in device or steps:
             value(None, s["step"], "step_time", float(s["dur_ns"]), "ns")
-        if ev["signal"]:
-            yield "evidence", evidence_batch(ev)
+            if len(ev["signal"]) >= batch_rows:
+                yield from flush()
+        yield from flush()

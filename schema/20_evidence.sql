@@ -18,7 +18,7 @@ CREATE TABLE IF NOT EXISTS observed_evidence (
     kernel VARCHAR,
     -- Scope: rank (process of a multi-process launch, as torch.distributed numbers it) the value
     -- was measured on, or 'all'. Set by the store from the run's rank unless the collector gave one.
-    rank VARCHAR NOT NULL,
+    rank VARCHAR NOT NULL DEFAULT 'all',
     -- Scope: launch index (0-based among launches of this kernel in the run) or 'all'.
     launch VARCHAR NOT NULL,
     -- Scope: CTA index or 'all'.

@@ -250,7 +250,8 @@ class KinetoTraceReader:
                 yield from out.flush()
         yield from out.flush()
         if dist:  # collectives, steps and host ops of one rank of a distributed program
-            yield from read_comms(path, _launch(sc.header).get("rank")).batches(out.ordinal)
+            yield from read_comms(path, _launch(sc.header).get("rank")).batches(
+                out.ordinal, self.batch_rows)
 
 
 class _Out:

@@ -78,8 +78,9 @@ class SpansReader:
         launch = {"rank": rows.rank, "world_size": head.get("world_size"),
                   "launch_group": head.get("launch_group"),
                   "device_index": head.get("device_index")}
-        meta: dict[str, Any] = {k: head[k] for k in ("mode", "clock", "backend", "torch", "argv", "step_mark",
-                                     "local_rank", "started_unix_s") if k in head}
+        keep = ("mode", "clock", "backend", "torch", "argv", "step_mark", "local_rank",
+                "started_unix_s", "target")
+        meta: dict[str, Any] = {k: head[k] for k in keep if k in head}
         meta["spans"] = len(rows.spans)
         meta["collectives"] = len(rows.collectives)
         return Artefact(

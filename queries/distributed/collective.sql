@@ -84,10 +84,9 @@ SELECT
     -- Total time this rank waited for others, ns.
     sum(wait_ns) AS total_wait_ns,
     -- True for the launch group's critical rank (per collector and kind of artefact).
-    rank = first_value(rank) OVER (
-        PARTITION BY launch_group, collector, artefact_kind
-        ORDER BY count(*) FILTER (WHERE last_to_arrive) DESC, sum(wait_ns) ASC, rank)
-        AS is_critical
+    rank = first_value(rank) OVER (PARTITION BY launch_group, collector, artefact_kind
+        /* most last arrivals, then least waiting */ ORDER BY
+        count(*) FILTER (WHERE last_to_arrive) DESC, sum(wait_ns) ASC, rank) AS is_critical
 FROM collective_instance
 WHERE n_ranks_seen > 1 AND launch_group IS NOT NULL
 GROUP BY launch_group, program_version, collector, artefact_kind, run_id, rank;
