@@ -104,3 +104,11 @@ def test_clock_alignment_and_instances(store: Store) -> None:
                       "ORDER BY rank")
     assert crit == [{"rank": 0, "n_last_to_arrive": 2, "is_critical": True},
                     {"rank": 1, "n_last_to_arrive": 0, "is_critical": False}]
+
+
+def test_constructs_declare_the_macros_columns(store: Store) -> None:
+    from argusdb.distributed.constructs import INTERVAL_CONSTRUCTS
+    for name, c in INTERVAL_CONSTRUCTS.items():
+        args = ", ".join("'compute'" for _ in c.params)
+        cur = store.sql(f"SELECT * FROM {name}({args}) LIMIT 0")
+        assert tuple(d[0] for d in cur.description) == c.columns, name
