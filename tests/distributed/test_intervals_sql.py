@@ -112,3 +112,13 @@ def test_constructs_declare_the_macros_columns(store: Store) -> None:
         args = ", ".join("'compute'" for _ in c.params)
         cur = store.sql(f"SELECT * FROM {name}({args}) LIMIT 0")
         assert tuple(d[0] for d in cur.description) == c.columns, name
+
+
+def test_clock_offset_is_derived_evidence_with_its_error(store: Store) -> None:
+    from argusdb import materialize
+    with store.transaction():
+        materialize.refresh(store)
+    rows = store.rows("SELECT rank, value, lineage->>'$.conditions' AS c FROM evidence "
+                      "WHERE signal = 'clock_offset' ORDER BY rank")
+    assert [(r["rank"], r["value"]) for r in rows] == [("0", 0.0), ("1", -1020.0)]
+    assert '"error_ns":10' in rows[1]["c"] and '"n_matched":2' in rows[1]["c"]
