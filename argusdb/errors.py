@@ -2,7 +2,8 @@
 
 Every user-facing error says *what* went wrong, *where* (a file, a line and column of a query)
 and *what to do*. The CLI prints them without a traceback and maps them to exit codes:
-``2`` for usage and input errors, ``1`` for questions the checker refused.
+``2`` for usage and input errors, ``1`` for questions the checker refused, ``3`` for questions
+the store has no evidence for (the error names the ``argus observe`` request that would).
 
 Example:
     >>> raise InputError("trace.json", "truncated JSON at byte 812", "re-export the trace")
@@ -125,3 +126,26 @@ class QueryFailed(ArgusError):
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": str(self), "problem": self.problem,
                 "fix": self.fix}
+
+
+class NoEvidence(ArgusError):
+    """A question the store holds no evidence for: nothing is answered (exit 3), and the
+    error names what is missing and the ``argus observe`` request that would produce it.
+
+    Args:
+        missing: what has no evidence (region, signal, version).
+        requests: ``argus observe ...`` commands that would collect it.
+    """
+
+    exit_code = 3
+    code = "E300"
+
+    def __init__(self, missing: str, requests: list[str]) -> None:
+        self.missing = missing
+        self.requests = requests
+        fix = "; ".join(requests)
+        super().__init__(f"no evidence: {missing}. To produce it: {fix}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": str(self), "no_evidence": self.missing,
+                "requests": self.requests}

@@ -15,6 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from argusdb import materialize
 from argusdb.errors import InputError, UsageError
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
@@ -38,10 +41,14 @@ class IngestResult:
     kind: str
     rows: dict[str, int] = field(default_factory=dict)
     already: bool = False
+    #: The timeline run of a trace's kernels that are not the program's (run_id,
+    #: program_version, kernels, rows); None when every kernel is the program's.
+    other: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "run_id": self.run_id, "program_version": self.program_version,
-                "kind": self.kind, "rows": self.rows, "already_ingested": self.already}
+                "kind": self.kind, "rows": self.rows, "already_ingested": self.already,
+                "other_kernels": self.other}
 
 
 def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -64,12 +71,70 @@ def file_sha256(path: Path) -> str:
 
 
 def program_version_id(program: ProgramSource | None, options: dict[str, str],
-                       target: str | None) -> str:
-    """Content address of a program version (16 hex chars)."""
-    doc = {"program": program.stem if program else None,
-           "source_sha256": program.sha256 if program else None,
-           "options": dict(sorted(options.items())), "target": target}
+                       target: str | None, identity: dict[str, Any] | None = None) -> str:
+    """Content address of a program version (16 hex chars).
+
+    ``identity`` (see :func:`artefact_identity`) enters the address of a version ingested
+    without ``--program``; a version with a program source is addressed by the source, the
+    options and the target alone, so every artefact of one compile meets in it.
+    """
+    doc: dict[str, Any] = {"program": program.stem if program else None,
+                           "source_sha256": program.sha256 if program else None,
+                           "options": dict(sorted(options.items())), "target": target}
+    if identity is not None:
+        doc["identity"] = identity
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def artefact_device(art: Artefact) -> dict[str, Any]:
+    """The device facts an artefact states, with normalized keys next to the tool's own.
+
+    ``name`` (the GPU's marketing name), ``target`` (``sm_XY``) and ``sm_count`` wherever the
+    format states them (Nsight Compute device attributes, Nsight Systems ``TARGET_INFO_GPU``,
+    Kineto ``deviceProperties``, Proton's device map); ``model`` is the name, or, where a format
+    states no name (Proton), the target with its SM count: the device identity a version without
+    ``--program`` and a device-mixing rule compare.
+    """
+    dev = dict(art.device)
+    used = [d for d in dev.get("devices") or [] if isinstance(d, dict)
+            and d.get("ran_kernels", True)]
+    counts = {int(c) for d in used for c in (d.get("numSms"), d.get("smCount"), d.get("num_sms"))
+              if isinstance(c, int | float)}
+    if isinstance(mp := dev.get("multiprocessor_count"), int | float):
+        counts.add(int(mp))
+    if len(counts) == 1 and "sm_count" not in dev:
+        dev["sm_count"] = counts.pop()
+    target = art.target or dev.get("target")
+    if target:
+        dev["target"] = target
+    if dev.get("name"):
+        dev["model"] = dev["name"]
+    elif target and dev.get("sm_count"):
+        dev["model"] = f"{target} with {dev['sm_count']} SMs"
+    return dev
+
+
+def artefact_identity(art: Artefact, kernels: list[str] | None = None) -> dict[str, Any]:
+    """What an artefact says about the program it measured, for a version without --program.
+
+    The sorted kernel names (as a sha256 and a count), the application (process name) where
+    the format states one, the device model, the binary's instruction fingerprint where the
+    artefact holds the code (``code_sha256`` of the ncu source page and the nvdisasm listing,
+    see :func:`collectors.base.code_fingerprint`) and its launch shape where a trace or a raw
+    page states it (threads per block, registers, shared memory per kernel; cupti-python, ncu
+    raw page; see :func:`collectors.base.launch_shapes`): two artefacts land in one unbound version
+    only when all of these agree, so traces of different applications, different kernels,
+    different GPU models or different compiles of one kernel never merge.
+    """
+    names = sorted(set(art.kernels if kernels is None else kernels))
+    dev = artefact_device(art)
+    return {"kernels_sha256": hashlib.sha256("\n".join(names).encode()).hexdigest(),
+            "n_kernels": len(names), "kernels": names[:8],
+            "application": art.meta.get("application"), "device": dev.get("model"),
+            "code_sha256": art.meta.get("code_sha256") if kernels is None else None,
+            "launch_shape_sha256": hashlib.sha256(json.dumps(
+                art.meta["launch_shape"]).encode()).hexdigest()
+            if kernels is None and art.meta.get("launch_shape") else None}
 
 
 def check_program(art: Artefact, program: ProgramSource) -> list[str]:
@@ -111,6 +176,8 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
 
 #: Keys of a run's place in a multi-process launch (columns of ``run``).
 LAUNCH_KEYS = ("rank", "world_size", "launch_group", "device_index")
+#: Tables of a launch's rank that stay with the program's run (never split to a timeline run).
+_RANK_TABLES = frozenset({"collective", "trace_span"})
 
 
 def _launch_place(art: Artefact, given: dict[str, Any] | None, path: str) -> dict[str, Any]:
@@ -144,90 +211,270 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
                 options: dict[str, str] | None = None,
                 variant: VariantOf | None = None, task_id: str | None = None,
                 launch: dict[str, Any] | None = None) -> IngestResult:
-    """Ingest one artefact as one run, atomically and idempotently.
+    """Ingest one artefact as one run, atomically and idempotently (see :func:`ingest_paths`).
 
     With ``variant`` the program version is bound to its parent and transform task
-    (see :mod:`argusdb.variants`). With ``task_id`` the run belongs to that (plan) task, whose
+    (see :mod:`argusdb.variants`). ``launch`` (``rank``, ``world_size``, ``launch_group``,
+    ``device_index``) places the run in a multi-process launch where the artefact does not say
+    (it must agree where it does). With ``task_id`` the run belongs to that (plan) task, whose
     row the caller writes (the runner); otherwise the ingest is a collect task of its own.
 
     Raises:
         InputError: unknown, corrupt or mismatching input; nothing is written.
     """
-    p = Path(path)
-    reader = detect(p)
-    art = reader.read(p)
-    options = dict(options or {})
+    return ingest_paths(store, [path], program, options, variant, task_id, launch)[0]
+
+
+@dataclass
+class _Planned:
+    """One artefact, read and bound to its version(s), before anything is written."""
+
+    path: Path
+    art: Artefact
+    sha: str
+    version: str
+    target: str | None
+    identity: dict[str, Any] | None
+    kernels: list[str]
+    # Place in a multi-process launch (LAUNCH_KEYS), from the artefact and the caller.
+    place: dict[str, Any]
+    # Kernels of a trace that are not @triton.jit functions of --program: their rows go to a
+    # timeline run of an unbound version of their own (None when there are none).
+    other: list[str] | None = None
+    other_version: str | None = None
+    other_identity: dict[str, Any] | None = None
+
+
+def _shared_target(arts: list[tuple[Path, Artefact]], given: str | None) -> str | None:
+    """The one target the artefacts of a --program ingest state, or InputError naming the
+    conflict (artefacts of one compile must not split into versions per file)."""
+    stated: dict[str, list[str]] = {}
+    if given:
+        stated.setdefault(given, []).append("--option target")
+    for p, art in arts:
+        if art.target:
+            stated.setdefault(art.target, []).append(p.name)
+    if len(stated) > 1:
+        what = "; ".join(f"{t}: {', '.join(names)}" for t, names in sorted(stated.items()))
+        raise InputError(", ".join(str(p) for p, _ in arts),
+                         f"state different GPU targets for one --program ({what}), so they "
+                         f"are not artefacts of one compile",
+                         "ingest the artefacts of each compile with their own 'argus ingest' "
+                         "command (the target enters the program version), or correct "
+                         "--option target; nothing was written")
+    return next(iter(stated), None)
+
+
+def _one_compile(arts: list[tuple[Path, Artefact]]) -> None:
+    """Refuse artefacts of one --program ingest whose machine code differs for the same
+    kernels (a variant's listing next to its parent's counters)."""
+    codes: dict[tuple[str, ...], dict[str, list[str]]] = {}
+    for p, art in arts:
+        if code := art.meta.get("code_sha256"):
+            codes.setdefault(tuple(sorted(set(art.kernels))), {}).setdefault(
+                str(code), []).append(p.name)
+    for kernels, by_code in codes.items():
+        if len(by_code) > 1:
+            what = "; ".join(f"{c[:12]}: {', '.join(n)}" for c, n in sorted(by_code.items()))
+            raise InputError(", ".join(str(p) for p, _ in arts),
+                             f"hold different machine code for {', '.join(kernels)} "
+                             f"(instruction fingerprints {what}), so they are not artefacts "
+                             f"of one compile", "ingest each compile with its own 'argus "
+                             "ingest' command (a variant with --parent-version and "
+                             "--transform); nothing was written")
+
+
+def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, str],
+          launch: dict[str, Any] | None = None) -> list[_Planned]:
     given = normalize_target(options.pop("target", None))
-    if given and art.target and given != art.target:
-        raise InputError(str(path), f"was compiled for {art.target}, but --option target="
-                         f"{given} was given", "drop --option target or correct it")
-    target = art.target or given
-    place = _launch_place(art, launch, str(path))
-    kernels = check_program(art, program) if program else []
-    version = program_version_id(program, options, target)
-    sha = file_sha256(p)
-    run_id = hashlib.sha256(f"{sha}:{version}".encode()).hexdigest()[:16]
-    result = IngestResult(str(path), run_id, version, art.kind)
+    arts = [(p, detect(p).read(p)) for p in paths]
+    for p, art in arts:
+        if given and art.target and given != art.target:
+            raise InputError(str(p), f"was compiled for {art.target}, but --option target="
+                             f"{given} was given", "drop --option target or correct it")
+    shared = _shared_target(arts, given) if program else None
+    if program:
+        _one_compile(arts)
+    # Without --program, artefacts of one command holding the same machine code (the ncu source
+    # page and the nvdisasm listing of one compile) share the target one of them states.
+    code_targets: dict[str, set[str]] = {}
+    for _, art in arts:
+        if (code := art.meta.get("code_sha256")) and art.target:
+            code_targets.setdefault(str(code), set()).add(art.target)
+    out = []
+    for p, art in arts:
+        if program:
+            kernels = check_program(art, program)
+            target = shared
+            pl = _Planned(p, art, file_sha256(p), program_version_id(program, options, target),
+                          target, None, kernels, _launch_place(art, launch, str(p)))
+            other = sorted(set(art.kernels) - set(kernels))
+            if kernels and other:
+                pl.other, pl.other_identity = other, artefact_identity(art, other)
+                # The other kernels ran on the same device as the program's.
+                pl.other_version = program_version_id(None, {}, target, pl.other_identity)
+        else:
+            same = code_targets.get(str(art.meta.get("code_sha256")), set())
+            target = art.target or given or (next(iter(same)) if len(same) == 1 else None)
+            identity = artefact_identity(art)
+            sha = file_sha256(p)
+            if not (identity["n_kernels"] or identity["application"] or identity["device"]):
+                # It names nothing it measured: the artefact alone is its identity.
+                identity["artefact_sha256"] = sha
+            pl = _Planned(p, art, sha, program_version_id(None, options, target, identity),
+                          target, identity, [], _launch_place(art, launch, str(p)))
+        out.append(pl)
+    return out
+
+
+def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
+                 program: ProgramSource | None = None, options: dict[str, str] | None = None,
+                 variant: VariantOf | None = None, task_id: str | None = None,
+                 launch: dict[str, Any] | None = None) -> list[IngestResult]:
+    """Ingest the artefacts of one command, each as one run, in one transaction.
+
+    Identity:
+
+    - with ``program``, every artefact shares the GPU target any of them (or
+      ``--option target``) states, so a source CSV that states none meets the SASS/TTGIR of the
+      same compile in one version; artefacts stating different targets are refused, naming
+      them. Kernels of a trace that are not @triton.jit functions of the program (cuBLAS,
+      torch's RNG kernels) are kept as a separate *timeline* run of an unbound version of
+      their own, so the program's version holds its own kernels only;
+    - without ``program``, a version's address includes what the artefact says about itself
+      (:func:`artefact_identity`: kernel names, application, device model, instruction
+      fingerprint), so artefacts of different programs, compiles or GPU models never share a
+      version; artefacts of the command with the same fingerprint share the target one of
+      them states (the source page and the listing of one compile meet).
+
+    Raises:
+        InputError: unknown, corrupt, mismatching or conflicting input; nothing is written.
+    """
+    options = dict(options or {})
+    plans = _plan([Path(p) for p in paths], program, options, launch)
+    results: list[IngestResult] = []
+    with store.transaction():
+        for pl in plans:
+            results.append(_write(store, pl, program, options, variant, task_id))
+        # Attribution and derivation commit with the runs that change their inputs.
+        if any(not r.already for r in results):
+            materialize.refresh(store)
+    return results
+
+
+def _version_row(store: Store, version: str, program: ProgramSource | None,
+                 options: dict[str, str], target: str | None,
+                 identity: dict[str, Any] | None) -> None:
+    store.insert_row("program_version", {
+        "program_version": version, "program": program.stem if program else None,
+        "source_name": program.name if program else None,
+        "source_sha256": program.sha256 if program else None,
+        "source_text": program.text if program else None,
+        "options": options, "target": target, "identity": identity})
+
+
+def _run_row(store: Store, pl: _Planned, run_id: str, seq: int, version: str, task_id: str,
+             device: dict[str, Any], meta: dict[str, Any], now: datetime) -> None:
+    art, itf = pl.art, pl.art.interference
+    store.insert_row("run", {
+        "run_id": run_id, "run_seq": seq, "program_version": version, "task_id": task_id,
+        "collector": art.collector, "kind": art.kind, "artefact_name": pl.path.name,
+        "artefact_sha256": pl.sha, "tool": art.tool, "tool_version": art.tool_version,
+        "export_schema": art.export_schema, "adapter_version": art.adapter_version,
+        "signature": itf.signature(), "timing_clean": itf.timing_clean(),
+        "activity_tracing": itf.activity_tracing, "torch_profiler": itf.torch_profiler,
+        "counter_replay": itf.counter_replay, "replay_passes": itf.replay_passes,
+        "section_set": itf.section_set, "pc_sampling": itf.pc_sampling,
+        "instrumentation": itf.instrumentation, "forced_wait": itf.forced_wait,
+        "serialized": itf.serialized, "clock_control": itf.clock_control,
+        "cache_control": itf.cache_control, "device": device.get("name"),
+        "device_info": device, "meta": meta, "ingested_at": now,
+        **{k: pl.place.get(k) for k in LAUNCH_KEYS}})
+
+
+def _split(batch: pa.RecordBatch, kernels: list[str]) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+    """Rows of the program's kernels, and the others (NULL kernel included)."""
+    mine = pc.fill_null(pc.is_in(batch.column("kernel"), pa.array(kernels, pa.string())), False)
+    return batch.filter(mine), batch.filter(pc.invert(mine))
+
+
+def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: dict[str, str],
+           variant: VariantOf | None, task_id: str | None) -> IngestResult:
+    art = pl.art
+    run_id = hashlib.sha256(f"{pl.sha}:{pl.version}".encode()).hexdigest()[:16]
+    result = IngestResult(str(pl.path), run_id, pl.version, art.kind)
     if store.run_exists(run_id):
         result.already = True
         return result
     t0 = time.monotonic()
     own_task = task_id is None
     task_id = task_id or f"t-{run_id}"
-    itf = art.interference
-    with store.transaction():
-        seq = store.next_run_seq()
-        store.insert_row("program_version", {
-            "program_version": version, "program": program.stem if program else None,
-            "source_name": program.name if program else None,
-            "source_sha256": program.sha256 if program else None,
-            "source_text": program.text if program else None,
-            "options": options, "target": target})
-        if program:
-            for r in parse_regions(program):
-                store.insert_row("region_span", {
-                    "program_version": version, "region_id": r.region_id, "kernel": r.kernel,
-                    "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
-        keys = {"run_seq": seq, "program_version": version, "task_id": task_id,
-                "run_id": run_id,
-                "rank": None if place.get("rank") is None else str(place["rank"])}
-        rows: dict[str, int] = {}
-        try:
-            for table, batch in art.batches():
-                dest = _TABLES[table]
-                rows[table] = rows.get(table, 0) + store.append_batch(
-                    dest, batch, keys, kernels, program.stem if program else None)
-        except InputError:
-            raise
-        except (ValueError, KeyError, OSError, EOFError) as exc:
-            raise InputError(str(path), f"cannot be read as {art.kind} ({exc})",
-                             "check that the file is complete; re-export it from the tool"
-                             ) from exc
-        now = datetime.now(UTC).replace(tzinfo=None)
-        store.insert_row("run", {
-            "run_id": run_id, "run_seq": seq, "program_version": version, "task_id": task_id,
-            "collector": art.collector, "kind": art.kind, "artefact_name": p.name,
-            "artefact_sha256": sha, "tool": art.tool, "tool_version": art.tool_version,
-            "export_schema": art.export_schema, "adapter_version": art.adapter_version,
-            "signature": itf.signature(), "timing_clean": itf.timing_clean(),
-            "activity_tracing": itf.activity_tracing, "torch_profiler": itf.torch_profiler,
-            "counter_replay": itf.counter_replay, "replay_passes": itf.replay_passes,
-            "section_set": itf.section_set, "pc_sampling": itf.pc_sampling,
-            "instrumentation": itf.instrumentation, "forced_wait": itf.forced_wait,
-            "serialized": itf.serialized, "clock_control": itf.clock_control,
-            "cache_control": itf.cache_control, "device": art.device.get("name"),
-            "device_info": art.device, "meta": art.meta, "ingested_at": now,
-            **{k: place.get(k) for k in LAUNCH_KEYS}})
-        if own_task:
-            store.insert_row("task", {
-                "task_id": task_id, "kind": "collect", "plan_id": None,
-                "config": {"ingest": p.name, "collector": art.collector, "kind": art.kind,
-                           "options": options},
-                "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
-                "finished_at": now})
-        if variant is not None:
-            bind(store, version, variant)
-        # Attribution and derivation commit with the run that changes their inputs.
-        materialize.refresh(store)
+    seq = store.next_run_seq()
+    _version_row(store, pl.version, program, options, pl.target, pl.identity)
+    if program:
+        for r in parse_regions(program):
+            store.insert_row("region_span", {
+                "program_version": pl.version, "region_id": r.region_id, "kernel": r.kernel,
+                "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
+    rank = None if pl.place.get("rank") is None else str(pl.place["rank"])
+    keys = {"run_seq": seq, "program_version": pl.version, "task_id": task_id, "run_id": run_id,
+            "rank": rank}
+    other_keys: dict[str, Any] | None = None
+    other_id = None
+    other_new = False
+    if pl.other and pl.other_version:
+        # The timeline run belongs to the artefact: ingesting it again for another program
+        # version reuses it rather than storing its launches twice.
+        other_id = hashlib.sha256(f"{pl.sha}:{pl.other_version}".encode()).hexdigest()[:16]
+        other_new = not store.run_exists(other_id)
+        other_keys = {"run_seq": store.next_run_seq() if other_new else None,
+                      "program_version": pl.other_version, "task_id": task_id,
+                      "run_id": other_id, "rank": rank}
+        _version_row(store, pl.other_version, None, {}, pl.target, pl.other_identity)
+    rows: dict[str, int] = {}
+    other_rows: dict[str, int] = {}
+    stem = program.stem if program else None
+    try:
+        for table, batch in art.batches():
+            dest = _TABLES[table]
+            if other_keys is not None and "kernel" in batch.schema.names \
+                    and table not in _RANK_TABLES:
+                batch, rest = _split(batch, pl.kernels)
+                if rest.num_rows and other_new:
+                    other_rows[table] = other_rows.get(table, 0) + store.append_batch(
+                        dest, rest, other_keys)
+            rows[table] = rows.get(table, 0) + store.append_batch(
+                dest, batch, keys, pl.kernels, stem)
+    except InputError:
+        raise
+    except (ValueError, KeyError, OSError, EOFError) as exc:
+        raise InputError(str(pl.path), f"cannot be read as {art.kind} ({exc})",
+                         "check that the file is complete; re-export it from the tool"
+                         ) from exc
+    now = datetime.now(UTC).replace(tzinfo=None)
+    device = artefact_device(art)
+    meta = dict(art.meta)
+    if other_keys is not None:
+        meta["other_kernels"] = {"run_id": other_id, "program_version": pl.other_version,
+                                 "kernels": len(pl.other or []), "rows": other_rows,
+                                 "already_ingested": not other_new}
+    _run_row(store, pl, run_id, seq, pl.version, task_id, device, meta, now)
+    if other_new and other_keys and other_id and pl.other_version:
+        _run_row(store, pl, other_id, other_keys["run_seq"], pl.other_version, task_id, device,
+                 {**art.meta, "timeline_of": {"run_id": run_id, "program_version": pl.version,
+                                              "program": stem}}, now)
+    if own_task:
+        store.insert_row("task", {
+            "task_id": task_id, "kind": "collect", "plan_id": None,
+            "config": {"ingest": pl.path.name, "collector": art.collector, "kind": art.kind,
+                       "options": options},
+            "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
+            "finished_at": now})
+    if variant is not None:
+        bind(store, pl.version, variant)
     result.rows = rows
+    if other_keys is not None:
+        result.other = {"run_id": other_id, "program_version": pl.other_version,
+                        "kernels": pl.other or [], "rows": other_rows,
+                        "already_ingested": not other_new}
     return result

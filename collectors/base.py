@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import gzip
+import hashlib
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -186,6 +187,36 @@ def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
         else:
             cols.append(pa.nulls(n, type=f.type))
     return pa.RecordBatch.from_arrays(cols, schema=EVIDENCE_SCHEMA)
+
+
+def code_fingerprint(instructions: list[tuple[str, int, str]]) -> str:
+    """sha256 (hex) of a binary's instruction shape: sorted ``(kernel, pc, opcode)``.
+
+    The opcode is the SASS mnemonic with its modifiers (``LDGSTS.E.BYPASS.128``), without the
+    predicate and operands: Nsight Compute and nvdisasm print operands in different orders and
+    branch targets differently, but agree on the opcode at each PC, so the source page of a
+    report and the listing of its cubin give one fingerprint. ``pc`` is relative to the
+    kernel's first instruction.
+    """
+    h = hashlib.sha256()
+    for kernel, pc, sass in sorted(instructions):
+        tokens = sass.split()
+        if tokens and tokens[0].startswith("@"):
+            tokens = tokens[1:]
+        h.update(f"{kernel}\t{pc}\t{tokens[0] if tokens else ''}\n".encode())
+    return h.hexdigest()
+
+
+def launch_shapes(launches: set[tuple[str, int | None, int | None, int | None]]
+                  ) -> list[list[Any]]:
+    """The binary's launch facts per kernel, sorted: ``[kernel, threads per block, registers
+    per thread, shared bytes per block (static + dynamic)]``.
+
+    These are fixed by the compile (Triton's num_warps, register allocation, num_stages'
+    shared memory), not by the input size (the grid is left out), so two compiles of one
+    kernel name that a trace cannot otherwise tell apart differ here.
+    """
+    return sorted([list(x) for x in launches], key=lambda x: [str(v) for v in x])
 
 
 def normalize_target(value: str | None) -> str | None:

@@ -1,6 +1,7 @@
 -- Program versions: one row per content address of what determines the machine code.
 -- Provenance: computed by argusdb at ingest from the --program source, --option values and the
--- target the artefact states (TTGIR ttg.target, PTX .target, ncu compute capability).
+-- target the artefacts of the ingest state (TTGIR ttg.target, PTX .target, ncu compute
+-- capability); without --program, from what the artefact states about itself (identity).
 CREATE TABLE IF NOT EXISTS program_version (
     -- Content address: first 16 hex chars of sha256 over program, source sha256, options, target.
     program_version VARCHAR PRIMARY KEY,
@@ -21,7 +22,13 @@ CREATE TABLE IF NOT EXISTS program_version (
     -- Task that produced this version (transform tasks); NULL for originals.
     transform_task_id VARCHAR,
     -- Transform applied to the parent (e.g. 'forced_wait:load'); NULL for originals.
-    transform VARCHAR
+    transform VARCHAR,
+    -- What the address of a version ingested without --program rests on, as the artefact
+    -- states it (JSON): kernels_sha256 and n_kernels (sha256 over the sorted kernel names and
+    -- their number), kernels (the first eight names), application (process name, where the
+    -- format states one) and device (GPU model, see run.device_info.model); artefact_sha256
+    -- when the artefact names none of these; NULL for versions of a --program source.
+    identity JSON
 );
 
 -- Region line spans per program version. Provenance: '# region <name>' markers in the source.

@@ -19,10 +19,15 @@ def test_demo_ingests_every_format_into_one_version_per_kernel(tmp_path: Path) -
         # All five artefacts of a kernel bind to one program version (target sm_90 throughout).
         versions = db.store.rows("SELECT program, count(DISTINCT r.program_version) AS n, "
                                  "count(*) AS runs, any_value(v.target) AS target FROM run r "
-                                 "JOIN program_version v USING (program_version) GROUP BY ALL "
-                                 "ORDER BY program")
+                                 "JOIN program_version v USING (program_version) "
+                                 "WHERE program IS NOT NULL GROUP BY ALL ORDER BY program")
         assert versions == [{"program": "matmul", "n": 1, "runs": 5, "target": "sm_90"},
                             {"program": "softmax", "n": 1, "runs": 5, "target": "sm_90"}]
+        # The CUPTI traces' other kernels (torch's fill kernels) are timeline runs of unbound
+        # versions, one per trace: never evidence of the program's version.
+        timeline = db.store.rows("SELECT count(*) AS n FROM run JOIN program_version "
+                                 "USING (program_version) WHERE program IS NULL")
+        assert timeline == [{"n": 2}]
         rows = {r["region_id"]: r for r in db.query(demo.QUESTION).to_pylist()}
         # 20 CUPTI launches each; the ncu duration (a replayed launch) is not among them.
         assert rows["softmax/softmax_fwd"]["launches"] == 20

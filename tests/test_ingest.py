@@ -21,13 +21,19 @@ JSONL = DEMO / "softmax" / "softmax.cupti.jsonl"
 def test_ingest_keys_rows_and_binds_kernel_region(store: Store) -> None:
     r = ingest_path(store, JSONL, ProgramSource.from_path(KERNELS / "softmax.py"),
                     {"target": "sm_90"})
-    assert r.rows["evidence"] == 27 and not r.already
-    rows = store.rows("SELECT region_id, count(*) AS n FROM evidence WHERE signal = 'duration' "
-                      "GROUP BY ALL ORDER BY n")
-    assert rows == [{"region_id": None, "n": 7}, {"region_id": "softmax/softmax_fwd", "n": 20}]
-    run = store.rows("SELECT * FROM run")[0]
+    # The program's kernel (20 launches) is the program version's; the trace's 7 other
+    # launches (torch's own kernels) are a timeline run of an unbound version of their own.
+    assert r.rows["evidence"] == 20 and not r.already
+    assert r.other is not None and r.other["rows"]["evidence"] == 7
+    rows = store.rows("SELECT program_version, region_id, count(*) AS n FROM evidence "
+                      "WHERE signal = 'duration' GROUP BY ALL ORDER BY n")
+    assert rows == [{"program_version": r.other["program_version"], "region_id": None, "n": 7},
+                    {"program_version": r.program_version, "region_id": "softmax/softmax_fwd",
+                     "n": 20}]
+    run = store.rows(f"SELECT * FROM run WHERE run_id = '{r.run_id}'")[0]
     assert run["signature"] == "activity_tracing" and run["timing_clean"]
-    ver = store.rows("SELECT * FROM program_version")[0]
+    ver = store.rows(f"SELECT * FROM program_version WHERE program_version = "
+                     f"'{r.program_version}'")[0]
     assert ver["target"] == "sm_90" and ver["program"] == "softmax"
 
 

@@ -9,6 +9,10 @@ inline SVG from matplotlib's SVG backend, no scripts, no network). Per program i
   version with its 95 % bootstrap CI as error bars, significant steps marked;
 - **diff table**: each step between consecutive versions (ratio, CI, p, noise floor, verdict).
 
+Claims and steps whose evidence has a gap (see :mod:`argusdb.answers.sufficiency`) show
+``insufficient`` with the ``_unattributed`` share and the reason. A ``--signal`` the store has
+no region evidence of is refused with the closest known signals (exit 2).
+
 Example:
     >>> with argusdb.connect("argus.duckdb") as db:
     ...     build(db, "dash/")   # then open dash/index.html
@@ -25,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from argusdb.answers.report import Claim, report
 from argusdb.answers.select import VersionRef, versions_of_region
+from argusdb.answers.sufficiency import did_you_mean, observe_request
 from argusdb.answers.trajectory import Series, trajectory
-from argusdb.errors import UsageError
+from argusdb.errors import NoEvidence, UsageError
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -103,12 +108,18 @@ def collect(db: Connection, signals: list[str] | None = None,
         "SELECT DISTINCT region_id FROM evidence WHERE region_id IS NOT NULL "
         "ORDER BY region_id").to_pylist()]
     if not regions:
-        raise UsageError("the store has no region evidence yet; ingest artefacts with "
-                         "--program first (see 'argus ingest --help')")
+        raise NoEvidence("the store has no region evidence yet (ingest artefacts with "
+                         "--program, or observe a region)",
+                         [observe_request("PROGRAM/KERNEL/REGION", ["duration"],
+                                          source="SOURCE_FILE")])
+    have = {str(r["signal"]) for r in db.query(
+        "SELECT DISTINCT signal FROM evidence WHERE region_id IS NOT NULL").to_pylist()}
     if signals is None:
-        have = {str(r["signal"]) for r in db.query(
-            "SELECT DISTINCT signal FROM evidence WHERE region_id IS NOT NULL").to_pylist()}
         signals = [x for x in DEFAULT_SIGNALS if x in have] or None
+    else:
+        for sig in signals:
+            if sig not in have:
+                raise did_you_mean(sig, sorted(have), "signal")
     first_seq: dict[str, int] = {}
     for r in db.query("SELECT program_version, run_seq FROM run").to_pylist():
         v = str(r["program_version"])
@@ -135,9 +146,15 @@ def collect(db: Connection, signals: list[str] | None = None,
         shown = max(reversed(order), key=lambda v: len(has[v]))
         view.breakdown_version = shown
         for r in has[shown]:
-            view.claims.extend(report(db, r, [shown], signals=signals).claims)
+            try:
+                view.claims.extend(report(db, r, [shown], signals=signals).claims)
+            except NoEvidence:
+                continue  # the region has none of the shown signals in that version
         if len(refs) >= 2:
-            view.series = trajectory(db, regs, list(refs), signals).series
+            try:
+                view.series = trajectory(db, regs, list(refs), signals).series
+            except NoEvidence:
+                view.series = []
         views.append(view)
     return views
 
@@ -183,6 +200,11 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
     ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=5, color="#1f77b4",
                 label="median, 95 % CI")
     for i, p in enumerate(s.points):
+        if p.sufficiency == "insufficient" and p.median is not None:
+            share = "" if p.unattributed_share is None else f" ({p.unattributed_share:.0%} " \
+                "unattributed)"
+            ax.annotate(f"insufficient{share}", (i, p.median * k), textcoords="offset points",
+                        xytext=(6, -14), color="#b00", fontsize=8)
         if p.step_significant and p.median is not None:
             ax.annotate(f"×{p.step_ratio:.3f}", (i, p.median * k), textcoords="offset points",
                         xytext=(6, 8), color="#0a0")
@@ -194,6 +216,10 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
     ax.grid(alpha=0.3)
     ax.margins(x=0.08, y=0.15)  # room for the step annotations
     return _svg(fig)
+
+
+def _share(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1%}"
 
 
 def _fmt(v: Any) -> str:
@@ -221,7 +247,7 @@ def render(views: list[ProgramView]) -> str:
                      for svg in _breakdown_charts(v))
         parts.append("<table class='claims'><tr><th>region</th><th>signal</th><th>median</th>"
                      "<th>unit</th><th>class</th><th>n</th><th>IQR</th><th>entropy (bits)</th>"
-                     "<th>verdict</th></tr>")
+                     "<th>unattributed share</th><th>verdict</th></tr>")
         for c in v.claims:
             parts.append(
                 f"<tr><td>{e(c.region_id)}</td><td>{e(c.signal)}</td>"
@@ -229,7 +255,10 @@ def render(views: list[ProgramView]) -> str:
                 f"<td>{e(c.evidence_class)}</td><td class='num'>{c.n}</td>"
                 f"<td class='num'>{_fmt(c.iqr)}</td>"
                 f"<td class='num'>{_fmt(c.association_entropy)}</td>"
-                f"<td class='{e(c.verdict)}' title='{e(c.reason)}'>{e(c.verdict)}</td></tr>")
+                f"<td class='num'>{_share(c.unattributed_share)}</td>"
+                f"<td class='{e(c.verdict)}' title='{e(c.reason)}'>{e(c.verdict)}"
+                + (f"<div class='note'>{e(c.reason)}</div>" if c.verdict == "insufficient"
+                   else "") + "</td></tr>")
         parts.append("</table></section><section class='trajectories'><h3>Trajectories</h3>")
         shown = [s for s in v.series if sum(p.median is not None for p in s.points) >= 2]
         if not shown:
@@ -248,7 +277,8 @@ def render(views: list[ProgramView]) -> str:
             for prev, p in zip(s.points, s.points[1:], strict=False):
                 if p.step_ratio is None:
                     continue
-                cls = "sig" if p.step_significant else ""
+                cls = "sig" if p.step_significant else (
+                    "insufficient" if (p.step_verdict or "").startswith("insufficient") else "")
                 parts.append(
                     f"<tr><td>{e(s.region_id)}</td><td>{e(s.signal)}</td>"
                     f"<td>{e(v.labels[prev.program_version])}</td>"

@@ -12,7 +12,10 @@ median of any version of the same region measured in two or more runs of the sam
 (``(max - min) / median`` of the per-run medians): a systematic shift between two recordings of
 one program is noise, however small its p-value. A difference is **significant** when
 ``p < alpha``, the CI excludes 1 and ``|ratio - 1|`` is at least the noise floor; otherwise the
-diff says "not significant" and why.
+diff says "not significant" and why. A row whose evidence has a gap on either side (see
+:mod:`argusdb.answers.sufficiency`: ``_unattributed`` share above the threshold, library code
+without call sites, a scope asked but not delivered) is ``insufficient``: never significant,
+its verdict says why, and ``unattributed_share`` shows the larger share of the two sides.
 
 Example:
     >>> with argusdb.connect("argus.duckdb") as db:
@@ -37,7 +40,13 @@ from argusdb.answers.select import (
     resolve_version,
     versions_of_region,
 )
-from argusdb.errors import QueryRefused, UsageError
+from argusdb.answers.sufficiency import (
+    MAX_UNATTRIBUTED_SHARE,
+    Coverage,
+    insufficient_reason,
+    missing,
+)
+from argusdb.errors import QueryRefused
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -75,6 +84,12 @@ class DiffRow:
     signature: str
     evidence_class: str
     scope: str
+    #: 'sufficient', or 'insufficient' when either side's evidence has a gap.
+    sufficiency: str = "sufficient"
+    #: Larger ``_unattributed`` share (0..1) of the two sides (attributed rows), else None.
+    unattributed_share: float | None = None
+    #: Gaps of either side, each with its side ('from' / 'to'), message and remedy.
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
@@ -144,7 +159,7 @@ def _verdict(t: stats.RatioTest, floor: float, alpha: float) -> tuple[bool, str]
 
 def diff(db: Connection, region: str, before: str | VersionRef, after: str | VersionRef,
          signals: list[str] | None = None, *, min_effect: float = MIN_EFFECT,
-         alpha: float = ALPHA) -> DiffResult:
+         alpha: float = ALPHA, max_unattributed: float = MAX_UNATTRIBUTED_SHARE) -> DiffResult:
     """Compare ``region`` between two versions, signal by signal.
 
     Args:
@@ -156,7 +171,9 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
         alpha: significance level of the Mann-Whitney U test.
 
     Raises:
-        UsageError: unknown version, region or signal (exit 2).
+        UsageError: unknown version or region (exit 2).
+        NoEvidence: a version has no evidence of the region or signal (exit 3, with the
+            ``argus observe`` request that would produce it).
         QueryRefused: the versions' evidence is not comparable (exit 1, rule codes).
     """
     ref_a = before if isinstance(before, VersionRef) else resolve_version(db, before, region)
@@ -165,11 +182,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     for ref in (ref_a, ref_b):
         rows = fetch_rows(db, region, ref, signals)
         if not rows:
-            what = f" for signals {signals}" if signals else ""
-            raise UsageError(f"region {region!r} has no evidence{what} in version "
-                             f"{ref.program_version} ({ref.label}); list regions with "
-                             f"'argus query STORE \"SELECT DISTINCT region_id, signal FROM "
-                             f"evidence\"'")
+            raise missing(db, region, signals, f"{ref.program_version} ({ref.label})")
         by_signal: dict[str, list[Cohort]] = {}
         for (_, sig, _), co in cohorts(rows).items():
             by_signal.setdefault(sig, []).append(co)
@@ -178,13 +191,13 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
         for sig in signals:
             for ref, side in zip((ref_a, ref_b), sides, strict=True):
                 if sig not in side:
-                    raise UsageError(f"signal {sig!r} has no evidence for {region!r} in "
-                                     f"version {ref.program_version} ({ref.label})")
+                    raise missing(db, region, [sig], f"{ref.program_version} ({ref.label})")
         wanted = list(signals)
     else:
         wanted = sorted(set(sides[0]) & set(sides[1]))
     result = DiffResult(region, ref_a, ref_b)
     noise = NoiseModel(db, region, min_effect)
+    coverage = Coverage(db, max_unattributed)
     refusals = []
     for sig in wanted:
         pairs, findings = match_cohorts(sig, sides[0][sig], sides[1][sig])
@@ -207,6 +220,29 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
                 f"{a.signature} -> {b.signature}" if a.signature != b.signature
                 else a.signature,
                 a.key.evidence_class, a.key.scope_text()))
+            _judge_sufficiency(result.rows[-1], coverage, region, sig, a, b)
     if refusals:
         raise QueryRefused(refusals)
     return result
+
+
+def _judge_sufficiency(row: DiffRow, coverage: Coverage, region: str, signal: str,
+                       a: Cohort, b: Cohort) -> None:
+    """Mark ``row`` insufficient when either side's evidence has a gap."""
+    gaps: list[dict[str, Any]] = []
+    shares: list[float] = []
+    why: list[str] = []
+    for side, co in (("from", a), ("to", b)):
+        found = coverage.gaps(region, co.program_version, signal, co.key.evidence_class,
+                              dict(co.key.scope), co.runs, co.association_entropy)
+        gaps.extend({"side": side, **g.to_json()} for g in found)
+        if co.key.evidence_class == "attributed":
+            share = coverage.unattributed_share(region, co.program_version, signal, co.runs)
+            if share is not None:
+                shares.append(share)
+        if found:
+            why.append(f"{side} version {co.program_version}: {insufficient_reason(found)}")
+    row.unattributed_share = max(shares) if shares else None
+    if gaps:
+        row.verdict = f"insufficient: {'; '.join(why)} (statistically: {row.verdict})"
+        row.sufficiency, row.significant, row.gaps = "insufficient", False, gaps

@@ -37,7 +37,9 @@ _CLASS_ORDER = {"observed": 0, "attributed": 1}
 
 def _run(db: Connection, run_id: str) -> dict[str, Any]:
     rows = db.query(f"SELECT run_id, program_version, collector, kind, artefact_name, signature, "
-                    f"device FROM run WHERE starts_with(run_id, {lit(run_id)})").to_pylist()
+                    f"device, json_extract_string(meta, '$.other_kernels.run_id') AS other_run "
+                    f"FROM run "
+                    f"WHERE starts_with(run_id, {lit(run_id)})").to_pylist()
     if len(rows) != 1:
         what = "no run" if not rows else f"{len(rows)} runs"
         raise UsageError(f"run {run_id!r} matches {what}; list runs with 'argus runs STORE'")
@@ -56,11 +58,15 @@ def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
         UsageError: the run is unknown or has neither kernel launches nor scope events.
     """
     run = _run(db, run_id)
+    # The whole timeline of the artefact: a trace's kernels that are not the program's are a
+    # timeline run of their own (run.meta.other_kernels; see argusdb.ingest).
+    runs = ", ".join(lit(r) for r in (run["run_id"], run["other_run"]) if r)
     launches = db.query(
-        f"SELECT kernel, launch, region_id, start_ns, end_ns, dur_ns, correlation_id, grid_x, "
-        f"grid_y, grid_z, block_x, block_y, block_z, registers, shared_bytes, device_id, "
-        f"stream_id FROM kernel_launch WHERE run_id = {lit(run['run_id'])} "
-        f"ORDER BY start_ns").to_pylist()
+        f"SELECT k.kernel, k.launch, k.region_id, k.start_ns, k.end_ns, k.dur_ns, "
+        f"k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, "
+        f"k.registers, k.shared_bytes, k.device_id, k.stream_id, r.program_version, k.run_id "
+        f"FROM kernel_launch AS k JOIN run AS r USING (run_id) "
+        f"WHERE k.run_id IN ({runs}) ORDER BY k.start_ns").to_pylist()
     events = _launch_events(run, launches)
     scopes = _scope_events(db, run, first_pid=1 + max((e["pid"] for e in events), default=-1))
     if not launches and not scopes:
@@ -97,7 +103,7 @@ def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]]) -> list[
                      "shared memory": r["shared_bytes"],
                      "region_id": r["region_id"], "launch": r["launch"],
                      "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
-                     "program_version": run["program_version"], "run_id": run["run_id"]}})
+                     "program_version": r["program_version"], "run_id": r["run_id"]}})
     for pid in sorted({p for p, _ in named}):
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
                        "args": {"name": f"{run['device'] or 'GPU'} {pid}"}})

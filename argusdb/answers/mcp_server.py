@@ -13,7 +13,11 @@ Tools (each opens the store for the call only, so ingests can run between calls)
   stored runs it reuses) that ``argus observe`` would run; a dry run, nothing executes.
 
 Every failure comes back as a tool error whose text is the CLI's JSON envelope
-``{"ok": false, "errors": [{"code", "message", ...}]}``, so agents see the same rule codes.
+``{"ok": false, "errors": [{"code", "message", ...}]}``, so agents see the same rule codes. A
+question without evidence (a query naming a region with no stored evidence of the signal, a
+report of a signal none measured) is such an error with code ``E300`` and ``requests``: the
+``argus observe`` commands that would produce the evidence. Report, diff and trajectory
+outputs carry ``unattributed_share`` and ``gaps`` with their "insufficient" verdicts.
 
 Example:
     $ argus mcp argus.duckdb      # then connect an MCP client over stdio
@@ -31,6 +35,7 @@ from mcp_types import CallToolResult, TextContent
 from argusdb.answers.diff import diff as _diff
 from argusdb.answers.report import MAX_ENTROPY_BITS
 from argusdb.answers.report import report as _report
+from argusdb.answers.sufficiency import empty_answer
 from argusdb.answers.trajectory import trajectory as _trajectory
 from argusdb.api import Connection, connect
 from argusdb.errors import ArgusError
@@ -70,6 +75,8 @@ def build_server(store: str) -> MCPServer:
         """Run a checked, read-only SQL query; returns columns and rows (at most max_rows)."""
         def run(c: Connection) -> dict[str, Any]:
             table = c.query(sql)
+            if (gap := empty_answer(c, sql, table)) is not None:
+                raise gap  # no evidence: the error names the observe request that would
             rows = table.slice(0, max_rows).to_pylist()
             return {"ok": True, "columns": table.column_names,
                     "rows": [list(r.values()) for r in rows], "row_count": table.num_rows,

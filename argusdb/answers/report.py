@@ -10,7 +10,14 @@ is the median over repeats, with ``n``, IQR and CV. Each claim gets a policy ver
   observed claim of the same version and signal;
 - ``insufficient``: attributed evidence above the entropy threshold (the value is a contribution
   estimate of code that several regions share), or derived evidence alone (an inference under
-  the conditions it records, with no direct measurement behind it).
+  the conditions it records, with no direct measurement behind it), or any gap of
+  :mod:`argusdb.answers.sufficiency`: more than ``max_unattributed`` (default 5 %) of the
+  kernel's total in ``_unattributed``, library code without call sites, or a scope the plan
+  asked for that came back ``'all'``. The claim shows the ``_unattributed`` share and its gaps.
+
+A report that finds no evidence answers nothing: :class:`~argusdb.errors.NoEvidence` (exit 3)
+names the ``argus observe`` request that would produce it; signals asked for but absent while
+others are present are listed under ``missing`` with their requests.
 
 Example:
     >>> rep = report(db, "matmul/matmul_kernel")
@@ -32,13 +39,18 @@ from argusdb.answers.select import (
     resolve_version,
     versions_of_region,
 )
-from argusdb.errors import UsageError
+from argusdb.answers.sufficiency import (
+    MAX_ENTROPY_BITS,
+    MAX_UNATTRIBUTED_SHARE,
+    Coverage,
+    insufficient_reason,
+    missing,
+    observe_request,
+)
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
 
-#: Default entropy threshold (bits) above which an attributed claim is insufficient.
-MAX_ENTROPY_BITS = 0.5
 
 
 @dataclass
@@ -71,6 +83,11 @@ class Claim:
     notes: list[str]
     verdict: str
     reason: str
+    #: Share (0..1) of the kernel's attributable total of this signal in ``_unattributed``
+    #: (attributed claims; None otherwise or when the kernel has no attributed evidence).
+    unattributed_share: float | None = None
+    #: Gaps that make the claim insufficient (see :mod:`argusdb.answers.sufficiency`).
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
@@ -85,11 +102,16 @@ class Report:
     max_entropy_bits: float
     versions: list[dict[str, Any]] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
+    max_unattributed_share: float = MAX_UNATTRIBUTED_SHARE
+    #: Signals asked for that no version has, each with the observe request that would.
+    missing: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": True, "region_id": self.region_id,
                 "policy": {"max_entropy_bits": self.max_entropy_bits,
+                           "max_unattributed_share": self.max_unattributed_share,
                            "derived_alone": "insufficient"},
+                "complete": not self.missing, "missing": self.missing,
                 "versions": self.versions, "claims": [c.to_json() for c in self.claims]}
 
 
@@ -109,18 +131,21 @@ def _judge(evidence_class: str, entropy: float, corroborated: bool,
 
 def report(db: Connection, region: str, versions: list[str] | None = None, *,
            signals: list[str] | None = None,
-           max_entropy_bits: float = MAX_ENTROPY_BITS) -> Report:
+           max_entropy_bits: float = MAX_ENTROPY_BITS,
+           max_unattributed: float = MAX_UNATTRIBUTED_SHARE) -> Report:
     """Claims about ``region`` in the given versions (default: every version with evidence).
 
     Raises:
-        UsageError: the region has no evidence in the store (or in the named versions).
+        NoEvidence: no stored row answers (the region, or none of ``signals``, has evidence);
+            the error names the ``argus observe`` request that would (exit 3).
+        UsageError: no program version declares the region (did-you-mean), or a bad version.
     """
     refs = ([resolve_version(db, v, region) for v in versions] if versions
             else [VersionRef(v, v) for v in versions_of_region(db, region)])
     if not refs:
-        raise UsageError(f"region {region!r} has no evidence in this store; list regions with "
-                         f"'argus query STORE \"SELECT DISTINCT region_id FROM evidence\"'")
-    rep = Report(region, max_entropy_bits)
+        raise missing(db, region, signals)
+    rep = Report(region, max_entropy_bits, max_unattributed_share=max_unattributed)
+    coverage = Coverage(db, max_unattributed, max_entropy_bits)
     for ref in refs:
         meta = db.query(f"SELECT program_version, program, options, target, parent_version, "
                         f"transform FROM program_version WHERE program_version = "
@@ -136,7 +161,15 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
             s = stats.summarize(co.samples)
             ent = co.association_entropy
             verdict, reason = _judge(key.evidence_class, ent, sig in observed, max_entropy_bits)
+            gaps = coverage.gaps(region, ref.program_version, sig, key.evidence_class,
+                                 dict(key.scope), co.runs)
+            share = (coverage.unattributed_share(region, ref.program_version, sig, co.runs)
+                     if key.evidence_class == "attributed" else None)
+            if gaps:
+                verdict, reason = "insufficient", insufficient_reason(gaps)
             notes = []
+            if share:
+                notes.append(f"{share:.1%} of the kernel's {sig} is in _unattributed")
             if ent > 0:
                 notes.append(f"association entropy {ent:.3f} bits: the value is a contribution "
                              f"estimate of instructions shared with other regions, split by "
@@ -155,5 +188,21 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                 region, ref.program_version, sig, co.unit, s.median, key.evidence_class,
                 key.standing, co.signature, co.timing_clean, key.scope_text(), s.n, s.median,
                 s.q1, s.q3, s.iqr, s.cv, s.ci_low, s.ci_high, co.runs, sorted(co.related_runs),
-                sorted(co.tasks), ent, co.conditions, notes, verdict, reason))
+                sorted(co.tasks), ent, co.conditions, notes, verdict, reason, share,
+                [g.to_json() for g in gaps]))
+    if signals:
+        have = {c.signal for c in rep.claims}
+        absent = [s for s in signals if s not in have]
+        if len(absent) == len(signals):
+            raise missing(db, region, signals, ", ".join(r.program_version for r in refs)
+                          if versions else None)
+        source = _source_name(db, refs[0].program_version)
+        rep.missing = [{"signal": s, "request": observe_request(region, [s], source=source)}
+                       for s in absent]
     return rep
+
+
+def _source_name(db: Connection, version: str) -> str | None:
+    rows = db.query(f"SELECT source_name FROM program_version WHERE program_version = "
+                    f"{lit(version)}").to_pylist()
+    return str(rows[0]["source_name"]) if rows and rows[0]["source_name"] else None

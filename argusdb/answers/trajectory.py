@@ -4,7 +4,10 @@ A trajectory follows a region by its **region ID**, never by line numbers or ker
 version whose region moved to other lines is the same region (its line span per version is
 shown next to each point). Each point is the median of the version's repeats with a bootstrap
 CI of the median; each step to the next version carries the diff verdict of
-:mod:`argusdb.answers.diff` (ratio, CI, significance against the noise floor).
+:mod:`argusdb.answers.diff` (ratio, CI, significance against the noise floor). A point whose
+evidence has a gap (:mod:`argusdb.answers.sufficiency`) is ``insufficient`` with its
+``_unattributed`` share and gaps, and a step to or from it is never significant. A trajectory
+with no evidence at all raises :class:`~argusdb.errors.NoEvidence` (exit 3).
 
 Example:
     >>> t = trajectory(db, ["matmul/matmul_kernel"], ["variant=naive", "variant=tiled"])
@@ -27,7 +30,14 @@ from argusdb.answers.select import (
     lit,
     resolve_version,
 )
-from argusdb.errors import UsageError
+from argusdb.answers.sufficiency import (
+    MAX_UNATTRIBUTED_SHARE,
+    Coverage,
+    insufficient_reason,
+    missing,
+    observe_request,
+)
+from argusdb.errors import NoEvidence, UsageError
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -53,6 +63,12 @@ class Point:
     step_significant: bool | None = None
     step_verdict: str | None = None
     ratio_to_first: float | None = None
+    #: 'sufficient' or 'insufficient' (a gap of the point's evidence); None without a value.
+    sufficiency: str | None = None
+    #: Share (0..1) of the kernel's total in ``_unattributed`` (attributed points), else None.
+    unattributed_share: float | None = None
+    #: Gaps of the point's evidence (message, remedy, share).
+    gaps: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -103,7 +119,8 @@ def _regions_with_evidence(db: Connection, version: str) -> list[str]:
 
 def trajectory(db: Connection, regions: list[str] | None, versions: list[str | VersionRef],
                signals: list[str] | None = None, *, min_effect: float = MIN_EFFECT,
-               alpha: float = ALPHA) -> Trajectory:
+               alpha: float = ALPHA,
+               max_unattributed: float = MAX_UNATTRIBUTED_SHARE) -> Trajectory:
     """Each region's evolution along ``versions`` (in the given order).
 
     Args:
@@ -112,7 +129,8 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
         signals: signals to follow; default all.
 
     Raises:
-        UsageError: fewer than two versions, an unknown version, or no evidence at all.
+        UsageError: fewer than two versions or an unknown version.
+        NoEvidence: none of the regions has evidence of the signals in any version.
     """
     if len(versions) < 2:
         raise UsageError("a trajectory needs at least two versions, e.g. --versions V1,V2,V3")
@@ -123,6 +141,7 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
                           for r in _regions_with_evidence(db, ref.program_version)})
     traj = Trajectory(refs)
     spans = {ref.program_version: _spans(db, ref.program_version) for ref in refs}
+    coverage = Coverage(db, max_unattributed)
     for region in regions:
         per_version = [cohorts(fetch_rows(db, region, ref, signals)) for ref in refs]
         keys = sorted({(sig, k) for cs in per_version for (_, sig, k) in cs},
@@ -138,6 +157,7 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
         for sig, key in keys:
             points: list[Point] = []
             prev: list[float] | None = None
+            prev_ok = True
             first: float | None = None
             unit = None
             for ref, cs in zip(refs, per_version, strict=True):
@@ -149,6 +169,13 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
                     points.append(p)
                     prev = None
                     continue
+                gaps = coverage.gaps(region, ref.program_version, sig, key.evidence_class,
+                                     dict(key.scope), co.runs, co.association_entropy)
+                p.sufficiency = "insufficient" if gaps else "sufficient"
+                p.gaps = [g.to_json() for g in gaps]
+                if key.evidence_class == "attributed":
+                    p.unattributed_share = coverage.unattributed_share(
+                        region, ref.program_version, sig, co.runs)
                 unit = co.unit
                 s = stats.summarize(co.samples)
                 p.n, p.median, p.ci_low, p.ci_high, p.runs = (s.n, s.median, s.ci_low,
@@ -162,7 +189,20 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
                     p.step_significant, p.step_verdict = _verdict(t, floor, alpha)
                     p.step_ratio, p.step_ci_low, p.step_ci_high, p.step_p_value = (
                         t.ratio, t.ci_low, t.ci_high, t.p_value)
-                prev = co.samples
+                    if gaps or not prev_ok:
+                        why = insufficient_reason(gaps) if gaps else (
+                            "the previous point's evidence has a gap")
+                        p.step_significant = False
+                        p.step_verdict = (f"insufficient: {why} (statistically: "
+                                          f"{p.step_verdict})")
+                prev, prev_ok = co.samples, not gaps
                 points.append(p)
             traj.series.append(Series(region, sig, unit, key, points))
+    if not traj.series:
+        where = ", ".join(f"{r.program_version} ({r.label})" for r in refs)
+        if regions:
+            raise missing(db, regions[0], signals, where)
+        raise NoEvidence(f"versions {where} have no region evidence",
+                         [observe_request("PROGRAM/KERNEL/REGION", signals or ["duration"],
+                                          source="SOURCE_FILE")])
     return traj

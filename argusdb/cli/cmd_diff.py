@@ -43,7 +43,7 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
         click.echo(json.dumps(result.to_json()))
         return
     cols = ["signal", "from_median", "to_median", "ratio", "ci_low", "ci_high", "p_value",
-            "n_from", "n_to", "verdict"]
+            "n_from", "n_to", "unattributed_share", "sufficiency", "verdict"]
     print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows])
     click.echo(f"\nregion {region}: {result.from_ref.program_version} -> "
                f"{result.to_ref.program_version}", err=True)

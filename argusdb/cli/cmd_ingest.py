@@ -9,7 +9,7 @@ import click
 from argusdb import checker
 from argusdb.cli.output import handle_errors
 from argusdb.errors import UsageError
-from argusdb.ingest import ingest_path, parse_options
+from argusdb.ingest import ingest_paths, parse_options
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf
@@ -31,7 +31,11 @@ from argusdb.variants import VariantOf
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
             options: tuple[str, ...], parent_version: str | None, transform: str | None,
             transform_task: str | None, as_json: bool) -> None:
-    """Ingest artefacts (kind detected from content), each as one run, atomically.
+    """Ingest artefacts (kind detected from content), each as one run, all in one transaction.
+
+    With --program, the artefacts share the GPU target any of them states (a conflict is
+    refused, nothing written). Without it, a version is identified by what each artefact
+    states: kernel names, application, device model.
 
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
     """
@@ -42,16 +46,19 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     variant = VariantOf(parent_version, transform, transform_task) \
         if parent_version and transform else None
     program = ProgramSource.from_path(program_path) if program_path else None
-    results = []
     with Store.open(store, create=True) as st:
-        for p in paths:
-            r = ingest_path(st, p, program, opts, variant)
-            results.append(r)
-            if not as_json:
-                what = "already ingested" if r.already else ", ".join(
-                    f"{n} {t}" for t, n in r.rows.items())
-                click.echo(f"{p}: run {r.run_id} (version {r.program_version}, {r.kind}): "
-                           f"{what}")
+        # One transaction for the whole command: a conflict or a corrupt file writes nothing.
+        results = ingest_paths(st, paths, program, opts, variant)
         checker.refresh_metadata(st)
+    if not as_json:
+        for r in results:
+            what = "already ingested" if r.already else ", ".join(
+                f"{n} {t}" for t, n in r.rows.items())
+            click.echo(f"{r.path}: run {r.run_id} (version {r.program_version}, {r.kind}): "
+                       f"{what}")
+            if r.other:
+                click.echo(f"{r.path}: {len(r.other['kernels'])} other kernels (not "
+                           f"@triton.jit functions of --program) kept as timeline run "
+                           f"{r.other['run_id']} (version {r.other['program_version']})")
     if as_json:
         click.echo(json.dumps({"runs": [r.to_json() for r in results]}))

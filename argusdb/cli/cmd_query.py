@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from argusdb.answers.sufficiency import empty_answer
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_table
 
@@ -20,12 +21,15 @@ def command(store: str, sql: str, timeout_s: float, as_json: bool, as_csv: bool)
 
     --json adds the constructs and acknowledgements the query used. Exit codes: 0 answered,
     1 refused by the checks (each error has code, message, line, col, remedy), 2 usage or
-    input error.
+    input error, 3 no evidence (the query names a region with no stored evidence of the
+    signal: the error gives the 'argus observe' request that would produce it).
 
     Example: argus query argus.duckdb "SELECT * FROM version_diff('duration', 'A', 'B')"
     """
     with connect(store, read_only=True, timeout_s=timeout_s) as db:
         table, prov = db.query_with_provenance(sql)
+        if (gap := empty_answer(db, sql, table)) is not None:
+            raise gap  # no evidence of the region it names: say so, with the observe request
     rows = [tuple(r.values()) for r in table.to_pylist()]
     extra = {k: prov[k] for k in ("constructs", "acknowledgements") if prov[k]}
     print_table(table.column_names, rows, as_json, as_csv, extra=extra)

@@ -7,6 +7,7 @@ import json
 import click
 
 from argusdb.answers.report import MAX_ENTROPY_BITS, report
+from argusdb.answers.sufficiency import MAX_UNATTRIBUTED_SHARE
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, print_table
 
@@ -20,24 +21,32 @@ from argusdb.cli.output import handle_errors, print_table
 @click.option("--max-entropy", type=float, default=MAX_ENTROPY_BITS, show_default=True,
               help="Association entropy (bits) above which an attributed claim is "
                    "insufficient.")
+@click.option("--max-unattributed", type=float, default=MAX_UNATTRIBUTED_SHARE,
+              show_default=True, help="Share (0..1) of a kernel's total in _unattributed above "
+              "which attributed claims about its regions are insufficient.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
-            max_entropy: float, as_json: bool) -> None:
+            max_entropy: float, max_unattributed: float, as_json: bool) -> None:
     """Report every claim about REGION for an agent: value, evidence class, provenance
     (versions, runs, tasks), ambiguity notes, repeat statistics and a policy verdict.
+
+    A region (or every asked --signal) without evidence exits 3 with the 'argus observe'
+    request that would produce it.
 
     Example: argus report argus.duckdb --region matmul/matmul_kernel --json
     """
     with connect(store) as db:
         rep = report(db, region, list(versions) or None, signals=list(signals) or None,
-                     max_entropy_bits=max_entropy)
+                     max_entropy_bits=max_entropy, max_unattributed=max_unattributed)
     if as_json:
         click.echo(json.dumps(rep.to_json(), default=str))
         return
     cols = ["program_version", "signal", "value", "unit", "evidence_class", "n", "iqr", "cv",
-            "association_entropy", "verdict"]
+            "association_entropy", "unattributed_share", "verdict"]
     print_table(cols, [[getattr(c, k) for k in cols] for c in rep.claims])
     for c in rep.claims:
         click.echo(f"{c.program_version} {c.signal}: {c.verdict}: {c.reason}; runs "
                    f"{', '.join(c.runs)}; {c.signature}", err=True)
+    for m in rep.missing:
+        click.echo(f"no evidence: {m['signal']}; to produce it: {m['request']}", err=True)

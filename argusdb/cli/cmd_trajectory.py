@@ -38,13 +38,14 @@ def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[
         click.echo(json.dumps(t.to_json()))
         return
     cols = ["region_id", "signal", "version", "lines", "n", "median", "ci_low", "ci_high",
-            "step_ratio", "step_verdict"]
+            "unattributed_share", "sufficiency", "step_ratio", "step_verdict"]
     rows = []
     for s in t.series:
         for p in s.points:
             lines = f"{p.start_line}-{p.end_line}" if p.start_line else "-"
             rows.append([s.region_id, s.signal, p.label, lines, p.n, p.median, p.ci_low,
-                         p.ci_high, p.step_ratio, p.step_verdict])
+                         p.ci_high, p.unattributed_share, p.sufficiency, p.step_ratio,
+                         p.step_verdict])
     print_table(cols, rows)
     for n in t.notes:
         click.echo(f"note: {n}", err=True)

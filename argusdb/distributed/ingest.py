@@ -2,7 +2,7 @@
 
 A launch is a folder (or list of files) holding one artefact per rank per collector, e.g.
 ``tp_block.rank0.spans.jsonl`` and ``tp_block.rank1.spans.jsonl``. Each becomes a run with its
-rank, world size, device and the launch group, in its own transaction; the ranks are checked
+rank, world size, device and the launch group, all in one transaction; the ranks are checked
 (each rank 0..N-1 once per artefact kind, one world size) before anything is written.
 
 Example:
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from argusdb.errors import InputError
-from argusdb.ingest import IngestResult, ingest_path
+from argusdb.ingest import IngestResult, ingest_paths
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from collectors import detect
@@ -99,7 +99,6 @@ def ingest_launch(store: Store, paths: str | Path | Sequence[str | Path],
         raise InputError(str(paths), f"states launch group(s) {sorted(groups)}, not "
                          f"{launch_group!r}", "drop the launch group argument or correct it")
     res = LaunchResult(launch_group, world)
-    for f in files:
-        res.runs.append(ingest_path(store, f, program=program, options=options,
-                                    launch={"launch_group": launch_group}))
+    res.runs = ingest_paths(store, files, program, options,
+                            launch={"launch_group": launch_group})
     return res

@@ -15,6 +15,7 @@ from collectors.base import (
     Interference,
     evidence_batch,
     kernel_launch_batch,
+    launch_shapes,
     open_text,
 )
 
@@ -57,6 +58,7 @@ class ActivityJsonlReader:
     def read(self, path: Path) -> Artefact:
         kernels: set[str] = set()
         devices: set[int] = set()
+        shapes: set[tuple[str, int | None, int | None, int | None]] = set()
         for _, rec in self._records(path):
             if rec["kind"] in ("CONCURRENT_KERNEL", "KERNEL"):
                 for f in ("name", "start", "end"):
@@ -65,11 +67,17 @@ class ActivityJsonlReader:
                                          "pass a complete cupti-python activity export")
                 kernels.add(rec["name"])
                 devices.add(int(rec.get("device_id", 0)))
+                threads = (rec.get("block_x") or 1) * (rec.get("block_y") or 1) * (
+                    rec.get("block_z") or 1)
+                shapes.add((rec["name"], threads, rec.get("registers_per_thread"),
+                            (rec.get("static_shared_memory") or 0)
+                            + (rec.get("dynamic_shared_memory") or 0)))
         return Artefact(
             path=str(path), collector="cupti", kind=self.kind, tool="cupti-python",
             adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path),
             interference=Interference(activity_tracing=True),
-            kernels=sorted(kernels), meta={"devices": sorted(devices)})
+            kernels=sorted(kernels), device={"device_ids": sorted(devices)},
+            meta={"devices": sorted(devices), "launch_shape": launch_shapes(shapes)})
 
     def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
         seen: dict[str, int] = {}

@@ -36,7 +36,14 @@ from typing import Any
 import pyarrow as pa
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, Interference, evidence_batch, normalize_target, open_text
+from collectors.base import (
+    Artefact,
+    Interference,
+    evidence_batch,
+    launch_shapes,
+    normalize_target,
+    open_text,
+)
 from collectors.ncu._values import number
 
 ADAPTER_VERSION = "ncu.raw_csv/1"
@@ -110,8 +117,22 @@ class RawCsvReader:
         pcsamp = False
         results = []
         targets: set[str] = set()
+        apps: set[str] = set()
+        shapes: set[tuple[str, int | None, int | None, int | None]] = set()
+        unit_of = dict(zip(names, units, strict=True))
         for row_no, res in self._results(path):
             k = res["Kernel Name"]
+            if res.get("Process Name"):
+                apps.add(res["Process Name"])
+            shared = [_bytes(res.get(f"launch__shared_mem_per_block_{x}", ""),
+                             unit_of.get(f"launch__shared_mem_per_block_{x}", ""))
+                      for x in ("static", "dynamic")]
+            threads, regs = (number(res.get(f"launch__{x}", ""))
+                             for x in ("block_size", "registers_per_thread"))
+            shapes.add((k, int(threads) if threads is not None else None,
+                        int(regs) if regs is not None else None,
+                        round(sum(x for x in shared if x is not None))
+                        if any(x is not None for x in shared) else None))
             results.append({"id": res.get("ID"), "kernel": k, "launch": kernels.count(k),
                             "row": row_no})
             kernels.append(k)
@@ -143,7 +164,9 @@ class RawCsvReader:
                                       pc_sampling=pcsamp),
             target=targets.pop() if targets else None, device=device,
             kernels=sorted(set(kernels)),
-            meta={"results": results, "replay_passes_per_result": sorted(passes),
+            meta={"application": apps.pop() if len(apps) == 1 else None,
+                  "launch_shape": launch_shapes(shapes),
+                  "results": results, "replay_passes_per_result": sorted(passes),
                   "profiler_metrics": sorted(profiler), "src_row_stride": SRC_ROW_STRIDE,
                   "not_stated": ["section_set", "clock_control", "cache_control",
                                  "tool_version"],
@@ -180,3 +203,14 @@ class RawCsvReader:
             ev["kernel"] = [k] * n
             ev["launch"] = [str(launch)] * n
             yield "evidence", evidence_batch(ev)
+
+
+#: Byte multiples of the raw page's memory units ('Kbyte/block' is 1000 bytes per block).
+_BYTE_UNITS = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9}
+
+
+def _bytes(cell: str, unit: str) -> float | None:
+    """A raw-page memory value in bytes (its unit row says 'byte/block', 'Kbyte/block', ...)."""
+    v = number(cell)
+    scale = _BYTE_UNITS.get(unit.split("/", 1)[0].strip().lower())
+    return None if v is None or scale is None else v * scale

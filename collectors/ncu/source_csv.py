@@ -46,7 +46,14 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, Interference, SourceRef, evidence_batch, open_text
+from collectors.base import (
+    Artefact,
+    Interference,
+    SourceRef,
+    code_fingerprint,
+    evidence_batch,
+    open_text,
+)
 from collectors.ncu._values import numeric
 
 ADAPTER_VERSION = "ncu.source_csv/1"
@@ -244,6 +251,7 @@ class SourceCsvReader:
         files: dict[str, str] = {}
         kernel = fname = None
         n_sass = 0
+        code: list[tuple[str, int, str]] = []
         for kind, a, b, _ in _walk(path):
             if kind == "file":
                 fname, kernel = a, None
@@ -266,6 +274,7 @@ class SourceCsvReader:
                                      "--launch-count 1)")
                 seen.add((kernel, pc_abs))
                 base[kernel] = min(base.get(kernel, pc_abs), pc_abs)
+                code.append((kernel, pc_abs, b[1]))
                 n_sass += 1
         if not n_sass:
             raise InputError(str(path), "holds no SASS instruction rows",
@@ -278,6 +287,8 @@ class SourceCsvReader:
             interference=Interference(counter_replay=True, pc_sampling=True),
             kernels=sorted(base), source_refs=list(refs.values()),
             meta={"instructions": n_sass, "src_row_stride": SRC_ROW_STRIDE,
+                  "code_sha256": code_fingerprint([(k, pc - base[k], sass)
+                                                   for k, pc, sass in code]),
                   "source_files": sorted(files),
                   "kernel_base_address": {k: hex(v) for k, v in sorted(base.items())},
                   "not_stated": ["replay_passes", "section_set", "clock_control",

@@ -109,6 +109,11 @@ class NsysSqliteReader:
             "JOIN StringIds AS s ON s.id = k.demangledName ORDER BY 1")]
         device, target = _gpus(con, tables, set(per_device))
         meta: dict[str, Any] = {k: meta_rows[k] for k in _META_KEYS if k in meta_rows}
+        if "PROCESSES" in tables:  # the application: the process(es) that launched kernels
+            apps = sorted({str(r[0]) for r in con.execute(
+                "SELECT DISTINCT p.name FROM PROCESSES AS p WHERE p.globalPid IN "
+                "(SELECT DISTINCT globalPid FROM CUPTI_ACTIVITY_KIND_KERNEL)") if r[0]})
+            meta["application"] = apps[0] if len(apps) == 1 else (apps or None)
         meta.update(kernels=sum(per_device.values()),
                     kernels_per_device={str(k): v for k, v in sorted(per_device.items())},
                     launch_index="per kernel name over the run, in start order",

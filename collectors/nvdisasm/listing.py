@@ -37,7 +37,7 @@ from typing import Any
 import pyarrow as pa
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, SourceRef, normalize_target, open_text
+from collectors.base import Artefact, SourceRef, code_fingerprint, normalize_target, open_text
 
 ADAPTER_VERSION = "nvdisasm.listing/1"
 _BATCH = 50_000
@@ -69,6 +69,7 @@ class SassListingReader:
         refs: dict[tuple[str, int], SourceRef] = {}
         n = 0
         markers = 0
+        code: list[tuple[str, int, str]] = []
         for _, text in self._walk(path):
             kind = text[0]
             if kind == "flags":
@@ -80,6 +81,8 @@ class SassListingReader:
                 refs.setdefault((text[1], text[2]), SourceRef(text[1], text[2]))
             else:
                 n += 1
+                if kernels:
+                    code.append((kernels[-1], text[1], text[2]))
         if flags is None:
             raise InputError(str(path), "has no .headerflags line", "pass the complete output "
                              "of nvdisasm -g -gi -c K.cubin")
@@ -94,6 +97,7 @@ class SassListingReader:
             target=normalize_target(sm.group(1)) if sm else None,
             kernels=sorted(set(kernels)), source_refs=list(refs.values()),
             meta={"header_flags": flags, "instructions": n, "line_markers": markers,
+                  "code_sha256": code_fingerprint(code),
                   "has_line_info": bool(markers)})
 
     def _walk(self, path: Path) -> Iterator[tuple[int, tuple[Any, ...]]]:

@@ -3,15 +3,19 @@
 -- (intervals.algebra): kernel launches (NCCL kernels have role 'communication'), collectives,
 -- host ops, annotations, steps, recorded spans and intra-kernel scope instances. Timestamps are
 -- on the run's clock; aligned_* add the rank's clock_alignment offset (0 where none).
--- Intra-kernel scope instances are on their own nominal clock (domain 'scope'): the algebra
+-- Kernels of a trace's timeline run (kernels not of the program, see argus ingest) count as
+-- the program run's. Intra-kernel scope instances are on their own nominal clock (domain 'scope'): the algebra
 -- never combines them with the rest of the run.
 CREATE OR REPLACE VIEW interval_event AS
 WITH raw AS (
-    SELECT k.run_id, 'kernel' AS kind,
+    /* a trace's kernels that are not the program's sit in its timeline run (run.meta
+       timeline_of): on the timeline they belong to the program's run */
+    SELECT coalesce(t.meta->>'$.timeline_of.run_id', k.run_id) AS run_id, 'kernel' AS kind,
            CASE WHEN k.kernel LIKE 'nccl%' THEN 'communication' ELSE 'compute' END AS role,
            k.kernel AS name, 'stream:' || k.stream_id AS track, NULL::INTEGER AS step,
            k.start_ns, k.end_ns, 'device' AS clock, k.launch::BIGINT AS ordinal
-    FROM kernel_launch AS k WHERE k.start_ns IS NOT NULL AND k.end_ns IS NOT NULL
+    FROM kernel_launch AS k JOIN run AS t ON t.run_id = k.run_id
+    WHERE k.start_ns IS NOT NULL AND k.end_ns IS NOT NULL
     UNION ALL
     SELECT c.run_id, 'collective', 'communication', c.op, c.track, c.step, c.start_ns,
            c.end_ns, c.clock, c.seq

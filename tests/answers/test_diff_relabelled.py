@@ -12,7 +12,7 @@ from argusdb.answers.diff import diff
 from argusdb.answers.select import resolve_version
 from argusdb.api import Connection
 from argusdb.cli import main
-from argusdb.errors import UsageError
+from argusdb.errors import NoEvidence, UsageError
 
 REGION = "matmul/matmul_kernel"
 
@@ -44,11 +44,16 @@ def test_version_selectors(relabelled: Connection) -> None:
         resolve_version(relabelled, "variant=zzz", REGION)
 
 
-def test_unknown_region_and_signal_are_usage_errors(relabelled: Connection) -> None:
-    with pytest.raises(UsageError, match="has no evidence"):
+def test_unknown_region_is_a_usage_error_and_absent_signal_no_evidence(
+        relabelled: Connection) -> None:
+    with pytest.raises(UsageError, match="declared by no program version"):
         diff(relabelled, "matmul/nope", "variant=a", "variant=b")
-    with pytest.raises(UsageError, match="has no evidence for signals"):
+    # A declared region without the signal: no evidence, with the observe request (exit 3).
+    with pytest.raises(NoEvidence, match="has no inst_executed evidence") as exc:
         diff(relabelled, REGION, "variant=a", "variant=b", ["inst_executed"])
+    assert exc.value.exit_code == 3
+    assert exc.value.requests == [f"argus observe matmul.py --region {REGION} "
+                                  f"--signals inst_executed"]
 
 
 def test_cli_json_contract(relabelled: Connection, tmp_path: Path) -> None:

@@ -51,8 +51,9 @@ def test_mcp_client_session_over_stdio(relabelled: Connection) -> None:
     path = relabelled.store.path
     durations = relabelled.query("SELECT value FROM evidence WHERE region_id = "
                                  "'softmax/softmax_fwd'").column("value").to_pylist()
-    (softmax_run,) = relabelled.query("SELECT run_id FROM run WHERE artefact_name = "
-                                      "'softmax.cupti.jsonl'").column("run_id").to_pylist()
+    (softmax_run,) = relabelled.query(
+        "SELECT run_id FROM run WHERE artefact_name = 'softmax.cupti.jsonl' "
+        "AND meta.timeline_of IS NULL").column("run_id").to_pylist()
     relabelled.close()
     out = anyio.run(_session, path)
     assert out["tools"] == ["check", "diff", "explain", "observe_plan", "query", "report",

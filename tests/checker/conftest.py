@@ -44,6 +44,9 @@ def build_demo(path: Path) -> dict[str, str]:
         r3 = ingest_path(st, DEMO / "matmul" / "matmul.cupti.jsonl", mm, dict(demo.OPTIONS))
         ids.update(V1=r1.program_version, V2=r2.program_version, VM=r3.program_version,
                    R1=r1.run_id, R2=r2.run_id, RM=r3.run_id)
+        # The traces' other kernels (torch's): timeline runs of unbound versions of their own.
+        assert r1.other is not None and r3.other is not None
+        ids.update(TS=r1.other["program_version"], TM=r3.other["program_version"])
     return ids
 
 

@@ -35,7 +35,8 @@ def test_check_returns_findings_with_position_and_remedy(demo_path: Path,
     with connect(demo_path, read_only=True) as db:
         [f] = db.check("SELECT\n  median(value) FROM evidence")
     assert (f.code, f.name, f.line, f.col) == ("AR01", "version.mixed", 2, 3)
-    assert sorted(f.extra["program_versions"]) == sorted([ids["V1"], ids["V2"], ids["VM"]])
+    assert sorted(f.extra["program_versions"]) == sorted(
+        [ids["V1"], ids["V2"], ids["VM"], ids["TS"], ids["TM"]])
     assert "version_diff" in f.remedy
 
 
@@ -56,8 +57,9 @@ def test_explain_names_versions_runs_classes_signatures(seeded_path: Path,
     assert set(prov["interference_signatures"]) == {
         "activity_tracing", "replay(3 passes, full)+clock:none",
         "activity_tracing+instrumentation(proton)"}
-    # the softmax trace holds 27 kernel launches (20 softmax_fwd, 7 torch), 2 seed rows each
-    assert prov["rows"] == 27 + 2 + 2
+    # the softmax trace holds 27 kernel launches: V1 has softmax_fwd's 20 (the 7 torch
+    # launches are a timeline run of their own version), and 2 seed rows each
+    assert prov["rows"] == 20 + 2 + 2
     assert prov["sources"][0]["predicates"] == [f"program_version = '{ids['V1']}'",
                                                 "signal = 'duration'"]
 
@@ -103,8 +105,9 @@ def test_cli_query_json_answer_records_constructs(demo_path: Path,
 def test_cli_csv_and_check_and_explain(demo_path: Path) -> None:
     code, out, _ = run("query", str(demo_path), "SELECT signal, count(*) AS n FROM evidence "
                        "GROUP BY signal", "--csv")
-    # 27 launches in the softmax trace (twice: two versions), 33 in the matmul trace
-    assert code == 0 and out.splitlines() == ["signal,n", "duration,87"]
+    # softmax_fwd's 20 launches twice (two versions), matmul_kernel's 20, and the traces'
+    # other kernels once each as timeline runs (7 + 13)
+    assert code == 0 and out.splitlines() == ["signal,n", "duration,80"]
     assert run("check", str(demo_path), "SELECT * FROM read_csv('/etc/passwd')")[0] == 1
     code, out, _ = run("check", str(demo_path), "SELECT run_id FROM run", "--json")
     assert code == 0 and json.loads(out) == {"ok": True, "errors": []}

@@ -23,7 +23,8 @@ def test_ingest_json_contract(tmp_path: Path) -> None:
                        "--option", "num_warps=4", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["runs"][0]["rows"]["evidence"] == 27
+    assert doc["runs"][0]["rows"]["evidence"] == 20  # the other 7 launches: a timeline run
+    assert doc["runs"][0]["other_kernels"]["rows"]["evidence"] == 7
     assert len(doc["runs"][0]["program_version"]) == 16
 
 
