@@ -99,6 +99,6 @@ def ingest_launch(store: Store, paths: str | Path | Sequence[str | Path],
         raise InputError(str(paths), f"states launch group(s) {sorted(groups)}, not "
                          f"{launch_group!r}", "drop the launch group argument or correct it")
     res = LaunchResult(launch_group, world)
-    res.runs = ingest_paths(store, files, program, options,
+    res.runs = ingest_paths(store, list[str | Path](files), program, options,
                             launch={"launch_group": launch_group})
     return res
