@@ -29,7 +29,7 @@ from collectors.base import Artefact, head_bytes, normalize_target
 
 _TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
            "instruction": "instruction", "inline_site": "inline_site",
-           "scope_event": "scope_event"}
+           "scope_event": "scope_event", "collective": "collective", "trace_span": "trace_span"}
 
 
 @dataclass
@@ -175,19 +175,55 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
     return matched
 
 
+#: Keys of a run's place in a multi-process launch (columns of ``run``).
+LAUNCH_KEYS = ("rank", "world_size", "launch_group", "device_index")
+#: Tables of a launch's rank that stay with the program's run (never split to a timeline run).
+_RANK_TABLES = frozenset({"collective", "trace_span"})
+
+
+def _launch_place(art: Artefact, given: dict[str, Any] | None, path: str) -> dict[str, Any]:
+    """The run's launch place: the artefact's, completed by ``given`` (a contradiction is an
+    error)."""
+    place = {k: art.launch.get(k) for k in LAUNCH_KEYS}
+    for k, v in (given or {}).items():
+        if k not in LAUNCH_KEYS:
+            raise UsageError(f"launch key {k!r}: expected one of {', '.join(LAUNCH_KEYS)}")
+        if v is None:
+            continue
+        if place.get(k) is not None and str(place[k]) != str(v):
+            raise InputError(path, f"states {k} {place[k]}, but {v} was given",
+                             f"drop the {k} option or correct it")
+        place[k] = v
+    for k in ("rank", "world_size", "device_index"):
+        v = place.get(k)
+        if v is not None:
+            try:
+                place[k] = int(v)
+            except (TypeError, ValueError) as exc:
+                raise UsageError(f"{k}={v!r}: expected an integer") from exc
+    rank, world = place.get("rank"), place.get("world_size")
+    if rank is not None and world is not None and not 0 <= rank < world:
+        raise InputError(path, f"rank {place['rank']} is outside world size "
+                         f"{place['world_size']}", "check the rank and world size")
+    return place
+
+
 def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = None,
                 options: dict[str, str] | None = None,
-                variant: VariantOf | None = None, task_id: str | None = None) -> IngestResult:
+                variant: VariantOf | None = None, task_id: str | None = None,
+                launch: dict[str, Any] | None = None) -> IngestResult:
     """Ingest one artefact as one run, atomically and idempotently (see :func:`ingest_paths`).
 
     With ``variant`` the program version is bound to its parent and transform task
-    (see :mod:`argusdb.variants`). With ``task_id`` the run belongs to that (plan) task, whose
+    (see :mod:`argusdb.variants`). ``launch`` (``rank``, ``world_size``, ``launch_group``,
+    ``device_index``) places the run in a multi-process launch where the artefact does not say
+    (it must agree where it does). With ``task_id`` the run belongs to that (plan) task, whose
     row the caller writes (the runner); otherwise the ingest is a collect task of its own.
 
     Raises:
         InputError: unknown, corrupt or mismatching input; nothing is written.
     """
-    return ingest_paths(store, [path], program, options, variant, task_id)[0]
+    return ingest_paths(store, [path], program, options, variant, task_id, launch)[0]
 
 
 @dataclass
@@ -201,6 +237,8 @@ class _Planned:
     target: str | None
     identity: dict[str, Any] | None
     kernels: list[str]
+    # Place in a multi-process launch (LAUNCH_KEYS), from the artefact and the caller.
+    place: dict[str, Any]
     # Kernels of a trace that are not @triton.jit functions of --program: their rows go to a
     # timeline run of an unbound version of their own (None when there are none).
     other: list[str] | None = None
@@ -247,8 +285,8 @@ def _one_compile(arts: list[tuple[Path, Artefact]]) -> None:
                              "--transform); nothing was written")
 
 
-def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, str]
-          ) -> list[_Planned]:
+def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, str],
+          launch: dict[str, Any] | None = None) -> list[_Planned]:
     given = normalize_target(options.pop("target", None))
     arts = [(p, detect(p).read(p)) for p in paths]
     for p, art in arts:
@@ -270,7 +308,7 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
             kernels = check_program(art, program)
             target = shared
             pl = _Planned(p, art, file_sha256(p), program_version_id(program, options, target),
-                          target, None, kernels)
+                          target, None, kernels, _launch_place(art, launch, str(p)))
             other = sorted(set(art.kernels) - set(kernels))
             if kernels and other:
                 pl.other, pl.other_identity = other, artefact_identity(art, other)
@@ -285,14 +323,15 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
                 # It names nothing it measured: the artefact alone is its identity.
                 identity["artefact_sha256"] = sha
             pl = _Planned(p, art, sha, program_version_id(None, options, target, identity),
-                          target, identity, [])
+                          target, identity, [], _launch_place(art, launch, str(p)))
         out.append(pl)
     return out
 
 
 def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                  program: ProgramSource | None = None, options: dict[str, str] | None = None,
-                 variant: VariantOf | None = None, task_id: str | None = None, *,
+                 variant: VariantOf | None = None, task_id: str | None = None,
+                 launch: dict[str, Any] | None = None, *,
                  progress: Callable[[IngestResult], None] | None = None
                  ) -> list[IngestResult]:
     """Ingest the artefacts of one command, each as one run, in one transaction.
@@ -315,7 +354,7 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
         InputError: unknown, corrupt, mismatching or conflicting input; nothing is written.
     """
     options = dict(options or {})
-    plans = _plan([Path(p) for p in paths], program, options)
+    plans = _plan([Path(p) for p in paths], program, options, launch)
     results: list[IngestResult] = []
     with store.transaction():
         for pl in plans:
@@ -323,8 +362,8 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
             if progress is not None:
                 progress(results[-1])
         # Attribution and derivation commit with the runs that change their inputs (one
-        # refresh for the command); a version without a program is no input of either.
-        if any(not r.already for r in results) and (program is not None or variant is not None):
+        # refresh for the command; versions without a program cost attribution nothing).
+        if any(not r.already for r in results):
             materialize.refresh(store)
     return results
 
@@ -382,7 +421,8 @@ def _run_row(store: Store, pl: _Planned, run_id: str, seq: int, version: str, ta
         "instrumentation": itf.instrumentation, "forced_wait": itf.forced_wait,
         "serialized": itf.serialized, "clock_control": itf.clock_control,
         "cache_control": itf.cache_control, "device": device.get("name"),
-        "device_info": device, "meta": meta, "ingested_at": now})
+        "device_info": device, "meta": meta, "ingested_at": now,
+        **{k: pl.place.get(k) for k in LAUNCH_KEYS}})
 
 
 def _split(batch: pa.RecordBatch, kernels: list[str]) -> tuple[pa.RecordBatch, pa.RecordBatch]:
@@ -409,7 +449,9 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
             store.insert_row("region_span", {
                 "program_version": pl.version, "region_id": r.region_id, "kernel": r.kernel,
                 "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
-    keys = {"run_seq": seq, "program_version": pl.version, "task_id": task_id, "run_id": run_id}
+    rank = None if pl.place.get("rank") is None else str(pl.place["rank"])
+    keys = {"run_seq": seq, "program_version": pl.version, "task_id": task_id, "run_id": run_id,
+            "rank": rank}
     other_keys: dict[str, Any] | None = None
     other_id = None
     other_new = False
@@ -420,7 +462,7 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
         other_new = not store.run_exists(other_id)
         other_keys = {"run_seq": store.next_run_seq() if other_new else None,
                       "program_version": pl.other_version, "task_id": task_id,
-                      "run_id": other_id}
+                      "run_id": other_id, "rank": rank}
         _version_row(store, pl.other_version, None, {}, pl.target, pl.other_identity)
     rows: dict[str, int] = {}
     other_rows: dict[str, int] = {}
@@ -428,7 +470,8 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
     try:
         for table, batch in art.batches():
             dest = _TABLES[table]
-            if other_keys is not None and "kernel" in batch.schema.names:
+            if other_keys is not None and "kernel" in batch.schema.names \
+                    and table not in _RANK_TABLES:
                 batch, rest = _split(batch, pl.kernels)
                 if rest.num_rows and other_new:
                     other_rows[table] = other_rows.get(table, 0) + store.append_batch(

@@ -82,16 +82,16 @@ def _attribution_state(store: Store) -> dict[str, _Version]:
 
 
 def _derivation_state(store: Store, versions: dict[str, _Version]) -> str:
+    """Fingerprint of derivation's inputs: every run (variants and parents, launch groups,
+    forced-wait pairs: any may be read), the attribution state, variant checks and module SQL."""
     checks = store.sql("SELECT string_agg(concat_ws(':', variant_version, parent_version, "
                        "rel_err, tolerance, passed, checked_at), ',' ORDER BY ALL) "
                        "FROM variant_check").fetchone()
-    # Derivation reads the runs of variants and of their parents only.
-    bound = {v for pair in store.sql("SELECT program_version, parent_version FROM "
-                                     "program_version WHERE parent_version IS NOT NULL"
-                                     ).fetchall() for v in pair}
-    doc = "|".join([*(f"{v}={s.static}:{_runs_fp(s.run_ids)}"
-                      for v, s in sorted(versions.items()) if v in bound),
-                    str(checks[0] if checks else ""), _code_sha("derivation")])
+    runs = store.sql("SELECT md5(coalesce(string_agg(run_id, ',' ORDER BY run_seq), '')) "
+                     "FROM run").fetchone()
+    doc = "|".join([*(f"{v}={s.static}" for v, s in sorted(versions.items())),
+                    str(runs[0] if runs else ""), str(checks[0] if checks else ""),
+                    _code_sha("derivation")])
     return hashlib.md5(doc.encode()).hexdigest()
 
 

@@ -32,6 +32,8 @@ _KEYED = {
     "instruction": ("run_id",),
     "inline_site": ("run_id",),
     "scope_event": ("run_id",),
+    "collective": ("run_id",),
+    "trace_span": ("run_id",),
 }
 
 
@@ -327,7 +329,11 @@ class Store:
             else:
                 select.append("?")
                 params.append(keys[k])
-        select.extend(f'"{c}"' for c in own)
+        # A run's rank is the scope of its rows unless the collector named one per row.
+        select.extend('coalesce(nullif("rank", \'all\'), ?::VARCHAR, \'all\')'
+                      if c == "rank" and table == "observed_evidence" else f'"{c}"' for c in own)
+        if table == "observed_evidence" and "rank" in own:
+            params.append(keys.get("rank"))
         cols = ", ".join([*_KEYED[table], *own])
         insert = (f"INSERT INTO {table} ({cols}) SELECT {', '.join(select)} "
                   f"FROM _argus_batch")

@@ -26,11 +26,17 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 #: Scope columns every evidence row carries; ``'all'`` where a coordinate does not apply.
-SCOPE_COLUMNS = ("launch", "cta", "sm", "warp", "warp_role", "loop_iter")
+#: ``rank`` (the process of a multi-process launch) is outermost, then the launch of a kernel,
+#: then the coordinates inside one launch (:data:`INTRA_KERNEL_SCOPE`). This is the one list:
+#: schema, store and queries are checked against it (tests/test_scope.py).
+SCOPE_COLUMNS = ("rank", "launch", "cta", "sm", "warp", "warp_role", "loop_iter")
+#: Scope coordinates inside one kernel launch (they nest: a value at one of them is a slice).
+INTRA_KERNEL_SCOPE = SCOPE_COLUMNS[2:]
 
 #: Columns of the ``evidence`` batches a collector yields (keys are added by the store).
 EVIDENCE_SCHEMA = pa.schema([
     ("kernel", pa.string()),
+    ("rank", pa.string()),
     ("launch", pa.string()),
     ("cta", pa.string()),
     ("sm", pa.string()),
@@ -53,7 +59,9 @@ EVIDENCE_SCHEMA = pa.schema([
 class Interference:
     """What was active while a run was measured, as the tool reports it.
 
-    A clean timing run has only ``activity_tracing`` set. Anything else perturbs timing.
+    A clean timing run has only ``activity_tracing`` set. Anything else perturbs timing:
+    torch.profiler's host-op tracing too (seen on 2 H200s: an overlapped tensor-parallel step
+    ran 38 times slower under it while the serial version did not change).
     """
 
     activity_tracing: bool = False
@@ -86,7 +94,7 @@ class Interference:
     def timing_clean(self) -> bool:
         """True when durations from this run reflect unperturbed execution."""
         return not (self.counter_replay or self.instrumentation or self.forced_wait
-                    or self.pc_sampling or self.serialized)
+                    or self.pc_sampling or self.serialized or self.torch_profiler)
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,9 @@ class Artefact:
     kernels: list[str] = field(default_factory=list)
     source_refs: list[SourceRef] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Where the run sat in a multi-process launch, as the artefact states it: ``rank``,
+    #: ``world_size``, ``launch_group``, ``device_index`` (each may be absent).
+    launch: dict[str, Any] = field(default_factory=dict)
 
 
 class Reader(Protocol):
@@ -253,3 +264,31 @@ def kernel_launch_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
     cols = [pa.array(rows[f.name], type=f.type) if f.name in rows else pa.nulls(n, type=f.type)
             for f in KERNEL_LAUNCH_SCHEMA]
     return pa.RecordBatch.from_arrays(cols, schema=KERNEL_LAUNCH_SCHEMA)
+
+
+#: Columns of the ``collective`` batches a collector yields (``run_id`` is added by the store).
+COLLECTIVE_SCHEMA = pa.schema([
+    ("rank", pa.int32()), ("pg", pa.string()), ("pg_ranks", pa.string()),
+    ("seq", pa.int64()), ("op", pa.string()), ("dtype", pa.string()),
+    ("elem_bytes", pa.int32()), ("in_nelems", pa.int64()), ("out_nelems", pa.int64()),
+    ("group_size", pa.int32()), ("bytes", pa.int64()), ("start_ns", pa.int64()),
+    ("end_ns", pa.int64()), ("dur_ns", pa.int64()), ("clock", pa.string()),
+    ("track", pa.string()), ("kernel", pa.string()), ("step", pa.int32()),
+    ("src_row", pa.int64()),
+])
+
+#: Columns of the ``trace_span`` batches (host ops, steps, compute spans).
+TRACE_SPAN_SCHEMA = pa.schema([
+    ("rank", pa.int32()), ("kind", pa.string()), ("role", pa.string()), ("name", pa.string()),
+    ("track", pa.string()), ("step", pa.int32()), ("start_ns", pa.int64()),
+    ("end_ns", pa.int64()), ("dur_ns", pa.int64()), ("clock", pa.string()),
+    ("src_row", pa.int64()),
+])
+
+
+def table_batch(schema: pa.Schema, rows: dict[str, list[Any]]) -> pa.RecordBatch:
+    """Build a batch of ``schema`` from columns; absent columns become NULL."""
+    n = len(next(iter(rows.values()))) if rows else 0
+    cols = [pa.array(rows[f.name], type=f.type) if f.name in rows else pa.nulls(n, type=f.type)
+            for f in schema]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)

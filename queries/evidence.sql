@@ -17,6 +17,9 @@ SELECT
     e.region_id,
     -- Kernel (function) name as the artefact gives it.
     e.kernel,
+    -- Scope: rank of a multi-process launch the value was measured on, or 'all'; attributed and
+    -- derived values take their run's rank (run.rank).
+    e.rank,
     -- Scope: launch index or 'all'.
     e.launch,
     -- Scope: CTA index or 'all'.
@@ -55,7 +58,8 @@ SELECT
     json_object('run_id', e.run_id, 'src_row', e.src_row) AS lineage
 FROM observed_evidence AS e
 UNION ALL
-SELECT a.evidence_id, a.program_version, a.task_id, a.run_id, a.region_id, a.kernel, a.launch,
+SELECT a.evidence_id, a.program_version, a.task_id, a.run_id, a.region_id, a.kernel,
+       coalesce((SELECT r.rank::VARCHAR FROM run AS r WHERE r.run_id = a.run_id), 'all'), a.launch,
        a.cta, a.sm, a.warp, a.warp_role, a.loop_iter, NULL, NULL, NULL, a.signal, a.value, a.unit,
        'attributed', a.association_entropy, NULL, NULL,
        json_object('run_id', a.run_id, 'task_id', a.task_id, 'table', 'region_attribution',
@@ -63,7 +67,8 @@ SELECT a.evidence_id, a.program_version, a.task_id, a.run_id, a.region_id, a.ker
                    'source_evidence_ids', a.source_evidence_ids)
 FROM region_attribution AS a
 UNION ALL
-SELECT d.evidence_id, d.program_version, d.task_id, d.run_id, d.region_id, d.kernel, d.launch,
+SELECT d.evidence_id, d.program_version, d.task_id, d.run_id, d.region_id, d.kernel,
+       coalesce((SELECT r.rank::VARCHAR FROM run AS r WHERE r.run_id = d.run_id), 'all'), d.launch,
        d.cta, d.sm, d.warp, d.warp_role, d.loop_iter, NULL, NULL, NULL, d.signal, d.value, d.unit,
        'derived', 0.0, NULL, NULL,
        json_object('run_id', d.run_id, 'parent_run_id', d.parent_run_id, 'task_id', d.task_id,

@@ -78,6 +78,16 @@ CREATE TABLE IF NOT EXISTS run (
     device_info JSON,
     -- Other facts of the artefact header, JSON.
     meta JSON,
+    -- Rank of the process the run measured, in a multi-process launch (torch.distributed rank);
+    -- NULL for a single-process run. Provenance: the artefact (Kineto distributedInfo, the
+    -- argusdb spans header) or the ingest's --rank.
+    rank INTEGER,
+    -- Number of ranks of the launch; NULL for a single-process run.
+    world_size INTEGER,
+    -- Launch group: runs of one multi-process launch (one torchrun) share it; NULL otherwise.
+    launch_group VARCHAR,
+    -- CUDA device ordinal the rank ran on (as the process numbered it); NULL when not stated.
+    device_index INTEGER,
     -- When the run was ingested (UTC).
     ingested_at TIMESTAMP NOT NULL
 );

@@ -16,6 +16,9 @@ CREATE TABLE IF NOT EXISTS observed_evidence (
     region_id VARCHAR,
     -- Kernel (function) name as the artefact gives it.
     kernel VARCHAR,
+    -- Scope: rank (process of a multi-process launch, as torch.distributed numbers it) the value
+    -- was measured on, or 'all'. Set by the store from the run's rank unless the collector gave one.
+    rank VARCHAR NOT NULL DEFAULT 'all',
     -- Scope: launch index (0-based among launches of this kernel in the run) or 'all'.
     launch VARCHAR NOT NULL,
     -- Scope: CTA index or 'all'.

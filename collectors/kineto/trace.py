@@ -55,6 +55,7 @@ from collectors.base import (
     normalize_target,
 )
 from collectors.chrome import BUF_SIZE, iter_events, open_binary, read_errors, us_to_ns
+from collectors.kineto.comms import read_comms
 from collectors.kineto.hostops import LaunchIndex, ResolvedLaunches
 
 ADAPTER_VERSION = "kineto.trace/1"
@@ -191,7 +192,9 @@ class KinetoTraceReader:
         if not sc.has_events:
             raise InputError(str(path), "has no 'traceEvents' array",
                              "pass a trace written by torch.profiler's export_chrome_trace")
-        if not sc.kernels and not sc.ranges:
+        launch = _launch(sc.header)
+        dist = bool(launch) or any(k.startswith("nccl") for k in sc.kernels)
+        if not sc.kernels and not sc.ranges and not launch:
             raise InputError(str(path), "has no GPU kernel events (cat 'kernel') and no CUPTI "
                              "profiler ranges", "profile with activities=[ProfilerActivity.CPU, "
                              "ProfilerActivity.CUDA] and export the trace again")
@@ -205,19 +208,22 @@ class KinetoTraceReader:
                     clock="ts_ns relative to baseTimeNanoseconds" if "baseTimeNanoseconds" in hdr
                     else "the trace's own clock (µs → ns)")
         itf = Interference(
-            torch_profiler=True,
+            # Host-op tracing is what perturbs; a CUDA-activity-only trace is activity tracing.
+            torch_profiler=bool(sc.categories.get("cpu_op")
+                                or sc.categories.get("user_annotation")),
             activity_tracing=bool(sc.kernels) or sc.index.n_runtime > 0,
             counter_replay=bool(sc.ranges))
         names = sorted(set(sc.kernels) | (set(sc.ranges) - {"__missing__"}))
         schema = hdr.get("schemaVersion")
         return Artefact(
             path=str(path), collector="kineto", kind=self.kind, tool="torch.profiler (Kineto)",
-            adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path, sc),
+            adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path, sc, dist),
             tool_version=None, export_schema=None if schema is None else str(schema),
             interference=itf, target=target, device=device, kernels=names,
-            meta=json.loads(json.dumps(meta, default=str)))
+            meta=json.loads(json.dumps(meta, default=str)), launch=launch)
 
-    def _batches(self, path: Path, sc: _Scan) -> Iterator[tuple[str, pa.RecordBatch]]:
+    def _batches(self, path: Path, sc: _Scan,
+                 dist: bool = False) -> Iterator[tuple[str, pa.RecordBatch]]:
         launches = sc.index.resolve()
         out = _Out(launches)
         seen: dict[str, int] = {}
@@ -243,6 +249,9 @@ class KinetoTraceReader:
             if out.size() >= self.batch_rows:
                 yield from out.flush()
         yield from out.flush()
+        if dist:  # collectives, steps and host ops of one rank of a distributed program
+            yield from read_comms(path, _launch(sc.header).get("rank")).batches(
+                out.ordinal, self.batch_rows)
 
 
 class _Out:
@@ -308,6 +317,22 @@ class _Out:
             yield "kernel_launch", kernel_launch_batch({**self.kl, "host_op": hosts,
                                                         "launch_api": apis})
         self._reset()
+
+
+def _launch(header: dict[str, Any]) -> dict[str, Any]:
+    """Rank, world size, launch group and device of a rank's trace: Kineto's
+    ``distributedInfo``, completed by the ``argusLaunch`` object of the argusdb recorder."""
+    info_v, own_v = header.get("distributedInfo"), header.get("argusLaunch")
+    info: dict[str, Any] = info_v if isinstance(info_v, dict) else {}
+    own: dict[str, Any] = own_v if isinstance(own_v, dict) else {}
+    out: dict[str, Any] = {}
+    for k in ("rank", "world_size"):
+        v = _int(info.get(k)) if _int(info.get(k)) is not None else _int(own.get(k))
+        if v is not None:
+            out[k] = v
+    if isinstance(own.get("launch_group"), str):
+        out["launch_group"] = own["launch_group"]
+    return out
 
 
 def _int(v: Any) -> int | None:

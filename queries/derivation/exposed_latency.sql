@@ -1,4 +1,4 @@
--- requires: derivation.probe
+-- requires: derivation.probe, derivation.exposed_communication, derivation.clock_offset
 -- The launches a forced-wait derivation looks at, each kept or dropped with a reason. A usable
 -- probe (status 'ok') is paired, per clean timing run of the variant, with the newest clean
 -- timing run of the parent under the same collection (same collector, signature and device).
@@ -109,4 +109,8 @@ SELECT -((hash(s.variant_run, s.parent_run, p.region_id, 'exposed_latency') >> 2
 FROM stats AS s
 JOIN run AS r ON r.run_id = s.variant_run
 JOIN derivation_probe AS p ON p.variant_version = r.program_version
-WHERE s.variant_median_ns IS NOT NULL AND s.parent_median_ns IS NOT NULL;
+WHERE s.variant_median_ns IS NOT NULL AND s.parent_median_ns IS NOT NULL
+UNION ALL
+SELECT * FROM derivation_exposed_communication
+UNION ALL
+SELECT * FROM derivation_clock_offset;

@@ -74,6 +74,14 @@ CASES: list[tuple[str, ...]] = [
     ("variant-check", "{text}", "v", "--parent", "p", "--rel-err", "0"),
     ("observe", "{syntax}", "--region", "broken/k/a", "--signals", "duration", "--dry-run"),
     ("observe", "{readme}", "--region", "x/y", "--signals", "duration", "--dry-run"),
+    ("launch", "ingest", "{text}", JSONL),
+    ("launch", "ingest", "{store}", JSONL),
+    ("launch", "ingest", "{store}", "{dir}"),
+    ("launch", "ingest", "{store}", "{missing}"),
+    ("launch", "diff", "{text}", "--from", "a", "--to", "b"),
+    ("launch", "diff", "{store}", "--from", "a", "--to", "b"),
+    ("launch", "trace", "{store}", "nosuchgroup", "{nodir}"),
+    ("launch", "trace", "{missing}", "g", "{nodir}"),
 ]
 
 

@@ -63,7 +63,8 @@ def test_triton_kernel_with_exact_ns_host_op_and_device() -> None:
     assert art.meta["displayTimeUnit"] == "ms"
     assert art.meta["baseTimeNanoseconds"] == 1727743122000000000
     itf = art.interference
-    assert itf.torch_profiler and itf.activity_tracing and itf.timing_clean()
+    # host-op tracing perturbs timing: a Kineto trace with cpu_op events is not timing-clean
+    assert itf.torch_profiler and itf.activity_tracing and not itf.timing_clean()
 
 
 def test_old_trace_links_host_ops_through_runtime_calls() -> None:
@@ -124,8 +125,9 @@ def test_h200_trace_binds_the_triton_kernel_to_its_region(store: Store) -> None:
                        "launch_api": "cuLaunchKernelEx"}]
     run = store.rows("SELECT device, export_schema, torch_profiler, activity_tracing, timing_clean"
                      " FROM run")[0]
+    # the trace has host ops (torch.profiler's CPU activity): its timing is not clean
     assert run == {"device": "NVIDIA H200", "export_schema": "1", "torch_profiler": True,
-                   "activity_tracing": True, "timing_clean": True}
+                   "activity_tracing": True, "timing_clean": False}
 
 
 def test_small_batches_give_the_same_rows() -> None:

@@ -94,7 +94,8 @@ def test_source_page_pcs_file_and_line() -> None:
     ev = t["evidence"]
     at = ev.filter(pc.and_(pc.equal(ev["pc"], 0x1D0), pc.equal(ev["signal"], "inst_executed")))
     assert at.to_pylist()[0] | {"src_row": 0} == {
-        "kernel": "softmax_fwd", "launch": "all", "cta": "all", "sm": "all", "warp": "all",
+        "kernel": "softmax_fwd", "rank": "all", "launch": "all", "cta": "all", "sm": "all",
+        "warp": "all",
         "warp_role": "all", "loop_iter": "all", "pc": 0x1D0, "source_file": "standard.py",
         "source_line": 170, "signal": "inst_executed", "value": 65536.0, "unit": "count",
         "replay_pass": None, "scope_path": None, "src_row": 0}

@@ -1,0 +1,1 @@
+"""Multi-process (torchrun) collection: per-rank recorder, bootstrap, launch-group ingest."""

@@ -1,0 +1,36 @@
+"""Run a program as one rank under the argusdb recorder: ``-m argusdb.distributed.bootstrap``.
+
+``torchrun`` starts it in every rank (``torchrun --nproc-per-node N -m
+argusdb.distributed.bootstrap PROGRAM [ARGS...]``); it installs the recorder named by
+``ARGUS_DIST_MODE`` (``events``, ``forced`` or ``profiler``, see
+:mod:`argusdb.distributed.recorder`) and runs ``PROGRAM`` as ``__main__``. Artefacts go to
+``ARGUS_DIST_OUT`` (default ``.``) named ``ARGUS_DIST_STEM`` (default: the program's stem);
+``ARGUS_LAUNCH_GROUP`` names the launch all ranks belong to (``argus ingest --launch-group``
+and :func:`argusdb.distributed.ingest.ingest_launch` key runs by it).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        raise SystemExit("usage: python -m argusdb.distributed.bootstrap PROGRAM [ARGS...]")
+    from argusdb.distributed.recorder import install
+    prog = argv[0]
+    mode = os.environ.get("ARGUS_DIST_MODE", "events")
+    out = Path(os.environ.get("ARGUS_DIST_OUT", "."))
+    stem = os.environ.get("ARGUS_DIST_STEM", Path(prog).stem)
+    group = os.environ.get("ARGUS_LAUNCH_GROUP") or os.environ.get("TORCHELASTIC_RUN_ID", "local")
+    install(mode, out, stem, group)
+    sys.argv = list(argv)
+    sys.path.insert(0, str(Path(prog).resolve().parent))
+    runpy.run_path(prog, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
