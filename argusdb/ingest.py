@@ -22,6 +22,7 @@ from argusdb.store import Store
 from argusdb.variants import VariantOf, bind
 from collectors import detect
 from collectors.base import Artefact, normalize_target
+from collectors.validate import check_options
 
 _TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
            "instruction": "instruction", "inline_site": "inline_site",
@@ -45,14 +46,21 @@ class IngestResult:
 
 
 def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """``KEY=VALUE`` strings → dict. Raises UsageError on a malformed pair."""
+    """``KEY=VALUE`` strings → dict. Raises UsageError on a malformed pair, or a key or value
+    outside the option grammar (:func:`collectors.validate.check_options`)."""
     out: dict[str, str] = {}
     for p in pairs:
         if "=" not in p or not p.split("=", 1)[0].strip():
             raise UsageError(f"--option {p!r}: expected KEY=VALUE, e.g. --option num_warps=4")
         k, v = p.split("=", 1)
         out[k.strip()] = v.strip()
-    return out
+    return check_options(out)
+
+
+def read_artefact(path: str | Path) -> Artefact:
+    """Detect and read one artefact: every check a reader makes before any row is written."""
+    p = Path(path)
+    return detect(p).read(p)
 
 
 def file_sha256(path: Path) -> str:
@@ -111,20 +119,22 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
 
 def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = None,
                 options: dict[str, str] | None = None,
-                variant: VariantOf | None = None, task_id: str | None = None) -> IngestResult:
+                variant: VariantOf | None = None, task_id: str | None = None,
+                artefact: Artefact | None = None) -> IngestResult:
     """Ingest one artefact as one run, atomically and idempotently.
 
     With ``variant`` the program version is bound to its parent and transform task
     (see :mod:`argusdb.variants`). With ``task_id`` the run belongs to that (plan) task, whose
     row the caller writes (the runner); otherwise the ingest is a collect task of its own.
+    ``artefact`` is ``path`` already read (:func:`read_artefact`), as the CLI does for every
+    path before it opens the store.
 
     Raises:
         InputError: unknown, corrupt or mismatching input; nothing is written.
     """
     p = Path(path)
-    reader = detect(p)
-    art = reader.read(p)
-    options = dict(options or {})
+    options = check_options(dict(options or {}))
+    art = artefact if artefact is not None else read_artefact(p)
     given = normalize_target(options.pop("target", None))
     if given and art.target and given != art.target:
         raise InputError(str(path), f"was compiled for {art.target}, but --option target="

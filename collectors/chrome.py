@@ -24,6 +24,7 @@ from typing import IO, Any, cast
 import ijson
 
 from argusdb.errors import InputError
+from collectors.base import BOM
 
 _THOUSAND = Decimal(1000)
 #: Bytes ijson reads at a time. Its C backend turns a whole chunk into Python events before
@@ -32,12 +33,17 @@ BUF_SIZE = 16 * 1024
 
 
 def open_binary(path: Path) -> IO[bytes]:
-    """Open a possibly gzip-compressed file for binary reading (ijson wants bytes)."""
+    """Open a possibly gzip-compressed file for binary reading (ijson wants bytes), past a
+    UTF-8 byte-order mark if the text starts with one."""
     with open(path, "rb") as fh:
         magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return cast(IO[bytes], gzip.open(path, "rb"))
-    return open(path, "rb")
+    fh2 = cast(IO[bytes], gzip.open(path, "rb")) if magic == b"\x1f\x8b" else open(path, "rb")
+    try:
+        if fh2.read(len(BOM)) != BOM:
+            fh2.seek(0)
+    except (OSError, EOFError, zlib.error):
+        fh2.seek(0)  # a corrupt gzip stream: the reader reports it where it reads
+    return fh2
 
 
 def us_to_ns(value: Any) -> int | None:

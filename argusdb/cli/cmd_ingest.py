@@ -9,10 +9,11 @@ import click
 from argusdb import checker
 from argusdb.cli.output import handle_errors
 from argusdb.errors import UsageError
-from argusdb.ingest import ingest_path, parse_options
+from argusdb.ingest import ingest_path, parse_options, read_artefact
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf
+from collectors.validate import cross_check
 
 
 @click.command("ingest")
@@ -42,10 +43,14 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     variant = VariantOf(parent_version, transform, transform_task) \
         if parent_version and transform else None
     program = ProgramSource.from_path(program_path) if program_path else None
+    # Every artefact is read and checked before the store is opened: a refused one leaves the
+    # store untouched, byte for byte, and refuses the whole command.
+    arts = [read_artefact(p) for p in paths]
+    cross_check(arts)
     results = []
     with Store.open(store, create=True) as st:
-        for p in paths:
-            r = ingest_path(st, p, program, opts, variant)
+        for p, art in zip(paths, arts, strict=True):
+            r = ingest_path(st, p, program, opts, variant, artefact=art)
             results.append(r)
             if not as_json:
                 what = "already ingested" if r.already else ", ".join(
