@@ -70,8 +70,15 @@ def read_errors(path: Path, kind: str) -> Iterator[None]:
     try:
         yield
     except ijson.IncompleteJSONError as exc:
-        # yajl appends a multi-line excerpt with a caret: keep its first line.
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else "no detail"
+        # yajl appends a multi-line excerpt with a caret (as bytes): keep its first line.
+        msg = exc.args[0] if exc.args else ""
+        msg = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else str(msg)
+        why = msg.strip().splitlines()[0] if msg.strip() else "no detail"
+        if "invalid bytes in UTF8" in why:
+            raise InputError(str(path), f"is not valid UTF-8 ({why})", "re-export the trace "
+                             "from the tool (argus reads UTF-8 JSON, with or without a "
+                             "byte-order mark); an edited or re-encoded file is refused rather "
+                             "than guessed") from exc
         raise InputError(str(path), f"the {kind} JSON ends early or is malformed ({why})",
                          "the file is truncated or corrupt; export the trace again") from exc
     except ijson.JSONError as exc:

@@ -137,6 +137,10 @@ def us_to_ns(path: str | Path, where: str, name: str, value: Any,
     except (InvalidOperation, OverflowError, ValueError):
         raise InputError(str(path), f"{_where(where)}'{name}' is {_show(value)}, not a finite "
                          "number", "the trace is corrupt; export it again") from None
+    if ns < 0 <= lo:
+        raise InputError(str(path), f"{_where(where)}'{name}' is {_show(value)} µs: a duration "
+                         "cannot be negative", "the trace is corrupt or was edited; export it "
+                         "again")
     if not lo <= ns <= INT64_MAX:
         raise InputError(str(path), f"{_where(where)}'{name}' is {_show(value)} µs, outside the "
                          "range of a 64-bit nanosecond clock", "the trace is corrupt or was "

@@ -148,6 +148,10 @@ class RawCsvReader:
             cc = f"{major}.{minor}" if major and minor else res["CC"]
             if (t := known_target(path, cc, "compute capability")) is not None:
                 targets.add(t)
+            if known_target(path, res["CC"], "compute capability (CC)") not in (None, t):
+                raise InputError(str(path), f"line {row_no + 1}: CC {res['CC']} contradicts the "
+                                 f"device attributes' compute capability {cc}", "the file was "
+                                 "edited or is corrupt; export it again")
             if not device:
                 device = {"name": res.get("device__attribute_display_name"), "cc": cc}
                 device.update({n.removeprefix("device__attribute_"): _value(v)

@@ -182,12 +182,18 @@ def _rows(file: Path, tree: dict[str, Any], kind: str) -> Iterator[dict[str, Any
         for metric, value in metrics.items():
             if metric in _LABELS:
                 continue
-            v = measurement(file, f"node {'/'.join(path)}", metric, value)
+            v = measurement(file, f"node {_short(path)}", metric, value)
             signal, unit = metric_signal(metric)
             yield {"kernel": kernel, "launch": "all", "source_file": src_file,
                    "source_line": src_line, "signal": signal, "value": v,
                    "unit": unit, "scope_path": "/".join(path), "src_row": ordinal}
             ordinal += 1
+
+
+def _short(path: tuple[str, ...]) -> str:
+    """A node path for a message: frame names cut to 40 characters, at most the last three."""
+    names = [n if len(n) <= 40 else n[:37] + "..." for n in path[-3:]]
+    return "/".join((["..."] if len(path) > 3 else []) + names)
 
 
 def _instr_kernel(tree: dict[str, Any], path: tuple[str, ...]) -> str:

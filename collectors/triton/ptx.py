@@ -30,7 +30,7 @@ from collectors.validate import Braces, known_target
 
 ADAPTER_VERSION = "triton.ptx/1"
 _VERSION = re.compile(r"^\s*\.version\s+(\S+)")
-_TARGET = re.compile(r"^\s*\.target\s+([\w,\s]+)")
+_TARGET = re.compile(r"^\s*\.target\s+([^/\n]+?)\s*(?://.*)?$")
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$]+)")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]+)"(?:\s*,\s*\d+\s*,\s*\d+)?(?:\s+"([^"]+)")?')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(.*)$")
