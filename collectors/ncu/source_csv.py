@@ -246,7 +246,11 @@ class SourceCsvReader:
         kernel = fname = None
         n_sass = 0
         per_kernel: dict[str, int] = {}
-        for kind, a, b, _ in _walk(path):
+        # Every value is checked here, before anything is written (the Arrow parse is a few
+        # per cent of an ingest, whose time is the insert); _batches parses them again.
+        pending: list[tuple[int, str]] = []
+        layout: _Layout | None = None
+        for kind, a, b, text in _walk(path):
             if kind == "file":
                 fname, kernel = a, None
                 files[a] = b
@@ -270,6 +274,13 @@ class SourceCsvReader:
                 base[kernel] = min(base.get(kernel, pc_abs), pc_abs)
                 per_kernel[kernel] = per_kernel.get(kernel, 0) + 1
                 n_sass += 1
+                if layout is not None and (b[2] is not layout
+                                           or len(pending) >= BATCH_INSTRUCTIONS):
+                    _check_values(path, pending, layout)
+                layout = b[2]
+                pending.append((a, text))
+        if pending and layout is not None:
+            _check_values(path, pending, layout)
         if not n_sass:
             raise InputError(str(path), "holds no SASS instruction rows",
                              "export with --print-source cuda,sass from a report collected "
@@ -378,6 +389,13 @@ def _metric_columns(path: Path, texts: tuple[str, ...], rows: tuple[int, ...],
                              "the file was edited or is corrupt; export it again")
         out.append(arr)
     return out
+
+
+def _check_values(path: Path, pending: list[tuple[int, str]], layout: _Layout) -> None:
+    """Parse and check the metric cells of pending SASS lines (see :func:`_metric_columns`)."""
+    rows, texts = zip(*pending, strict=True)
+    pending.clear()
+    _metric_columns(path, texts, rows, layout)
 
 
 def _counted(column: str) -> bool:

@@ -36,6 +36,7 @@ PROTON_TRACE = DATA / "proton" / "trace.chrome_trace"
 PROTON_INSTR = DATA / "proton" / "instr_trace.chrome_trace"
 HATCHET = DATA / "proton" / "tree.hatchet"
 PCS = DATA / "proton" / "pcs.hatchet"
+INSTR_TREE = DATA / "proton" / "instr_tree.hatchet"
 NSYS = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
 NCU_REP = DATA / "ncu" / "softmax.ncu-rep"
 
@@ -360,6 +361,8 @@ CASES: list[Case] = [
     Case("hatchet-arch-9999", HATCHET, hatchet(arch("9999")), TARGET),
     Case("pcs-stall-negative", PCS, sub(r'"stalled_([A-Za-z_]+)": ?\d+', r'"stalled_\1": -3'),
          "cannot be negative"),
+    Case("instr-tree-cycles-string", INSTR_TREE, sub(r'"cycles": ?\d+', '"cycles": "12"'),
+         "'cycles' is '12', not a number"),
     # Nsight Systems SQLite export
     Case("nsys-end-before-start", NSYS, None, "ends before it starts",
          sql=['UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 '
@@ -403,3 +406,55 @@ BAD_OPTIONS: list[tuple[str, str]] = [
     ("=4", "expected KEY=VALUE"),
     ("note=two words", "not a plain token"),
 ]
+
+
+def main() -> None:
+    """Ingest every case through the CLI into a store holding one real run, and tally.
+
+    ``python -m tests.collectors.corrupt_cases`` prints, per collector, how many cases were
+    refused cleanly (exit 2, a message with file, problem and fix, store bytes unchanged),
+    accepted (exit 0: stored), or crashed (any other exit: a traceback).
+    """
+    import hashlib
+    import sys
+    import tempfile
+    from collections import Counter
+
+    from click.testing import CliRunner
+
+    from argusdb.cli import main as cli
+
+    def digest(db: Path) -> str:
+        return hashlib.sha256(db.read_bytes()).hexdigest()
+
+    tally: Counter[tuple[str, str]] = Counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "s.duckdb"
+        CliRunner().invoke(cli, ["ingest", str(db), str(CUPTI)])
+        for i, case in enumerate(CASES):
+            work = Path(tmp) / str(i)
+            work.mkdir()
+            bad = case.src if case.mutate is None and not case.sql else case.write(work)
+            before = digest(db)
+            r = CliRunner().invoke(cli, ["ingest", str(db), *map(str, case.with_paths),
+                                         str(bad), *case.args, "--json"])
+            if r.exit_code == 0:
+                outcome = "accepted"
+            elif r.exit_code == 2 and digest(db) == before:
+                err = json.loads(r.stdout)["errors"][0]
+                outcome = "refused" if err.get("file") and err.get("fix") else "refused, vague"
+            elif r.exit_code == 2:
+                outcome = "refused, store bytes changed"
+            else:
+                outcome = "crashed"
+            tally[(case.id.split("-", 1)[0], outcome)] += 1
+            if outcome != "refused":
+                print(f"{case.id}: {outcome}", file=sys.stderr)
+    for (collector, outcome), n in sorted(tally.items()):
+        print(f"{collector:8s} {outcome:30s} {n}")
+    total = Counter(o for (_, o), n in tally.items() for _ in range(n))
+    print(f"{len(CASES)} cases: " + ", ".join(f"{n} {o}" for o, n in sorted(total.items())))
+
+
+if __name__ == "__main__":
+    main()

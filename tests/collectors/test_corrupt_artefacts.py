@@ -3,9 +3,8 @@
 The cases (``corrupt_cases.py``) are generated from the real recordings in ``tests/data``. Each
 is ingested through the CLI into a store that already holds one run; the command must exit 2
 with a JSON error naming the file, the problem and a fix, and the store file must be byte for
-byte what it was (the CLI reads and checks every artefact before it opens the store). A
-refusal that only a write-time check can make (a value deep in a source page) rolls the run
-back: those cases are checked table by table instead.
+byte what it was (the CLI reads and checks every artefact before it opens the store), with the
+same rows in every table.
 """
 
 from __future__ import annotations
@@ -26,8 +25,6 @@ from collectors import detect
 from tests.collectors.corrupt_cases import BAD_OPTIONS, CASES, CUPTI, VALID, Case
 from tests.conftest import DATA, DEMO
 
-#: Refusals made while rows are streamed into the store (rolled back, not byte-identical).
-WRITE_TIME = {"source-words-in-counts", "source-one-word", "source-negative-count"}
 _TABLES = ("run", "task", "program_version", "observed_evidence", "kernel_launch",
            "instruction", "inline_site", "scope_event")
 
@@ -58,7 +55,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _assert_refused(db: Path, paths: list[Path], problem: str, named: Path,
-                    extra: list[str], byte_identical: bool) -> None:
+                    extra: list[str]) -> None:
     before, rows = _digest(db), _counts(db)
     code, out, err, exc = _cli("ingest", str(db), *map(str, paths), *extra, "--json")
     assert exc is None or isinstance(exc, SystemExit), f"traceback: {exc!r}"
@@ -68,8 +65,7 @@ def _assert_refused(db: Path, paths: list[Path], problem: str, named: Path,
     assert re.search(problem, error["problem"]), error["problem"]
     assert len(error["fix"]) > 10, error
     assert _counts(db) == rows
-    if byte_identical:
-        assert _digest(db) == before
+    assert _digest(db) == before
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -79,8 +75,7 @@ def test_corrupt_artefact_is_refused_and_nothing_written(case: Case, seeded: Pat
         bad = case.src  # a valid artefact refused together with another (cross check)
     else:
         bad = case.write(tmp_path)
-    _assert_refused(seeded, [*case.with_paths, bad], case.problem, bad, case.args,
-                    byte_identical=case.id not in WRITE_TIME)
+    _assert_refused(seeded, [*case.with_paths, bad], case.problem, bad, case.args)
 
 
 @pytest.mark.parametrize("case", VALID, ids=[c.id for c in VALID])
