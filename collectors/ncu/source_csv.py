@@ -381,6 +381,12 @@ def _metric_columns(path: Path, texts: tuple[str, ...], rows: tuple[int, ...],
                                  f"({n_bad} such cells in this part of the file)",
                                  "the file was edited or is corrupt; export it again with ncu "
                                  "-i R --page source --csv --print-source cuda,sass")
+        huge = pc.is_inf(arr)
+        if pc.any(huge).as_py():
+            j = pc.index(huge, True).as_py()
+            raise InputError(str(path), f"line {rows[j] + 1}, column '{layout.header[i]}': "
+                             "a number too large to be a measurement (not finite)",
+                             "the file was edited or is corrupt; export it again")
         neg = pc.less(arr, 0.0)
         if pc.any(neg).as_py():
             j = pc.index(neg, True).as_py()

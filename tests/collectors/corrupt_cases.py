@@ -192,11 +192,11 @@ def hatchet(change: Callable[[list[Any]], None]) -> Mutate:
 
 def _kernel_node(doc: list[Any]) -> dict[str, Any]:
     """The first node below ROOT that carries a 'time (ns)' metric (or any metric)."""
-    stack = list(doc[0].get("children") or [])
+    stack: list[dict[str, Any]] = list(doc[0].get("children") or [])
     while stack:
         node = stack.pop(0)
         if node.get("metrics"):
-            return node  # type: ignore[no-any-return]
+            return node
         stack.extend(node.get("children") or [])
     raise AssertionError("no node with metrics")
 
@@ -308,6 +308,8 @@ CASES: list[Case] = [
     Case("source-one-word", SOURCE, csv_cell("stall_long_sb", "lots"), "not a number"),
     Case("source-negative-count", SOURCE, csv_cell("Instructions Executed", "-65536"),
          "is negative"),
+    Case("source-count-1e400", SOURCE, csv_cell("Instructions Executed", "1e400"),
+         "not finite"),
     Case("source-cut-mid-row", SOURCE, cut(0.5), "fields, the header has|malformed CSV"),
     Case("source-section-twice", SOURCE, twice, "lists address .* twice"),
     Case("source-bad-utf8", SOURCE, bad_utf8(b"FMNMX"), UTF8),

@@ -42,7 +42,7 @@ def _digest(db: Path) -> dict[str, str]:
 
 def _counts(db: Path) -> dict[str, int]:
     with Store.open(db, read_only=True) as st:
-        return {t: st.sql(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _TABLES}
+        return {t: st.rows(f"SELECT count(*) AS n FROM {t}")[0]["n"] for t in _TABLES}
 
 
 @pytest.fixture(scope="module")
