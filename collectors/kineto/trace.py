@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -147,6 +148,11 @@ class _Scan:
             if isinstance(ev.get("device"), int):
                 self.devices.add(ev["device"])
         elif cat == "cuda_profiler_range" and isinstance(name, str):
+            if "huge_arg" in ev:
+                raise InputError(str(self.path), f"traceEvents[{i}] (cuda_profiler_range): "
+                                 f"counter {ev['huge_arg']!r} is too large to be a measurement "
+                                 "(not finite as a float)", "the trace is corrupt or was edited; "
+                                 "export it again")
             self.ranges[name] += 1
         elif cat in _LAUNCH_CATS and isinstance(ev.get("correlation"), int):
             assert ts is not None
@@ -181,6 +187,9 @@ def _scan(path: Path) -> _Scan:
                     f = _FIELDS.get(prefix)
                     if f is not None:
                         ev[f] = value
+                    elif event == "number" and prefix.startswith("traceEvents.item.args.") \
+                            and not math.isfinite(float(value)):
+                        ev.setdefault("huge_arg", prefix.rsplit(".", 1)[-1])
                 continue
             if prefix == "":
                 if event == "map_key":

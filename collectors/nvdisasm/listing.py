@@ -23,7 +23,8 @@ evidence rows.
 Completeness: the listing states where each kernel ends. Its symbol line
 ``.size softmax_fwd,(.L_x_1 - softmax_fwd)`` names the label after the last instruction, and
 instructions follow each other without a gap (``/*0000*/``, ``/*0010*/``, ...: 16 bytes apiece
-on sm_70 and later). A listing cut short (a copy that stopped, a truncated download) lacks that
+on sm_70 and later; before sm_70, where scheduling words sit between instructions, PCs need only
+increase). A listing cut short (a copy that stopped, a truncated download) lacks that
 label or ends inside an instruction line, and is refused rather than stored in part.
 
 Example:
@@ -109,7 +110,9 @@ class SassListingReader:
                 if not text[3]:
                     raise InputError(str(path), f"line {no}: the instruction at "
                                      f"/*{text[1]:04x}*/ has no closing ';'", _FIX)
-                _next_pc(path, no, kernel, text[1], last, step)
+                sm = _SM.search(flags or "")
+                _next_pc(path, no, kernel, text[1], last, step,
+                         dense=sm is None or int(sm.group(1)) >= 70)
                 per_kernel[kernel] = per_kernel.get(kernel, 0) + 1
                 n += 1
         if flags is None:
@@ -186,8 +189,17 @@ class SassListingReader:
 
 
 def _next_pc(path: Path, no: int, kernel: str, pc: int, last: dict[str, tuple[int, int]],
-             step: dict[str, int]) -> None:
-    """Check that instructions of a kernel start at 0 and follow each other without a gap."""
+             step: dict[str, int], dense: bool) -> None:
+    """Check that instructions of a kernel start at 0 and follow each other without a gap
+    (``dense``: sm_70 and later), or at least in increasing order (older listings interleave
+    scheduling words)."""
+    if not dense:
+        if kernel in last and pc <= last[kernel][1]:
+            raise InputError(str(path), f"line {no}: instruction /*{pc:04x}*/ of kernel {kernel} "
+                             f"comes after /*{last[kernel][1]:04x}*/: instructions are repeated "
+                             "or out of order", _FIX)
+        last[kernel] = (no, pc)
+        return
     if kernel not in last:
         if pc != 0:
             raise InputError(str(path), f"line {no}: kernel {kernel}'s first instruction is at "

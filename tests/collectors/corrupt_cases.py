@@ -31,6 +31,7 @@ CUPTI = GPU / "softmax.default.run1.cupti.jsonl"
 SOURCE = GPU / "softmax.default.source.csv"
 RAW = GPU / "softmax.default.raw.csv"
 KINETO_GZ = DATA / "kineto" / "triton_example.json.gz"
+KINETO_RANGES = DATA / "kineto" / "benchmark_result_924719_1679055439_trace.json.gz"
 KINETO = DATA / "proton" / "torch_trace.json"
 PROTON_TRACE = DATA / "proton" / "trace.chrome_trace"
 PROTON_INSTR = DATA / "proton" / "instr_trace.chrome_trace"
@@ -337,6 +338,9 @@ CASES: list[Case] = [
     Case("kineto-kernel-twice", KINETO, events(dup_first("kernel")), DUP),
     Case("kineto-gz-kernel-twice", KINETO_GZ, gz(events(dup_first("kernel"))), DUP),
     Case("kineto-cc-99", KINETO, sub('"computeMajor": 9', '"computeMajor": 99'), TARGET),
+    Case("kineto-range-counter-1e400", KINETO_RANGES,
+         gz(sub(r'("smsp__sass_thread_inst_executed_op_ffma_pred_on\.sum": ?)\d+', r"\g<1>1e400")),
+         "too large to be a measurement"),
     Case("kineto-bad-utf8", KINETO, bad_utf8(b'"name": "'), UTF8),
     # Proton traces and trees
     Case("proton-trace-dur-negative", PROTON_TRACE, events(first("kernel", dur=-1.0)),
@@ -384,6 +388,8 @@ CASES: list[Case] = [
 #: Artefacts that are valid although unusual: they must ingest (no false refusal).
 VALID: list[Case] = [
     Case("sass-bom", SASS, bom, ""),
+    # Before sm_70 scheduling words sit between instructions: PCs need only increase.
+    Case("sass-pre-volta-pcs", SASS, sub("EF_CUDA_SM90", "EF_CUDA_SM61", 2), ""),
     Case("ptx-bom", PTX, bom, ""),
     Case("ttgir-bom", TTGIR, bom, ""),
     Case("cupti-bom", CUPTI, bom, ""),
