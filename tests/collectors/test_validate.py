@@ -69,9 +69,9 @@ def test_numbers() -> None:
         interval("f", "w", 0, MAX_INTERVAL_NS + 1)
     assert measurement("f", "w", "m", Decimal("2.5")) == 2.5
     assert measurement("f", "w", "m", -2, signed=True) == -2
-    for bad in (-1, "1", Decimal("1e400"), True):
+    for worse in (-1, "1", Decimal("1e400"), True):
         with pytest.raises(InputError):
-            measurement("f", "w", "m", bad)
+            measurement("f", "w", "m", worse)
 
 
 def test_unique_names_the_first_repeat() -> None:
