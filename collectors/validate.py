@@ -262,6 +262,8 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         UsageError: naming the option, what is wrong and an example that works.
     """
     for key, raw in options.items():
+        if raw is None and key == "target":
+            continue  # the library's "no target given"
         value = str(raw)
         if not isinstance(key, str) or not _OPTION_KEY.fullmatch(key):
             raise UsageError(f"--option {key!s}={value}: the key {key!r} is not an identifier "
