@@ -9,7 +9,7 @@ import click
 from argusdb import checker
 from argusdb.cli.output import handle_errors
 from argusdb.errors import UsageError
-from argusdb.ingest import ingest_path, parse_options, read_artefact
+from argusdb.ingest import check_program, ingest_path, parse_options, read_artefact
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf
@@ -47,6 +47,9 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     # store untouched, byte for byte, and refuses the whole command.
     arts = [read_artefact(p) for p in paths]
     cross_check(arts)
+    if program is not None:
+        for art in arts:
+            check_program(art, program)
     results = []
     with Store.open(store, create=True) as st:
         for p, art in zip(paths, arts, strict=True):

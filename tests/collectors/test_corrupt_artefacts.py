@@ -23,7 +23,7 @@ from argusdb.errors import InputError
 from argusdb.store import Store
 from collectors import detect
 from tests.collectors.corrupt_cases import BAD_OPTIONS, CASES, CUPTI, VALID, Case
-from tests.conftest import DATA, DEMO
+from tests.conftest import DATA, DEMO, KERNELS
 
 _TABLES = ("run", "task", "program_version", "observed_evidence", "kernel_launch",
            "instruction", "inline_site", "scope_event")
@@ -95,6 +95,14 @@ def test_bad_option_is_refused_before_the_store_is_touched(option: str, problem:
     code, out, _, exc = _cli("ingest", str(seeded), str(CUPTI), "--option", option, "--json")
     assert exc is None or isinstance(exc, SystemExit), f"traceback: {exc!r}"
     assert code == 2 and problem in json.loads(out)["errors"][0]["message"], out
+    assert _digest(seeded) == before
+
+
+def test_wrong_program_is_refused_before_the_store_is_touched(seeded: Path) -> None:
+    before = _digest(seeded)
+    code, out, _, _ = _cli("ingest", str(seeded), str(CUPTI), "--program",
+                           str(KERNELS / "matmul.py"), "--json")
+    assert code == 2 and "none of its kernels" in json.loads(out)["errors"][0]["problem"]
     assert _digest(seeded) == before
 
 
