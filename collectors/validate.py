@@ -272,13 +272,13 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         if key == "target":
             t = normalize_target(value)
             if t not in KNOWN_TARGETS:
-                raise UsageError(f"--option target={value}: not a known CUDA target "
-                                 f"({_TARGETS_TEXT}), e.g. --option target=sm_90")
+                raise UsageError(f"--option target={value!r}: not a known CUDA target "
+                                 f"({_TARGETS_TEXT}); give one, e.g. --option target=sm_90")
             continue
         if key in _POSITIVE_INT_OPTIONS:
             if not (value.isdigit() and value.isascii() and 0 < int(value) <= 1 << 16):
-                raise UsageError(f"--option {key}={value}: {key} is a positive integer, e.g. "
-                                 f"--option {key}=4")
+                raise UsageError(f"--option {key}={value!r}: {key} is a positive integer, "
+                                 f"e.g. --option {key}=4")
             continue
         if not _OPTION_VALUE.fullmatch(value):
             raise UsageError(f"--option {key}={value!r}: the value is not a plain token "
