@@ -20,9 +20,10 @@ What it reads:
 
 Checks in the first pass, before anything is stored: ``ts``/``dur`` of kernel, runtime, driver,
 ``cpu_op`` and profiler-range events are numbers (never strings) within a 64-bit nanosecond
-clock, ``dur >= 0`` and shorter than 7 days; no kernel event repeats another (same name, start,
-duration, device, stream and correlation ID); the GPU's compute capability is a known CUDA
-target (for NVIDIA devices). A truncated JSON or gzip stream is refused.
+clock, ``dur >= 0`` and shorter than 7 days; a kernel's grid, block, registers, shared memory,
+device, stream and correlation are non-negative integers; no kernel event repeats another
+(same name, start, duration, device, stream and correlation ID); the GPU's compute capability
+is a known CUDA target (for NVIDIA devices). A truncated JSON or gzip stream is refused.
 
 Not read: memcpy/memset, syncs, flow (``ac2g``) events (their link is the correlation ID that
 kernel events carry already), Python stacks.
@@ -76,6 +77,10 @@ _FIELDS = {f"traceEvents.item.{k}": k for k in ("cat", "name", "ph", "pid", "tid
 _FIELDS["traceEvents.item.args.correlation"] = "correlation"
 _FIELDS["traceEvents.item.args.device"] = "device"
 _FIELDS["traceEvents.item.args.stream"] = "stream"
+#: Kernel-event arguments that become integer columns (and therefore must be numbers >= 0).
+_INT_ARGS = {f"traceEvents.item.args.{k}": k for k in (
+    "grid.item", "block.item", "registers per thread", "shared memory", "device", "stream",
+    "correlation")}
 #: Event categories whose times argus uses (and therefore checks).
 _TIMED = ("kernel", "cuda_profiler_range", "cpu_op", *_LAUNCH_CATS)
 _SCALARS = frozenset(("string", "number", "boolean", "null"))
@@ -140,6 +145,11 @@ class _Scan:
                 raise InputError(str(self.path), f"{where}: 'dur' is {ev.get('dur')} µs, not a "
                                  "plausible duration (more than 7 days or past the 64-bit "
                                  "clock)", "the trace is corrupt or was edited; export it again")
+        if cat == "kernel" and "bad_arg" in ev:
+            arg, value = ev["bad_arg"]
+            raise InputError(str(self.path), f"traceEvents[{i}] (kernel): argument '{arg}' is "
+                             f"{value!r}, not a non-negative integer", "the trace is corrupt or "
+                             "was edited; export it again")
         if cat == "kernel" and isinstance(name, str):
             self.kernels[name] += 1
             if self.unique is not None:
@@ -190,6 +200,11 @@ def _scan(path: Path) -> _Scan:
                     elif event == "number" and prefix.startswith("traceEvents.item.args.") \
                             and not math.isfinite(float(value)):
                         ev.setdefault("huge_arg", prefix.rsplit(".", 1)[-1])
+                    if prefix in _INT_ARGS and event != "null" and (
+                            event != "number" or value < 0 or value != int(value)
+                            or value > (1 << 63) - 1):
+                        ev.setdefault("bad_arg", (_INT_ARGS[prefix].removesuffix(".item"),
+                                                  value))
                 continue
             if prefix == "":
                 if event == "map_key":

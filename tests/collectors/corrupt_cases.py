@@ -335,6 +335,12 @@ CASES: list[Case] = [
     Case("kineto-kernel-ts-1e30", KINETO, events(first("kernel", ts=1e30)), "outside"),
     Case("kineto-kernel-dur-week", KINETO, events(first("kernel", dur=1e12)), "7 days"),
     Case("kineto-cpu-op-ts-string", KINETO, events(first("cpu_op", ts="x")), "not a number"),
+    Case("kineto-grid-string", KINETO,
+         events(lambda evs: next(e for e in evs if e.get("cat") == "kernel")["args"].update(
+             grid=["16384", 1, 1])), "argument 'grid' is '16384'"),
+    Case("kineto-registers-negative", KINETO,
+         events(lambda evs: next(e for e in evs if e.get("cat") == "kernel")["args"].update(
+             {"registers per thread": -23})), "argument 'registers per thread' is -23"),
     Case("kineto-kernel-twice", KINETO, events(dup_first("kernel")), DUP),
     Case("kineto-gz-kernel-twice", KINETO_GZ, gz(events(dup_first("kernel"))), DUP),
     Case("kineto-cc-99", KINETO, sub('"computeMajor": 9', '"computeMajor": 99'), TARGET),
