@@ -22,6 +22,7 @@ What it reads:
 
 Checks before anything is stored (one SQL pass each): every kernel's ``start``/``end`` are
 integers (SQLite would hold a string), non-negative, ``end >= start`` and shorter than 7 days;
+grid, block, registers, shared memory, device, stream and correlation non-negative integers;
 no kernel row repeats another (same start, end, device, stream, correlation ID and name); the
 GPUs that ran kernels have a known CUDA target.
 
@@ -75,6 +76,13 @@ _KERNEL_CHECKS = (
     (f"lasts more than 7 days ({MAX_INTERVAL_NS} ns): not a measurement",
      f"SELECT rowid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL "
      f"WHERE \"end\" - start > {MAX_INTERVAL_NS} LIMIT 1"),
+    ("a grid, block, register, shared-memory, device or stream field is not a non-negative "
+     "integer",
+     "SELECT rowid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE " + " OR ".join(
+         f"typeof({c}) NOT IN ('integer', 'null') OR {c} < 0" for c in (
+             "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+             "staticSharedMemory", "dynamicSharedMemory", "deviceId", "streamId",
+             "correlationId")) + " LIMIT 1"),
     ("repeats another kernel row exactly (same start, end, device, stream, correlation ID and "
      "name): a tool records a launch once",
      "SELECT max(rowid), start, end FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY start, \"end\", "

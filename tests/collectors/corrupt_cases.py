@@ -382,6 +382,9 @@ CASES: list[Case] = [
     Case("nsys-start-string", NSYS, None, "not an integer",
          sql=["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' "
               "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"]),
+    Case("nsys-grid-string", NSYS, None, "not a non-negative integer",
+         sql=["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'big' "
+              "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"]),
     Case("nsys-kernel-twice", NSYS, None, "repeats another kernel row",
          sql=["INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL "
               "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"]),
