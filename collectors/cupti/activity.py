@@ -28,7 +28,6 @@ from collectors.validate import INT32_MAX, Unique, int_field, interval, ns_times
 
 ADAPTER_VERSION = "cupti.activity/1"
 _BATCH = 50_000
-#: cupti-python activity record field → kernel_launch column (computed columns are added apart).
 #: Integer fields of a kernel record and their largest plausible value (all are >= 0).
 _INT_FIELDS = {"correlation_id": (1 << 63) - 1, "grid_x": INT32_MAX, "grid_y": INT32_MAX,
                "grid_z": INT32_MAX, "block_x": INT32_MAX, "block_y": INT32_MAX,
@@ -36,6 +35,7 @@ _INT_FIELDS = {"correlation_id": (1 << 63) - 1, "grid_x": INT32_MAX, "grid_y": I
                "static_shared_memory": INT32_MAX, "dynamic_shared_memory": INT32_MAX,
                "device_id": INT32_MAX, "stream_id": (1 << 63) - 1}
 _KERNEL_KINDS = ("CONCURRENT_KERNEL", "KERNEL")
+#: cupti-python activity record field → kernel_launch column (computed columns are added apart).
 _LAUNCH_COLUMNS = {"start": "start_ns", "end": "end_ns", "correlation_id": "correlation_id",
                    "grid_x": "grid_x", "grid_y": "grid_y", "grid_z": "grid_z",
                    "block_x": "block_x", "block_y": "block_y", "block_z": "block_z",
@@ -79,7 +79,7 @@ class ActivityJsonlReader:
                                                   "name")), i + 1)
             if rec["kind"] in _KERNEL_KINDS:
                 kernels.add(rec["name"])
-                devices.add(int(rec.get("device_id", 0)))
+                devices.add(rec.get("device_id") or 0)
         unique.check()
         return Artefact(
             path=str(path), collector="cupti", kind=self.kind, tool="cupti-python",
