@@ -26,6 +26,7 @@ from argusdb.store import Store
 from argusdb.variants import VariantOf, bind
 from collectors import detect, readers
 from collectors.base import Artefact, head_bytes, normalize_target
+from collectors.validate import check_options, cross_check
 
 _TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
            "instruction": "instruction", "inline_site": "inline_site",
@@ -53,14 +54,21 @@ class IngestResult:
 
 
 def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """``KEY=VALUE`` strings → dict. Raises UsageError on a malformed pair."""
+    """``KEY=VALUE`` strings → dict. Raises UsageError on a malformed pair, or a key or value
+    outside the option grammar (:func:`collectors.validate.check_options`)."""
     out: dict[str, str] = {}
     for p in pairs:
         if "=" not in p or not p.split("=", 1)[0].strip():
             raise UsageError(f"--option {p!r}: expected KEY=VALUE, e.g. --option num_warps=4")
         k, v = p.split("=", 1)
         out[k.strip()] = v.strip()
-    return out
+    return check_options(out)
+
+
+def read_artefact(path: str | Path) -> Artefact:
+    """Detect and read one artefact: every check a reader makes before any row is written."""
+    p = Path(path)
+    return detect(p).read(p)
 
 
 def file_sha256(path: Path) -> str:
@@ -211,7 +219,8 @@ def _launch_place(art: Artefact, given: dict[str, Any] | None, path: str) -> dic
 def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = None,
                 options: dict[str, str] | None = None,
                 variant: VariantOf | None = None, task_id: str | None = None,
-                launch: dict[str, Any] | None = None) -> IngestResult:
+                launch: dict[str, Any] | None = None,
+                artefact: Artefact | None = None) -> IngestResult:
     """Ingest one artefact as one run, atomically and idempotently (see :func:`ingest_paths`).
 
     With ``variant`` the program version is bound to its parent and transform task
@@ -219,11 +228,13 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
     ``device_index``) places the run in a multi-process launch where the artefact does not say
     (it must agree where it does). With ``task_id`` the run belongs to that (plan) task, whose
     row the caller writes (the runner); otherwise the ingest is a collect task of its own.
+    ``artefact`` is ``path`` already read (:func:`read_artefact`).
 
     Raises:
         InputError: unknown, corrupt or mismatching input; nothing is written.
     """
-    return ingest_paths(store, [path], program, options, variant, task_id, launch)[0]
+    return ingest_paths(store, [path], program, options, variant, task_id, launch,
+                        artefacts=[artefact] if artefact is not None else None)[0]
 
 
 @dataclass
@@ -286,9 +297,11 @@ def _one_compile(arts: list[tuple[Path, Artefact]]) -> None:
 
 
 def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, str],
-          launch: dict[str, Any] | None = None) -> list[_Planned]:
+          launch: dict[str, Any] | None = None,
+          artefacts: list[Artefact] | None = None) -> list[_Planned]:
     given = normalize_target(options.pop("target", None))
-    arts = [(p, detect(p).read(p)) for p in paths]
+    read = artefacts if artefacts is not None else [read_artefact(p) for p in paths]
+    arts = list(zip(paths, read, strict=True))
     for p, art in arts:
         if given and art.target and given != art.target:
             raise InputError(str(p), f"was compiled for {art.target}, but --option target="
@@ -296,6 +309,7 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
     shared = _shared_target(arts, given) if program else None
     if program:
         _one_compile(arts)
+    cross_check(read)
     # Without --program, artefacts of one command holding the same machine code (the ncu source
     # page and the nvdisasm listing of one compile) share the target one of them states.
     code_targets: dict[str, set[str]] = {}
@@ -328,12 +342,35 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
     return out
 
 
+@dataclass
+class Prepared:
+    """The artefacts of one ingest command, read, checked and bound to their versions; nothing
+    written yet (:func:`prepare`)."""
+
+    plans: list[_Planned]
+    options: dict[str, str]
+
+
+def prepare(paths: Sequence[str | Path], program: ProgramSource | None = None,
+            options: dict[str, str] | None = None, launch: dict[str, Any] | None = None,
+            artefacts: list[Artefact] | None = None) -> Prepared:
+    """Read and check every artefact of a command, and bind each to its program version,
+    without touching a store: a refused command leaves the store as it was, byte for byte.
+
+    Raises:
+        InputError: unknown, corrupt, mismatching or conflicting input.
+    """
+    opts = check_options(dict(options or {}))
+    return Prepared(_plan([Path(p) for p in paths], program, opts, launch, artefacts), opts)
+
+
 def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                  program: ProgramSource | None = None, options: dict[str, str] | None = None,
                  variant: VariantOf | None = None, task_id: str | None = None,
                  launch: dict[str, Any] | None = None, *,
-                 progress: Callable[[IngestResult], None] | None = None
-                 ) -> list[IngestResult]:
+                 progress: Callable[[IngestResult], None] | None = None,
+                 artefacts: list[Artefact] | None = None,
+                 prepared: Prepared | None = None) -> list[IngestResult]:
     """Ingest the artefacts of one command, each as one run, in one transaction.
 
     Identity:
@@ -350,11 +387,16 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
       version; artefacts of the command with the same fingerprint share the target one of
       them states (the source page and the listing of one compile meet).
 
+    ``artefacts`` are ``paths`` already read (:func:`read_artefact`); ``prepared`` is the
+    command already read and checked by :func:`prepare`, as the CLI does before it opens the
+    store.
+
     Raises:
         InputError: unknown, corrupt, mismatching or conflicting input; nothing is written.
     """
-    options = dict(options or {})
-    plans = _plan([Path(p) for p in paths], program, options, launch)
+    if prepared is None:
+        prepared = prepare(paths, program, options, launch, artefacts)
+    plans, options = prepared.plans, prepared.options
     results: list[IngestResult] = []
     with store.transaction():
         for pl in plans:

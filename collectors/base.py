@@ -15,15 +15,22 @@ Example:
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from types import TracebackType
+from typing import IO, Any, Protocol
 
 import pyarrow as pa
+
+from argusdb.errors import InputError
+
+#: The UTF-8 byte-order mark some editors and Windows tools write before text.
+BOM = codecs.BOM_UTF8
 
 #: Scope columns every evidence row carries; ``'all'`` where a coordinate does not apply.
 #: ``rank`` (the process of a multi-process launch) is outermost, then the launch of a kernel,
@@ -142,13 +149,65 @@ class Reader(Protocol):
     def read(self, path: Path) -> Artefact: ...
 
 
-def open_text(path: Path) -> Any:
-    """Open a possibly gzip-compressed text file."""
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
+
+
+class StrictText:
+    """A text file (plain or gzip) read as UTF-8: a leading BOM is skipped, an invalid byte or a
+    truncated gzip stream becomes an :class:`InputError` naming the line.
+
+    Iterating yields lines, as a text file object does.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        with open(self.path, "rb") as fh:
+            self.gz = fh.read(2) == b"\x1f\x8b"
+        self._fh: IO[str] = (gzip.open(self.path, "rt", encoding="utf-8-sig") if self.gz
+                             else open(self.path, encoding="utf-8-sig"))
+
+    def __enter__(self) -> StrictText:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._fh.close()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            yield from self._fh
+        except UnicodeDecodeError as exc:
+            line, byte = _first_bad_utf8(self.path, self.gz)
+            raise InputError(str(self.path), f"is not valid UTF-8 (line {line}: byte "
+                             f"{byte!r} cannot be decoded)", "re-export the file from the tool "
+                             "(argus reads UTF-8 text, with or without a byte-order mark); "
+                             "a file that was edited or converted to another encoding is "
+                             "refused rather than guessed") from exc
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(str(self.path), f"the gzip stream ends early or is corrupt ({exc})",
+                             "the file is truncated; copy or export it again") from exc
+
+
+def _first_bad_utf8(path: Path, gz: bool) -> tuple[int, bytes]:
+    """1-based line and the byte of the first invalid UTF-8 sequence in a file."""
+    dec = codecs.getincrementaldecoder("utf-8")()
+    line = 1
+    with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+        while chunk := fh.read(1 << 16):
+            try:
+                dec.decode(chunk)
+            except UnicodeDecodeError as exc:
+                return line + exc.object[:exc.start].count(b"\n"), exc.object[exc.start:
+                                                                              exc.start + 1]
+            line += chunk.count(b"\n")
+    return line, b""
+
+
+def open_text(path: Path) -> StrictText:
+    """Open a possibly gzip-compressed UTF-8 text file (BOM skipped, invalid bytes refused)."""
+    return StrictText(path)
 
 
 def head_bytes(path: Path, n: int = 4096) -> bytes:
@@ -159,10 +218,10 @@ def head_bytes(path: Path, n: int = 4096) -> bytes:
         # A streaming inflate returns what it can, so a truncated .gz is still recognised
         # (its reader then reports the truncation) rather than taken for an empty file.
         try:
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, n)
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, n)
         except zlib.error:
             return b""
-    return raw
+    return raw.removeprefix(BOM)  # a UTF-8 byte-order mark is not content: readers skip it
 
 
 def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:

@@ -24,6 +24,7 @@ from typing import IO, Any, cast
 import ijson
 
 from argusdb.errors import InputError
+from collectors.base import BOM
 
 _THOUSAND = Decimal(1000)
 #: Bytes ijson reads at a time. Its C backend turns a whole chunk into Python events before
@@ -32,12 +33,17 @@ BUF_SIZE = 16 * 1024
 
 
 def open_binary(path: Path) -> IO[bytes]:
-    """Open a possibly gzip-compressed file for binary reading (ijson wants bytes)."""
+    """Open a possibly gzip-compressed file for binary reading (ijson wants bytes), past a
+    UTF-8 byte-order mark if the text starts with one."""
     with open(path, "rb") as fh:
         magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return cast(IO[bytes], gzip.open(path, "rb"))
-    return open(path, "rb")
+    fh2 = cast(IO[bytes], gzip.open(path, "rb")) if magic == b"\x1f\x8b" else open(path, "rb")
+    try:
+        if fh2.read(len(BOM)) != BOM:
+            fh2.seek(0)
+    except (OSError, EOFError, zlib.error):
+        fh2.seek(0)  # a corrupt gzip stream: the reader reports it where it reads
+    return fh2
 
 
 def us_to_ns(value: Any) -> int | None:
@@ -64,8 +70,15 @@ def read_errors(path: Path, kind: str) -> Iterator[None]:
     try:
         yield
     except ijson.IncompleteJSONError as exc:
-        # yajl appends a multi-line excerpt with a caret: keep its first line.
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else "no detail"
+        # yajl appends a multi-line excerpt with a caret (as bytes): keep its first line.
+        msg = exc.args[0] if exc.args else ""
+        msg = msg.decode("utf-8", "replace") if isinstance(msg, bytes) else str(msg)
+        why = msg.strip().splitlines()[0] if msg.strip() else "no detail"
+        if "invalid bytes in UTF8" in why:
+            raise InputError(str(path), f"is not valid UTF-8 ({why})", "re-export the trace "
+                             "from the tool (argus reads UTF-8 JSON, with or without a "
+                             "byte-order mark); an edited or re-encoded file is refused rather "
+                             "than guessed") from exc
         raise InputError(str(path), f"the {kind} JSON ends early or is malformed ({why})",
                          "the file is truncated or corrupt; export the trace again") from exc
     except ijson.JSONError as exc:

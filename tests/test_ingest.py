@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -64,10 +65,13 @@ def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
     Store.open(db, create=True).close()
     big = tmp_path / "big.cupti.jsonl"
     lines = JSONL.read_text().splitlines()
-    kern = [ln for ln in lines if "CONCURRENT_KERNEL" in ln]
+    kern = [json.loads(ln) for ln in lines if "CONCURRENT_KERNEL" in ln]
     with open(big, "w") as fh:
-        for _ in range(8000):
-            fh.write("\n".join(kern) + "\n")
+        for rep in range(8000):  # later copies shifted in time: repeated records are refused
+            for rec in kern:
+                shift = rep * 10**9
+                fh.write(json.dumps({**rec, "start": rec["start"] + shift,
+                                     "end": rec["end"] + shift}) + "\n")
     script = (
         "import sys, collectors.cupti.activity as a\n"
         "from argusdb.store import Store\nfrom argusdb.ingest import ingest_path\n"

@@ -10,7 +10,7 @@ import click
 from argusdb import checker
 from argusdb.cli.output import handle_errors
 from argusdb.errors import UsageError
-from argusdb.ingest import expand_paths, ingest_paths, parse_options
+from argusdb.ingest import expand_paths, ingest_paths, parse_options, prepare
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf
@@ -56,11 +56,15 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     # A progress bar on a terminal (stderr) for many files.
     bar = click.progressbar(length=len(files), label="ingest", file=sys.stderr) \
         if len(files) > 1 and sys.stderr.isatty() else None
+    # Every artefact is read and checked before the store is opened: a refused one leaves the
+    # store untouched, byte for byte, and refuses the whole command.
+    prepared = prepare(files, program, opts)
     with Store.open(store, create=True) as st:
         # One transaction for the whole command: a conflict or a corrupt file writes nothing.
         try:
             results = ingest_paths(st, list(files), program, opts, variant,
-                                   progress=(lambda _: bar.update(1)) if bar else None)
+                                   progress=(lambda _: bar.update(1)) if bar else None,
+                                   prepared=prepared)
         finally:
             if bar is not None:
                 bar.render_finish()

@@ -1,4 +1,11 @@
-"""Reader for cupti-python activity records (JSON lines)."""
+"""Reader for cupti-python activity records (JSON lines).
+
+Every record is checked before anything is stored: ``start``/``end`` are integer nanoseconds in
+the 64-bit range with ``end >= start`` (and a kernel shorter than 7 days), grid, block, register
+and shared-memory fields are non-negative integers, and no record repeats another (CUPTI
+delivers each activity once: a repeated record means a concatenated file, which would double
+the launches). See :mod:`collectors.validate`.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +25,17 @@ from collectors.base import (
     launch_shapes,
     open_text,
 )
+from collectors.validate import INT32_MAX, Unique, int_field, interval, ns_timestamp
 
 ADAPTER_VERSION = "cupti.activity/1"
 _BATCH = 50_000
+#: Integer fields of a kernel record and their largest plausible value (all are >= 0).
+_INT_FIELDS = {"correlation_id": (1 << 63) - 1, "grid_x": INT32_MAX, "grid_y": INT32_MAX,
+               "grid_z": INT32_MAX, "block_x": INT32_MAX, "block_y": INT32_MAX,
+               "block_z": INT32_MAX, "registers_per_thread": INT32_MAX,
+               "static_shared_memory": INT32_MAX, "dynamic_shared_memory": INT32_MAX,
+               "device_id": INT32_MAX, "stream_id": (1 << 63) - 1}
+_KERNEL_KINDS = ("CONCURRENT_KERNEL", "KERNEL")
 #: cupti-python activity record field → kernel_launch column (computed columns are added apart).
 _LAUNCH_COLUMNS = {"start": "start_ns", "end": "end_ns", "correlation_id": "correlation_id",
                    "grid_x": "grid_x", "grid_y": "grid_y", "grid_z": "grid_z",
@@ -53,25 +68,30 @@ class ActivityJsonlReader:
                 if not isinstance(rec, dict) or "kind" not in rec:
                     raise InputError(str(path), f"line {i + 1} has no 'kind' field",
                                      "pass a cupti-python activity JSONL file")
-                yield i, rec
+                yield i, _checked(path, i, rec)
 
     def read(self, path: Path) -> Artefact:
         kernels: set[str] = set()
         devices: set[int] = set()
         shapes: set[tuple[str, int | None, int | None, int | None]] = set()
-        for _, rec in self._records(path):
-            if rec["kind"] in ("CONCURRENT_KERNEL", "KERNEL"):
+        unique = Unique(path, "activity record", lambda n: f"line {n}")
+        for i, rec in self._records(path):
+            unique.add(tuple(rec.get(k) for k in ("kind", "start", "end", "correlation_id",
+                                                  "device_id", "stream_id", "thread_id",
+                                                  "name")), i + 1)
+            if rec["kind"] in _KERNEL_KINDS:
                 for f in ("name", "start", "end"):
                     if f not in rec:
                         raise InputError(str(path), f"a kernel record lacks '{f}'",
                                          "pass a complete cupti-python activity export")
                 kernels.add(rec["name"])
-                devices.add(int(rec.get("device_id", 0)))
+                devices.add(rec.get("device_id") or 0)
                 threads = (rec.get("block_x") or 1) * (rec.get("block_y") or 1) * (
                     rec.get("block_z") or 1)
                 shapes.add((rec["name"], threads, rec.get("registers_per_thread"),
                             (rec.get("static_shared_memory") or 0)
                             + (rec.get("dynamic_shared_memory") or 0)))
+        unique.check()
         return Artefact(
             path=str(path), collector="cupti", kind=self.kind, tool="cupti-python",
             adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path),
@@ -86,7 +106,7 @@ class ActivityJsonlReader:
         ev: dict[str, list[Any]] = {k: [] for k in ("kernel", "launch", "signal", "value", "unit",
                                                     "src_row")}
         for row, rec in self._records(path):
-            if rec["kind"] not in ("CONCURRENT_KERNEL", "KERNEL"):
+            if rec["kind"] not in _KERNEL_KINDS:
                 continue
             name = rec["name"]
             idx = seen.get(name, 0)
@@ -117,3 +137,22 @@ class ActivityJsonlReader:
         for cols in (kl, ev):
             for v in cols.values():
                 v.clear()
+
+
+def _checked(path: Path, i: int, rec: dict[str, Any]) -> dict[str, Any]:
+    """A record whose timestamps and integer fields are plausible (see the module docstring)."""
+    where = f"line {i + 1} ({rec['kind']})"
+    if rec["kind"] in _KERNEL_KINDS:
+        name = rec.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(str(path), f"{where}: a kernel record without a 'name'",
+                             "pass a complete cupti-python activity export")
+        for f, hi in _INT_FIELDS.items():
+            if f in rec:
+                rec[f] = int_field(path, where, f, rec[f], 0, hi)
+    if rec["kind"] in _KERNEL_KINDS or "start" in rec or "end" in rec:
+        start = ns_timestamp(path, where, "start", rec.get("start"))
+        end = ns_timestamp(path, where, "end", rec.get("end"))
+        interval(path, where, start, end)
+        rec["start"], rec["end"] = start, end
+    return rec

@@ -18,6 +18,13 @@ What it reads:
   ``baseTimeNanoseconds`` (``ts`` are relative to it when present), CUDA/CUPTI versions,
   ``distributedInfo`` → ``meta``.
 
+Checks in the first pass, before anything is stored: ``ts``/``dur`` of kernel, runtime, driver,
+``cpu_op`` and profiler-range events are numbers (never strings) within a 64-bit nanosecond
+clock, ``dur >= 0`` and shorter than 7 days; a kernel's grid, block, registers, shared memory,
+device, stream and correlation are non-negative integers; no kernel event repeats another
+(same name, start, duration, device, stream and correlation ID); the GPU's compute capability
+is a known CUDA target (for NVIDIA devices). A truncated JSON or gzip stream is refused.
+
 Not read: memcpy/memset, syncs, flow (``ac2g``) events (their link is the correlation ID that
 kernel events carry already), Python stacks.
 
@@ -35,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -52,11 +60,12 @@ from collectors.base import (
     Interference,
     evidence_batch,
     kernel_launch_batch,
-    normalize_target,
 )
 from collectors.chrome import BUF_SIZE, iter_events, open_binary, read_errors, us_to_ns
 from collectors.kineto.comms import read_comms
 from collectors.kineto.hostops import LaunchIndex, ResolvedLaunches
+from collectors.validate import MAX_INTERVAL_NS, Unique, known_target, measurement
+from collectors.validate import us_to_ns as checked_ns
 
 ADAPTER_VERSION = "kineto.trace/1"
 #: Rows per Arrow batch; memory of the batches pass is bounded by this, not by the file.
@@ -68,6 +77,13 @@ _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
 _FIELDS = {f"traceEvents.item.{k}": k for k in ("cat", "name", "ph", "pid", "tid", "ts", "dur")}
 _FIELDS["traceEvents.item.args.correlation"] = "correlation"
 _FIELDS["traceEvents.item.args.device"] = "device"
+_FIELDS["traceEvents.item.args.stream"] = "stream"
+#: Kernel-event arguments that become integer columns (and therefore must be numbers >= 0).
+_INT_ARGS = {f"traceEvents.item.args.{k}": k for k in (
+    "grid.item", "block.item", "registers per thread", "shared memory", "device", "stream",
+    "correlation")}
+#: Event categories whose times argus uses (and therefore checks).
+_TIMED = ("kernel", "cuda_profiler_range", "cpu_op", *_LAUNCH_CATS)
 _SCALARS = frozenset(("string", "number", "boolean", "null"))
 _NOT_SNAKE = re.compile(r"[^0-9a-zA-Z_]+")
 
@@ -106,8 +122,13 @@ class _Scan:
     categories: Counter[str] = field(default_factory=Counter)
     index: LaunchIndex = field(default_factory=LaunchIndex)
     has_events: bool = False
+    path: Path = Path()
+    unique: Unique | None = None
+    n: int = 0
 
     def add(self, ev: dict[str, Any]) -> None:
+        i = self.n
+        self.n += 1
         cat = ev.get("cat")
         if not isinstance(cat, str):
             return
@@ -115,27 +136,48 @@ class _Scan:
         if ev.get("ph") != "X":
             return
         name = ev.get("name")
+        ts = dur = None
+        if cat in _TIMED:
+            where = f"traceEvents[{i}] ({cat})"
+            ts = checked_ns(self.path, where, "ts", ev.get("ts"))
+            dur = checked_ns(self.path, where, "dur", ev.get("dur"), lo=0) \
+                if cat != "cuda_profiler_range" or "dur" in ev else 0
+            if dur > MAX_INTERVAL_NS or ts + dur > (1 << 63) - 1:
+                raise InputError(str(self.path), f"{where}: 'dur' is {ev.get('dur')} µs, not a "
+                                 "plausible duration (more than 7 days or past the 64-bit "
+                                 "clock)", "the trace is corrupt or was edited; export it again")
+        if cat == "kernel" and "bad_arg" in ev:
+            arg, value = ev["bad_arg"]
+            raise InputError(str(self.path), f"traceEvents[{i}] (kernel): argument '{arg}' is "
+                             f"{value!r}, not a non-negative integer", "the trace is corrupt or "
+                             "was edited; export it again")
         if cat == "kernel" and isinstance(name, str):
             self.kernels[name] += 1
+            if self.unique is not None:
+                self.unique.add((name, ts, dur, ev.get("device"), ev.get("stream"),
+                                 ev.get("correlation")), i)
             if isinstance(ev.get("device"), int):
                 self.devices.add(ev["device"])
         elif cat == "cuda_profiler_range" and isinstance(name, str):
+            if "huge_arg" in ev:
+                raise InputError(str(self.path), f"traceEvents[{i}] (cuda_profiler_range): "
+                                 f"counter {ev['huge_arg']!r} is too large to be a measurement "
+                                 "(not finite as a float)", "the trace is corrupt or was edited; "
+                                 "export it again")
             self.ranges[name] += 1
         elif cat in _LAUNCH_CATS and isinstance(ev.get("correlation"), int):
-            ts = us_to_ns(ev.get("ts"))
-            if ts is not None:
-                self.index.add_runtime(ev.get("pid"), ev.get("tid"), ts, ev["correlation"],
-                                       str(name))
+            assert ts is not None
+            self.index.add_runtime(ev.get("pid"), ev.get("tid"), ts, ev["correlation"],
+                                   str(name))
         elif cat == "cpu_op":
-            ts, dur = us_to_ns(ev.get("ts")), us_to_ns(ev.get("dur"))
-            if ts is not None and dur is not None:
-                self.index.add_cpu_op(ev.get("pid"), ev.get("tid"), ts, ts + dur, str(name))
+            assert ts is not None and dur is not None
+            self.index.add_cpu_op(ev.get("pid"), ev.get("tid"), ts, ts + dur, str(name))
 
 
 def _scan(path: Path) -> _Scan:
     """One ijson pass: header values (built whole; they are small) and the fields of each event
     that the index needs (never the whole event)."""
-    sc = _Scan()
+    sc = _Scan(path=path, unique=Unique(path, "kernel event", _event_label))
     key: str | None = None
     builder: Any = None
     ev: dict[str, Any] = {}
@@ -156,6 +198,14 @@ def _scan(path: Path) -> _Scan:
                     f = _FIELDS.get(prefix)
                     if f is not None:
                         ev[f] = value
+                    elif event == "number" and prefix.startswith("traceEvents.item.args.") \
+                            and not math.isfinite(float(value)):
+                        ev.setdefault("huge_arg", prefix.rsplit(".", 1)[-1])
+                    if prefix in _INT_ARGS and event != "null" and (
+                            event != "number" or value < 0 or value != int(value)
+                            or value > (1 << 63) - 1):
+                        ev.setdefault("bad_arg", (_INT_ARGS[prefix].removesuffix(".item"),
+                                                  value))
                 continue
             if prefix == "":
                 if event == "map_key":
@@ -169,7 +219,13 @@ def _scan(path: Path) -> _Scan:
                 continue
             if builder is not None:
                 builder.event(event, value)
+    if sc.unique is not None:
+        sc.unique.check()
     return sc
+
+
+def _event_label(i: int) -> str:
+    return f"traceEvents[{i}]"
 
 
 class KinetoTraceReader:
@@ -198,7 +254,7 @@ class KinetoTraceReader:
             raise InputError(str(path), "has no GPU kernel events (cat 'kernel') and no CUPTI "
                              "profiler ranges", "profile with activities=[ProfilerActivity.CPU, "
                              "ProfilerActivity.CUDA] and export the trace again")
-        device, target = _devices(sc)
+        device, target = _devices(path, sc)
         hdr = sc.header
         meta: dict[str, Any] = {k: v for k, v in hdr.items() if k != "deviceProperties"
                                 and len(json.dumps(v, default=str)) <= 1024}
@@ -245,7 +301,7 @@ class KinetoTraceReader:
             else:
                 idx = range_seen.get(name, 0)
                 range_seen[name] = idx + 1
-                out.counters(None if name == "__missing__" else name, idx, args)
+                out.counters(path, i, None if name == "__missing__" else name, idx, args)
             if out.size() >= self.batch_rows:
                 yield from out.flush()
         yield from out.flush()
@@ -303,11 +359,13 @@ class _Out:
             self.kl[k].append(v)
         self._value(name, idx, "duration", float(dur), "ns")
 
-    def counters(self, kernel: str | None, idx: int, args: dict[str, Any]) -> None:
+    def counters(self, path: Path, i: int, kernel: str | None, idx: int,
+                 args: dict[str, Any]) -> None:
         for metric, value in args.items():
             if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
                 continue
-            self._value(kernel, idx, counter_signal(metric), float(value), counter_unit(metric))
+            v = measurement(path, f"traceEvents[{i}]", metric, value, signed=True)
+            self._value(kernel, idx, counter_signal(metric), v, counter_unit(metric))
 
     def flush(self) -> Iterator[tuple[str, pa.RecordBatch]]:
         if self.ev["signal"]:
@@ -345,13 +403,16 @@ def _dims(v: Any) -> tuple[int | None, int | None, int | None]:
     return None, None, None
 
 
-def _devices(sc: _Scan) -> tuple[dict[str, Any], str | None]:
+def _devices(path: Path, sc: _Scan) -> tuple[dict[str, Any], str | None]:
     """Device facts of the GPUs the kernels ran on, and their common target."""
     props = [p for p in sc.header.get("deviceProperties") or [] if isinstance(p, dict)]
     used = [p for p in props if p.get("id") in sc.devices] or props
     facts = [{k: _jsonable(v) for k, v in p.items()} for p in used]
-    targets = {normalize_target(f"{p.get('computeMajor')}.{p.get('computeMinor')}")
-               for p in used if p.get("computeMajor") is not None}
+    # A CUDA target only for NVIDIA GPUs (ROCm traces state computeMajor/Minor too).
+    targets = {known_target(path, f"{p.get('computeMajor')}.{p.get('computeMinor')}",
+                            "compute capability (deviceProperties)")
+               for p in used if p.get("computeMajor") is not None
+               and "nvidia" in str(p.get("name", "nvidia")).lower()}
     names = {p.get("name") for p in used}
     device: dict[str, Any] = {"devices": facts, "devices_in_trace": len(props)}
     if len(names) == 1:

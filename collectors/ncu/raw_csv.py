@@ -16,6 +16,10 @@ run's device facts; ``profiler__*`` columns describe the measurement and go to t
 Lineage: a value's ``src_row`` is ``line * 65536 + column`` (0-based); the ``duration``
 converted from ``gpu__time_duration.sum`` takes column 65535 of its line.
 
+Checks before anything is stored: results have distinct IDs (a repeated one is a concatenated
+export), a metric with a unit holds a number or one of ncu's "no value" marks (``-``, ``nan``,
+``n/a``, ``no data``) and is not negative, and the compute capability is a known target.
+
 What the raw page cannot state: the section set (``--set full``) and clock and cache control
 (``--clock-control``, ``--cache-control``): they are command-line options of the collection,
 not metrics. The run records them as unknown (NULL) and lists them under ``not_stated``.
@@ -41,10 +45,10 @@ from collectors.base import (
     Interference,
     evidence_batch,
     launch_shapes,
-    normalize_target,
     open_text,
 )
 from collectors.ncu._values import number
+from collectors.validate import Unique, known_target
 
 ADAPTER_VERSION = "ncu.raw_csv/1"
 #: Columns of a result that identify it rather than measure it.
@@ -52,6 +56,8 @@ IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Con
             "Block Size", "Grid Size", "Device", "CC")
 #: src_row = record * SRC_ROW_STRIDE + column (the raw page has ~2,200 columns for --set full).
 SRC_ROW_STRIDE = 1 << 16
+#: Cells ncu writes where a metric has no value (compared lower-case).
+_NO_VALUE = frozenset(("", "-", "nan", "-nan", "n/a", "no data", "inf", "-inf"))
 _TIME_UNITS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
                "s": 1e9, "second": 1e9}
 
@@ -66,6 +72,24 @@ def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
         except csv.Error as exc:
             raise InputError(str(path), f"line {rd.line_num}: malformed CSV ({exc})",
                              "the file is truncated or corrupt; export it again") from exc
+
+
+def _check_values(path: Path, row_no: int, res: dict[str, str], units: list[str]) -> None:
+    """Refuse a word or a negative number where a metric with a unit belongs."""
+    for (name, cell), unit in zip(res.items(), units, strict=True):
+        if not unit or name in IDENTITY or name.startswith("device__attribute_"):
+            continue
+        if cell.strip().lower() in _NO_VALUE:
+            continue
+        v = number(cell)
+        if v is None:
+            raise InputError(str(path), f"line {row_no + 1}, metric {name} ({unit}): "
+                             f"{cell[:40]!r} is not a number", "the file was edited or is "
+                             "corrupt; export it again with ncu -i R --page raw --csv")
+        if v < 0:
+            raise InputError(str(path), f"line {row_no + 1}, metric {name} ({unit}): {cell} is "
+                             "negative, and a count, time or size cannot be", "the file was "
+                             "edited or is corrupt; export it again with ncu -i R --page raw --csv")
 
 
 def _value(cell: str) -> Any:
@@ -120,8 +144,11 @@ class RawCsvReader:
         apps: set[str] = set()
         shapes: set[tuple[str, int | None, int | None, int | None]] = set()
         unit_of = dict(zip(names, units, strict=True))
+        ids = Unique(path, "result (ID)", lambda n: f"line {n}")
         for row_no, res in self._results(path):
             k = res["Kernel Name"]
+            ids.add(res.get("ID"), row_no + 1)
+            _check_values(path, row_no, res, units)
             if res.get("Process Name"):
                 apps.add(res["Process Name"])
             shared = [_bytes(res.get(f"launch__shared_mem_per_block_{x}", ""),
@@ -139,8 +166,12 @@ class RawCsvReader:
             major = res.get("device__attribute_compute_capability_major")
             minor = res.get("device__attribute_compute_capability_minor")
             cc = f"{major}.{minor}" if major and minor else res["CC"]
-            if (t := normalize_target(cc)) is not None:
+            if (t := known_target(path, cc, "compute capability")) is not None:
                 targets.add(t)
+            if known_target(path, res["CC"], "compute capability (CC)") not in (None, t):
+                raise InputError(str(path), f"line {row_no + 1}: CC {res['CC']} contradicts the "
+                                 f"device attributes' compute capability {cc}", "the file was "
+                                 "edited or is corrupt; export it again")
             if not device:
                 device = {"name": res.get("device__attribute_display_name"), "cc": cc}
                 device.update({n.removeprefix("device__attribute_"): _value(v)
@@ -148,6 +179,7 @@ class RawCsvReader:
             if (p := number(res.get("profiler__replayer_passes", ""))) is not None:
                 passes.add(int(p))
             pcsamp = pcsamp or bool(number(res.get("smsp__pcsamp_aggregated_passes", "")))
+        ids.check()
         if not results:
             raise InputError(str(path), "holds no profiled kernel (only the header rows)",
                              "profile at least one kernel and export it again")

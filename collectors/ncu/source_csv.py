@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from argusdb.errors import InputError
@@ -252,7 +253,12 @@ class SourceCsvReader:
         kernel = fname = None
         n_sass = 0
         code: list[tuple[str, int, str]] = []
-        for kind, a, b, _ in _walk(path):
+        per_kernel: dict[str, int] = {}
+        # Every value is checked here, before anything is written (the Arrow parse is a few
+        # per cent of an ingest, whose time is the insert); _batches parses them again.
+        pending: list[tuple[int, str]] = []
+        layout: _Layout | None = None
+        for kind, a, b, text in _walk(path):
             if kind == "file":
                 fname, kernel = a, None
                 files[a] = b
@@ -275,7 +281,15 @@ class SourceCsvReader:
                 seen.add((kernel, pc_abs))
                 base[kernel] = min(base.get(kernel, pc_abs), pc_abs)
                 code.append((kernel, pc_abs, b[1]))
+                per_kernel[kernel] = per_kernel.get(kernel, 0) + 1
                 n_sass += 1
+                if layout is not None and (b[2] is not layout
+                                           or len(pending) >= BATCH_INSTRUCTIONS):
+                    _check_values(path, pending, layout)
+                layout = b[2]
+                pending.append((a, text))
+        if pending and layout is not None:
+            _check_values(path, pending, layout)
         if not n_sass:
             raise InputError(str(path), "holds no SASS instruction rows",
                              "export with --print-source cuda,sass from a report collected "
@@ -286,7 +300,8 @@ class SourceCsvReader:
             batches=lambda: self._batches(path, base),
             interference=Interference(counter_replay=True, pc_sampling=True),
             kernels=sorted(base), source_refs=list(refs.values()),
-            meta={"instructions": n_sass, "src_row_stride": SRC_ROW_STRIDE,
+            meta={"instructions": n_sass, "instructions_per_kernel": per_kernel,
+                  "src_row_stride": SRC_ROW_STRIDE,
                   "code_sha256": code_fingerprint([(k, pc - base[k], sass)
                                                    for k, pc, sass in code]),
                   "source_files": sorted(files),
@@ -329,9 +344,18 @@ _Row = tuple[int, str, int, str, str | None, int | None, str]
 _NULLS = ["-", "", "n/a", "N/A", "nan", "NaN", "inf", "-inf", "..."]
 
 
-def _metric_columns(path: Path, texts: tuple[str, ...], layout: _Layout) -> list[pa.Array]:
-    """The metric columns of a chunk of SASS lines, parsed by Arrow's CSV reader."""
+def _metric_columns(path: Path, texts: tuple[str, ...], rows: tuple[int, ...],
+                    layout: _Layout) -> list[pa.Array]:
+    """The metric columns of a chunk of SASS lines, parsed by Arrow's CSV reader and checked.
+
+    A cell is a number, or one of ncu's "no value" marks (``-``, empty, ``n/a``, ``nan``).
+    A column whose cells are all words describes rather than measures (it is dropped, as the
+    ``_SKIP`` columns are); a word in a column of numbers, or in a column argus knows to be a
+    count (instructions executed, stall samples), and a negative value are refused: ncu never
+    writes them, so the file was edited or corrupted.
+    """
     names = [f"c{i}" for i in range(len(layout.header))]
+    raws: list[pa.Array | None] = []
     try:
         table = pacsv.read_csv(
             io.BytesIO("\n".join(texts).encode()),
@@ -342,16 +366,58 @@ def _metric_columns(path: Path, texts: tuple[str, ...], layout: _Layout) -> list
     except pa.ArrowInvalid:
         # Quoting Arrow does not accept (ncu does not escape quotes): split in Python.
         recs = [_split(path, 0, t) for t in texts]
-        return [numeric([r[i] for r in recs]) for i, _, _ in layout.metrics]
+        raws = [pa.array([None if r[i] in _NULLS else r[i] for r in recs], pa.string())
+                for i, _, _ in layout.metrics]
+    else:
+        for col in table.columns:
+            arr = col.combine_chunks()
+            raws.append(arr.cast(pa.string()) if pa.types.is_string(arr.type)
+                        or pa.types.is_large_string(arr.type) else None)
+            if raws[-1] is None:
+                raws[-1] = arr  # already numeric (or all null)
     out = []
-    for col in table.columns:
-        arr = col.combine_chunks()
-        if pa.types.is_null(arr.type):
-            arr = pa.nulls(len(arr), pa.float64())
-        elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-            arr = numeric(arr.cast(pa.string()))  # thousands separators, or words
-        out.append(arr.cast(pa.float64()))
+    for (i, signal, _), raw in zip(layout.metrics, raws, strict=True):
+        assert raw is not None
+        if pa.types.is_null(raw.type):
+            out.append(pa.nulls(len(raw), pa.float64()))
+            continue
+        arr = numeric(raw) if pa.types.is_string(raw.type) else raw.cast(pa.float64())
+        if pa.types.is_string(raw.type):
+            bad = pc.and_(pc.is_valid(raw), pc.is_null(arr))
+            n_bad = pc.sum(bad).as_py() or 0
+            if n_bad and (n_bad < len(raw) - raw.null_count or _counted(layout.header[i])):
+                j = pc.index(bad, True).as_py()
+                raise InputError(str(path), f"line {rows[j] + 1}, column "
+                                 f"'{layout.header[i]}': {raw[j].as_py()!r} is not a number "
+                                 f"({n_bad} such cells in this part of the file)",
+                                 "the file was edited or is corrupt; export it again with ncu "
+                                 "-i R --page source --csv --print-source cuda,sass")
+        huge = pc.is_inf(arr)
+        if pc.any(huge).as_py():
+            j = pc.index(huge, True).as_py()
+            raise InputError(str(path), f"line {rows[j] + 1}, column '{layout.header[i]}': "
+                             "a number too large to be a measurement (not finite)",
+                             "the file was edited or is corrupt; export it again")
+        neg = pc.less(arr, 0.0)
+        if pc.any(neg).as_py():
+            j = pc.index(neg, True).as_py()
+            raise InputError(str(path), f"line {rows[j] + 1}, column '{layout.header[i]}': "
+                             f"{arr[j].as_py()} is negative, and {signal} cannot be",
+                             "the file was edited or is corrupt; export it again")
+        out.append(arr)
     return out
+
+
+def _check_values(path: Path, pending: list[tuple[int, str]], layout: _Layout) -> None:
+    """Parse and check the metric cells of pending SASS lines (see :func:`_metric_columns`)."""
+    rows, texts = zip(*pending, strict=True)
+    pending.clear()
+    _metric_columns(path, texts, rows, layout)
+
+
+def _counted(column: str) -> bool:
+    """True for columns argus knows hold numbers on every instruction row."""
+    return column in _NAMED or column.startswith("stall_")
 
 
 def _flush(path: Path, chunk: list[_Row], layout: _Layout) -> Iterator[tuple[str, pa.RecordBatch]]:
@@ -365,7 +431,7 @@ def _flush(path: Path, chunk: list[_Row], layout: _Layout) -> Iterator[tuple[str
     yield "instruction", pa.RecordBatch.from_arrays(
         [kernel_a, pc_a, pa.array(sass, pa.string()), file_a, line_a],
         names=["kernel", "pc", "sass", "source_file", "source_line"])
-    cols = _metric_columns(path, texts, layout)
+    cols = _metric_columns(path, texts, rows, layout)
     keep = [j for j, c in enumerate(cols) if c.null_count < len(c)]  # drop categorical columns
     if not keep:
         return

@@ -20,6 +20,12 @@ What it reads:
   ``META_DATA_EXPORT`` → ``export_schema`` (``EXPORT_SCHEMA_VERSION``) and ``tool_version``
   (``EXPORT_PRODUCT_VERSION``: the Nsight Systems that wrote the export).
 
+Checks before anything is stored (one SQL pass each): every kernel's ``start``/``end`` are
+integers (SQLite would hold a string), non-negative, ``end >= start`` and shorter than 7 days;
+grid, block, registers, shared memory, device, stream and correlation non-negative integers;
+no kernel row repeats another (same start, end, device, stream, correlation ID and name); the
+GPUs that ran kernels have a known CUDA target.
+
 Rows are fetched with ``fetchmany`` in batches of ``batch_rows``; sqlite sorts on disk when it
 must, so memory is bounded by the batch size.
 
@@ -47,6 +53,7 @@ from collectors.base import (
     kernel_launch_batch,
     normalize_target,
 )
+from collectors.validate import MAX_INTERVAL_NS, known_target
 
 ADAPTER_VERSION = "nsys.sqlite/1"
 BATCH_ROWS = 4096
@@ -56,6 +63,31 @@ _KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "glo
 _META_KEYS = ("EXPORT_PRODUCT_NAME", "EXPORT_PRODUCT_VERSION", "EXPORT_SCHEMA_VERSION",
               "EXPORT_TIME_UTC", "EXPORT_PLATFORM", "EXPORT_PARAM_TIME_NORMALIZE")
 _FIX = "export the report with 'nsys export --type sqlite REPORT.nsys-rep'"
+_EDITED = f"the export was edited or is corrupt; {_FIX}"
+#: (what is wrong, SQL that returns the rowid of the first kernel row where it is).
+_KERNEL_CHECKS = (
+    ("'start' or 'end' is not an integer",
+     "SELECT rowid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE typeof(start) <> 'integer' "
+     "OR typeof(\"end\") <> 'integer' LIMIT 1"),
+    ("'start' is negative",
+     "SELECT rowid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start < 0 LIMIT 1"),
+    ("ends before it starts",
+     "SELECT rowid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE \"end\" < start LIMIT 1"),
+    (f"lasts more than 7 days ({MAX_INTERVAL_NS} ns): not a measurement",
+     f"SELECT rowid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL "
+     f"WHERE \"end\" - start > {MAX_INTERVAL_NS} LIMIT 1"),
+    ("a grid, block, register, shared-memory, device or stream field is not a non-negative "
+     "integer",
+     "SELECT rowid, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE " + " OR ".join(
+         f"typeof({c}) NOT IN ('integer', 'null') OR {c} < 0" for c in (
+             "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread",
+             "staticSharedMemory", "dynamicSharedMemory", "deviceId", "streamId",
+             "correlationId")) + " LIMIT 1"),
+    ("repeats another kernel row exactly (same start, end, device, stream, correlation ID and "
+     "name): a tool records a launch once",
+     "SELECT max(rowid), start, end FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY start, \"end\", "
+     "deviceId, streamId, correlationId, demangledName HAVING count(*) > 1 LIMIT 1"),
+)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -96,6 +128,11 @@ class NsysSqliteReader:
         if missing:
             raise InputError(str(path), f"CUPTI_ACTIVITY_KIND_KERNEL lacks columns {missing}",
                              f"{_FIX} (export schema 3.x)")
+        for problem, sql in _KERNEL_CHECKS:
+            bad = con.execute(sql).fetchone()
+            if bad is not None:
+                raise InputError(str(path), f"CUPTI_ACTIVITY_KIND_KERNEL row {bad[0]} (start "
+                                 f"{bad[1]!r}, end {bad[2]!r}): {problem}", _EDITED)
         meta_rows: dict[str, str] = {}
         if "META_DATA_EXPORT" in tables:
             meta_rows = dict(con.execute("SELECT name, value FROM META_DATA_EXPORT"))
@@ -107,7 +144,7 @@ class NsysSqliteReader:
         names = [r[0] for r in con.execute(
             "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
             "JOIN StringIds AS s ON s.id = k.demangledName ORDER BY 1")]
-        device, target = _gpus(con, tables, set(per_device))
+        device, target = _gpus(path, con, tables, set(per_device))
         meta: dict[str, Any] = {k: meta_rows[k] for k in _META_KEYS if k in meta_rows}
         if "PROCESSES" in tables:  # the application: the process(es) that launched kernels
             apps = sorted({str(r[0]) for r in con.execute(
@@ -177,7 +214,7 @@ class NsysSqliteReader:
                              f"the file is truncated or corrupt; {_FIX}") from exc
 
 
-def _gpus(con: sqlite3.Connection, tables: set[str], used: set[int]
+def _gpus(path: Path, con: sqlite3.Connection, tables: set[str], used: set[int]
           ) -> tuple[dict[str, Any], str | None]:
     """Every GPU of the export as facts; name and target of those that ran kernels."""
     if "TARGET_INFO_GPU" not in tables:
@@ -188,7 +225,10 @@ def _gpus(con: sqlite3.Connection, tables: set[str], used: set[int]
     for g in gpus:
         g["ran_kernels"] = g.get("id") in used
         if g.get("computeMajor") is not None:
-            g["target"] = normalize_target(f"{g['computeMajor']}.{g.get('computeMinor', 0)}")
+            g["target"] = known_target(path, f"{g['computeMajor']}.{g.get('computeMinor', 0)}",
+                                       "compute capability (TARGET_INFO_GPU)") \
+                if g["ran_kernels"] else normalize_target(f"{g['computeMajor']}."
+                                                          f"{g.get('computeMinor', 0)}")
     ran = [g for g in gpus if g["ran_kernels"]]
     device: dict[str, Any] = {"devices": gpus, "used_device_ids": sorted(used)}
     run_names = {g.get("name") for g in ran}

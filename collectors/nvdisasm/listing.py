@@ -20,6 +20,13 @@ kernel line comes from TTGIR/PTX (:mod:`collectors.triton`); were an ``inlined a
 printed, the first location (the inlined code) is kept. A listing has no measurements, so no
 evidence rows.
 
+Completeness: the listing states where each kernel ends. Its symbol line
+``.size softmax_fwd,(.L_x_1 - softmax_fwd)`` names the label after the last instruction, and
+instructions follow each other without a gap (``/*0000*/``, ``/*0010*/``, ...: 16 bytes apiece
+on sm_70 and later; before sm_70, where scheduling words sit between instructions, PCs need only
+increase). A listing cut short (a copy that stopped, a truncated download) lacks that
+label or ends inside an instruction line, and is refused rather than stored in part.
+
 Example:
     >>> art = SassListingReader().read(Path("softmax.sass"))
     >>> art.target, art.kernels
@@ -37,7 +44,8 @@ from typing import Any
 import pyarrow as pa
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, SourceRef, code_fingerprint, normalize_target, open_text
+from collectors.base import Artefact, SourceRef, code_fingerprint, open_text
+from collectors.validate import known_target
 
 ADAPTER_VERSION = "nvdisasm.listing/1"
 _BATCH = 50_000
@@ -47,6 +55,9 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^\s,]+)")
 _MARKER = re.compile(r'^\s*//## File "([^"]+)", line (\d+)')
 _INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s*(.*?)\s*;?\s*(?:/\*.*\*/)?\s*$")
 _OTHER_SECTION = re.compile(r"^\s*\.section\s+(?!\.text\.)")
+_SIZE = re.compile(r"^\s*\.size\s+([^\s,]+)\s*,\s*\(\s*(\.L\w+)\s*-\s*([^\s)]+)\s*\)")
+_LABEL = re.compile(r"^(\.L\w+):\s*$")
+_FIX = "pass the complete output of nvdisasm -g -gi -c K.cubin (the listing is cut short)"
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -70,16 +81,40 @@ class SassListingReader:
         n = 0
         markers = 0
         code: list[tuple[str, int, str]] = []
-        for _, text in self._walk(path):
+        per_kernel: dict[str, int] = {}
+        ends: dict[str, str] = {}  # kernel -> the label its .size line says it ends at
+        labels: dict[str, set[str]] = {}
+        last: dict[str, tuple[int, int]] = {}  # kernel -> (line, pc) of its last instruction
+        step: dict[str, int] = {}
+        kernel: str | None = None
+        for no, text in self._walk(path):
             kind = text[0]
             if kind == "flags":
                 flags = text[1]
             elif kind == "kernel":
-                kernels.append(text[1])
+                kernel = text[1]
+                kernels.append(kernel)
+                labels.setdefault(kernel, set())
+            elif kind == "size":
+                if kernel is not None and text[1] == kernel:
+                    ends[kernel] = text[2]
+            elif kind == "label":
+                if kernel is not None:
+                    labels[kernel].add(text[1])
             elif kind == "marker":
                 markers += 1
                 refs.setdefault((text[1], text[2]), SourceRef(text[1], text[2]))
             else:
+                if kernel is None:
+                    raise InputError(str(path), f"line {no}: an instruction outside a "
+                                     ".text.<kernel> section", "pass an nvdisasm listing")
+                if not text[3]:
+                    raise InputError(str(path), f"line {no}: the instruction at "
+                                     f"/*{text[1]:04x}*/ has no closing ';'", _FIX)
+                sm = _SM.search(flags or "")
+                _next_pc(path, no, kernel, text[1], last, step,
+                         dense=sm is None or int(sm.group(1)) >= 70)
+                per_kernel[kernel] = per_kernel.get(kernel, 0) + 1
                 n += 1
                 if kernels:
                     code.append((kernels[-1], text[1], text[2]))
@@ -89,19 +124,30 @@ class SassListingReader:
         if not n:
             raise InputError(str(path), "holds no instructions",
                              "disassemble the kernel's cubin with nvdisasm -g -gi -c K.cubin")
+        for k in sorted(set(kernels)):
+            end = ends.get(k)
+            if end is None:
+                raise InputError(str(path), f"kernel {k} has no '.size {k},(.L_x_N - {k})' "
+                                 "line, so where its code ends cannot be checked", _FIX)
+            if end not in labels[k]:
+                got = per_kernel.get(k, 0)
+                raise InputError(str(path), f"kernel {k} ends early: its .size line says its "
+                                 f"code runs to label {end}, which never comes ({got} "
+                                 "instructions read)", _FIX)
         sm = _SM.search(flags)
         return Artefact(
             path=str(path), collector="nvdisasm", kind=self.kind, tool="nvdisasm",
             adapter_version=ADAPTER_VERSION, export_schema="nvdisasm -g -c",
             batches=lambda: self._batches(path),
-            target=normalize_target(sm.group(1)) if sm else None,
+            target=known_target(path, sm.group(1), "target (EF_CUDA_SM)") if sm else None,
             kernels=sorted(set(kernels)), source_refs=list(refs.values()),
-            meta={"header_flags": flags, "instructions": n, "line_markers": markers,
-                  "code_sha256": code_fingerprint(code),
+            meta={"header_flags": flags, "instructions": n, "instructions_per_kernel": per_kernel,
+                  "line_markers": markers, "code_sha256": code_fingerprint(code),
                   "has_line_info": bool(markers)})
 
     def _walk(self, path: Path) -> Iterator[tuple[int, tuple[Any, ...]]]:
-        """('flags', s) | ('kernel', name) | ('marker', file, line) | ('insn', pc, sass)."""
+        """('flags', s) | ('kernel', name) | ('size', symbol, end label) | ('label', name) |
+        ('marker', file, line) | ('insn', pc, sass, has ';')."""
         in_text = False
         for no, line in _lines(path):
             if m := _FLAGS.match(line):
@@ -114,7 +160,11 @@ class SassListingReader:
             elif m := _MARKER.match(line):
                 yield no, ("marker", os.path.basename(m.group(1)), int(m.group(2)))
             elif in_text and (m := _INSN.match(line)):
-                yield no, ("insn", int(m.group(1), 16), m.group(2))
+                yield no, ("insn", int(m.group(1), 16), m.group(2), ";" in line)
+            elif in_text and (m := _LABEL.match(line)):
+                yield no, ("label", m.group(1))
+            elif in_text and (m := _SIZE.match(line)) and m.group(1) == m.group(3):
+                yield no, ("size", m.group(1), m.group(2))
 
     def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
         cols: dict[str, list[Any]] = {c: [] for c in ("kernel", "pc", "sass", "source_file",
@@ -139,6 +189,33 @@ class SassListingReader:
                     yield "instruction", _batch(cols)
         if cols["pc"]:
             yield "instruction", _batch(cols)
+
+
+def _next_pc(path: Path, no: int, kernel: str, pc: int, last: dict[str, tuple[int, int]],
+             step: dict[str, int], dense: bool) -> None:
+    """Check that instructions of a kernel start at 0 and follow each other without a gap
+    (``dense``: sm_70 and later), or at least in increasing order (older listings interleave
+    scheduling words)."""
+    if not dense:
+        if kernel in last and pc <= last[kernel][1]:
+            raise InputError(str(path), f"line {no}: instruction /*{pc:04x}*/ of kernel {kernel} "
+                             f"comes after /*{last[kernel][1]:04x}*/: instructions are repeated "
+                             "or out of order", _FIX)
+        last[kernel] = (no, pc)
+        return
+    if kernel not in last:
+        if pc != 0:
+            raise InputError(str(path), f"line {no}: kernel {kernel}'s first instruction is at "
+                             f"/*{pc:04x}*/, not /*0000*/", _FIX)
+    else:
+        prev_no, prev = last[kernel]
+        gap = pc - prev
+        want = step.setdefault(kernel, gap)
+        if gap != want or gap <= 0:
+            raise InputError(str(path), f"line {no}: instruction /*{pc:04x}*/ of kernel {kernel} "
+                             f"does not follow /*{prev:04x}*/ (line {prev_no}) by {want} bytes: "
+                             "instructions are missing or repeated", _FIX)
+    last[kernel] = (no, pc)
 
 
 def _batch(cols: dict[str, list[Any]]) -> pa.RecordBatch:

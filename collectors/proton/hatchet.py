@@ -21,6 +21,11 @@ Every row carries ``scope_path``: the frame names from below ``ROOT`` down to th
 (``it0/k``; a line node as ``file.py:12@k``, never a directory). Other numeric metrics keep
 their name in snake_case; a ``name (unit)`` metric gives its unit.
 
+Checks before anything is stored: every metric (but the ``device_id``/``device_type`` labels) is
+a finite, non-negative number (a string, a boolean, ``1e400`` or a negative time is refused); no
+node has two children of the same frame name (Proton merges contexts by name, so a repeat
+means an edited or concatenated tree); a CUDA device's ``arch`` is a known target.
+
 A hatchet tree is an aggregate: it grows with the number of distinct contexts, not with the
 length of the run, so it is read whole (ijson, C backend). ``src_row`` is the ordinal of the
 value in this reader's output (depth-first, metrics in file order).
@@ -43,8 +48,9 @@ import ijson
 import pyarrow as pa
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, Interference, evidence_batch, normalize_target
+from collectors.base import Artefact, Interference, evidence_batch
 from collectors.chrome import open_binary, read_errors
+from collectors.validate import known_target, measurement
 
 ADAPTER_VERSION = "proton.hatchet/1"
 BATCH_ROWS = 4096
@@ -101,6 +107,7 @@ class HatchetReader:
             raise InputError(str(path), "has no root frame (expected [tree, devices])",
                              "pass a file written by proton.finalize() (hatchet format)")
         devices = items[1] if len(items) > 1 and isinstance(items[1], dict) else {}
+        _check_children(path, tree)
         metrics = {m for node, _ in _walk(tree) for m in node.get("metrics") or {}}
         if any(m.startswith("stalled_") for m in metrics):
             kind, itf = "proton.pcsampling", Interference(pc_sampling=True, activity_tracing=True)
@@ -108,11 +115,11 @@ class HatchetReader:
             kind, itf = "proton.instr_hatchet", Interference(instrumentation=True)
         else:
             kind, itf = "proton.hatchet", Interference(activity_tracing=True)
-        rows = list(_rows(tree, kind))
+        rows = list(_rows(path, tree, kind))
         if not rows:
             raise InputError(str(path), "holds no metrics below ROOT",
                              "profile a run that launches kernels inside proton.start/finalize")
-        device, target = _devices(devices)
+        device, target = _devices(path, devices)
         kernels = sorted({r["kernel"] for r in rows if r["kernel"]})
         meta = {"nodes": sum(1 for _ in _walk(tree)), "metrics": sorted(metrics),
                 "mode": kind.split(".", 1)[1]}
@@ -142,7 +149,24 @@ def _walk(tree: dict[str, Any]) -> Iterator[tuple[dict[str, Any], tuple[str, ...
             stack.append((child, (*path, name)))
 
 
-def _rows(tree: dict[str, Any], kind: str) -> Iterator[dict[str, Any]]:
+def _check_children(path: Path, tree: dict[str, Any]) -> None:
+    """Refuse a node with two children of the same frame name, or a child that is no frame."""
+    for node, where in _walk(tree):
+        names: set[str] = set()
+        for child in node.get("children") or []:
+            if not isinstance(child, dict) or not isinstance(child.get("frame"), dict):
+                raise InputError(str(path), f"node {'/'.join(where) or 'ROOT'} has a child that "
+                                 "is not a frame", "pass a file written by proton.finalize()")
+            name = str(child["frame"].get("name"))
+            if name in names:
+                raise InputError(str(path), f"node {'/'.join(where) or 'ROOT'} has two children "
+                                 f"named {name[:60]!r} (Proton merges a context into one node)",
+                                 "the tree was edited or concatenated; ingest the file "
+                                 "proton.finalize() wrote")
+            names.add(name)
+
+
+def _rows(file: Path, tree: dict[str, Any], kind: str) -> Iterator[dict[str, Any]]:
     ordinal = 0
     instr = kind == "proton.instr_hatchet"
     for node, path in _walk(tree):
@@ -156,14 +180,20 @@ def _rows(tree: dict[str, Any], kind: str) -> Iterator[dict[str, Any]]:
         elif instr:
             kernel = _instr_kernel(tree, path)
         for metric, value in metrics.items():
-            if metric in _LABELS or isinstance(value, bool) or \
-                    not isinstance(value, int | float | Decimal):
+            if metric in _LABELS:
                 continue
+            v = measurement(file, f"node {_short(path)}", metric, value)
             signal, unit = metric_signal(metric)
             yield {"kernel": kernel, "launch": "all", "source_file": src_file,
-                   "source_line": src_line, "signal": signal, "value": float(value),
+                   "source_line": src_line, "signal": signal, "value": v,
                    "unit": unit, "scope_path": "/".join(path), "src_row": ordinal}
             ordinal += 1
+
+
+def _short(path: tuple[str, ...]) -> str:
+    """A node path for a message: frame names cut to 40 characters, at most the last three."""
+    names = [n if len(n) <= 40 else n[:37] + "..." for n in path[-3:]]
+    return "/".join((["..."] if len(path) > 3 else []) + names)
 
 
 def _instr_kernel(tree: dict[str, Any], path: tuple[str, ...]) -> str:
@@ -178,14 +208,16 @@ def _instr_kernel(tree: dict[str, Any], path: tuple[str, ...]) -> str:
     return kernel
 
 
-def _devices(devices: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _devices(path: Path, devices: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     facts = []
     for backend, by_id in devices.items():
         for dev_id, props in (by_id or {}).items():
             facts.append({"backend": backend, "id": dev_id,
                           **{k: (float(v) if isinstance(v, Decimal) else v)
                              for k, v in (props or {}).items()}})
-    targets = {normalize_target(str(f["arch"])) for f in facts if f.get("arch") is not None}
+    # A CUDA target only for the CUDA backend (a HIP device's arch is gfx..., not sm_XY).
+    targets = {known_target(path, str(f["arch"]), "arch (CUDA device)") for f in facts
+               if f.get("arch") is not None and str(f["backend"]).upper() == "CUDA"}
     target = targets.pop() if len(targets) == 1 else None
     out: dict[str, Any] = {"devices": facts}
     if target:

@@ -18,6 +18,11 @@ Two kinds, told apart by their events:
   trace's own nominal clock, cycles) so that timelines can place it; its ``src_row`` is the
   evidence row's.
 
+Checks in the first pass, before anything is stored: ``ts``/``dur`` are numbers (never
+strings) on a 64-bit nanosecond clock with ``dur >= 0`` and shorter than 7 days, the frequency
+is a positive number, and no event repeats another exactly (same kernel or CTA/warp, scope,
+start and duration): Proton writes each launch and each scope instance once.
+
 Both stream events with ijson and yield batches of ``batch_rows`` rows; ``src_row`` is the
 event's index in ``traceEvents`` (one value per event).
 
@@ -41,6 +46,8 @@ import pyarrow as pa
 from argusdb.errors import InputError
 from collectors.base import Artefact, Interference, evidence_batch, kernel_launch_batch
 from collectors.chrome import iter_events, us_to_ns
+from collectors.validate import Unique, interval, measurement
+from collectors.validate import us_to_ns as checked_ns
 
 BATCH_ROWS = 4096
 _CORE_CTA = re.compile(r"^(?P<kernel>.*?)\s*Core(?P<sm>\d+)\s+CTA(?P<cta>\d+)$")
@@ -72,9 +79,13 @@ class ProtonTraceReader:
 
     def read(self, path: Path) -> Artefact:
         kernels: Counter[str] = Counter()
-        for _, ev in iter_events(path, "Proton trace"):
+        unique = Unique(path, "kernel event", _event_label)
+        for i, ev in iter_events(path, "Proton trace"):
             if ev.get("cat") == "kernel" and ev.get("ph") == "X":
                 kernels[str(ev.get("name"))] += 1
+                ts, dur = _times(path, i, ev)
+                unique.add((str(ev.get("name")), ts, dur, tuple(_stack(ev))), i)
+        unique.check()
         if not kernels:
             raise InputError(str(path), "has no kernel events",
                              "profile a run that launches kernels between proton.start and "
@@ -138,15 +149,20 @@ class ProtonInstrTraceReader:
         ctas: set[tuple[str, str]] = set()
         sms: set[str] = set()
         freqs: set[str] = set()
+        unique = Unique(path, "scope event", _event_label)
         for i, ev in iter_events(path, "Proton instrumentation trace"):
             if ev.get("ph") != "X":
                 continue
             where = _where(path, i, ev)
+            ts, dur = _times(path, i, ev)
+            unique.add((str(ev.get("pid")), str(ev.get("tid")), str(ev.get("name")), ts, dur),
+                       i)
             kernels[where["kernel"]] += 1
             scopes[str(ev.get("name"))] += 1
             ctas.add((where["kernel"], where["cta"]))
             sms.add(where["sm"])
             freqs.add(str(_frequency(path, i, ev)))
+        unique.check()
         if not kernels:
             raise InputError(str(path), "has no scope events",
                              "instrument the kernel with triton.profiler.language scopes")
@@ -224,8 +240,23 @@ def _where(path: Path, i: int, ev: dict[str, Any]) -> dict[str, str]:
             "warp": w.group("warp")}
 
 
+def _event_label(i: int) -> str:
+    return f"traceEvents[{i}]"
+
+
+def _times(path: Path, i: int, ev: dict[str, Any]) -> tuple[int, int]:
+    """Checked ``ts`` and ``dur`` of an event, in ns."""
+    where = f"traceEvents[{i}]"
+    ts = checked_ns(path, where, "ts", ev.get("ts"))
+    dur = checked_ns(path, where, "dur", ev.get("dur"))
+    interval(path, where, ts, ts + dur)
+    return ts, dur
+
+
 def _frequency(path: Path, i: int, ev: dict[str, Any]) -> Decimal:
     f = (ev.get("args") or {}).get("Frequency (MHz)")
+    if f is not None:
+        measurement(path, f"traceEvents[{i}]", "Frequency (MHz)", f)
     if f is None or Decimal(f) <= 0:
         raise InputError(str(path), f"traceEvents[{i}] has no 'Frequency (MHz)'",
                          "pass a trace written by Proton's instrumentation backend (it states "

@@ -18,6 +18,9 @@ operations that carry it: that is where ownership of instructions by source line
 shared. The target (``ttg.target``), warps and CTAs go to the run; TTIR, which precedes layout
 assignment, states no target.
 
+Completeness: the ``module { ... }`` must close (its ``}`` comes before the location aliases)
+and every alias a location names must be defined; a dump cut short is refused.
+
 Example:
     >>> art = TritonMlirReader().read(Path("softmax.ttgir"))
     >>> art.target, art.meta["module"]["ttg.num-warps"]
@@ -35,8 +38,9 @@ from typing import Any
 import pyarrow as pa
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, SourceRef, normalize_target, open_text
+from collectors.base import Artefact, SourceRef, open_text
 from collectors.triton.locations import Frame, Locations, LocError, trailing_loc
+from collectors.validate import Braces, known_target
 
 ADAPTER_VERSION = "triton.mlir/1"
 _ALIAS = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
@@ -73,8 +77,12 @@ class TritonMlirReader:
         attrs: dict[str, Any] = {}
         kernels: list[str] = []
         saw_module = False
+        closed = False
+        braces = Braces(path, "pass the complete dump (kernel.asm['ttgir'])")
         with open_text(path) as fh:
-            for line in fh:
+            for no, line in enumerate(fh, start=1):
+                if not line.startswith("#") and braces.line(no, line) == 0 and saw_module:
+                    closed = True
                 if m := _ALIAS.match(line):
                     defs[m.group(1)] = m.group(2)
                 elif not saw_module and (m := _MODULE.match(line)):
@@ -89,6 +97,10 @@ class TritonMlirReader:
         if not kernels:
             raise InputError(str(path), "defines no tt.func", "pass the dump of a compiled "
                              "Triton kernel (kernel.asm['ttgir'])")
+        braces.end("the module")
+        if not closed:
+            raise InputError(str(path), "the module's '{' is never closed: the file is cut short",
+                             "pass the complete dump (kernel.asm['ttgir'])")
         return defs, attrs, kernels
 
     def read(self, path: Path) -> Artefact:
@@ -105,7 +117,8 @@ class TritonMlirReader:
             path=str(path), collector="triton", kind=kind, tool="triton",
             adapter_version=ADAPTER_VERSION, export_schema="ttgir" if ttgir else "ttir",
             batches=lambda: self._batches(sites),
-            target=normalize_target(attrs.get("ttg.target")) if ttgir else None,
+            target=known_target(path, attrs.get("ttg.target"), "target (ttg.target)")
+            if ttgir else None,
             kernels=sorted(set(kernels)),
             source_refs=[SourceRef(f, ln) for f, ln in sorted(refs)],
             meta={"module": attrs, "inline_sites": len(sites), "ir": kind.split(".")[1]})

@@ -24,12 +24,13 @@ from collections import Counter
 from pathlib import Path
 
 from argusdb.errors import InputError
-from collectors.base import Artefact, SourceRef, normalize_target, open_text
+from collectors.base import Artefact, SourceRef, open_text
 from collectors.triton.mlir import TritonMlirReader
+from collectors.validate import Braces, known_target
 
 ADAPTER_VERSION = "triton.ptx/1"
 _VERSION = re.compile(r"^\s*\.version\s+(\S+)")
-_TARGET = re.compile(r"^\s*\.target\s+([\w,\s]+)")
+_TARGET = re.compile(r"^\s*\.target\s+([^/\n]+?)\s*(?://.*)?$")
 _ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$]+)")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]+)"(?:\s*,\s*\d+\s*,\s*\d+)?(?:\s+"([^"]+)")?')
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(.*)$")
@@ -55,8 +56,12 @@ class PtxReader:
         sites: Counter[tuple[str, tuple[str, int], tuple[str, int]]] = Counter()
         kernel: str | None = None
         chain: list[tuple[str, int]] = []
+        braces = Braces(path, "pass the complete PTX (kernel.asm['ptx'])")
+        bodies: set[str] = set()
         with open_text(path) as fh:
             for no, line in enumerate(fh, start=1):
+                if braces.line(no, line) > 0 and kernel is not None:
+                    bodies.add(kernel)
                 if m := _VERSION.match(line):
                     version = m.group(1)
                 elif m := _TARGET.match(line):
@@ -78,6 +83,10 @@ class PtxReader:
                              "pass the complete PTX (kernel.asm['ptx'])")
         if not kernels:
             raise InputError(str(path), "defines no .entry", "pass the PTX of a kernel")
+        braces.end("a '{' block")
+        if missing := sorted(set(kernels) - bodies):
+            raise InputError(str(path), f".entry {missing[0]} has no body: the file is cut short",
+                             "pass the complete PTX (kernel.asm['ptx'])")
         refs: set[tuple[str, int]] = set()
         for f, ln, no in locs:
             if f not in files:
@@ -91,7 +100,7 @@ class PtxReader:
             path=str(path), collector="triton", kind=self.kind, tool="LLVM NVPTX (Triton)",
             adapter_version=ADAPTER_VERSION, export_schema=f"ptx {version}",
             batches=lambda: TritonMlirReader._batches(sites),
-            target=normalize_target(target), kernels=sorted(set(kernels)),
+            target=known_target(path, target, "target (.target)"), kernels=sorted(set(kernels)),
             source_refs=[SourceRef(f, ln) for f, ln in sorted(refs)],
             meta={"ptx_version": version, "ptx_target": target,
                   "files": sorted(set(files.values())), "loc_directives": len(locs)})
