@@ -21,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from argusdb.checker import resolve
+from argusdb.checker import functions, resolve
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
 from argusdb.checker.predicates import Pred
 from argusdb.checker.provenance import Metadata, evidence_relation
@@ -118,14 +118,19 @@ class Analyzer(resolve.Resolver):
         group_keys += self._correlated(sc)
         # one walk of this scope's own nodes (not its subqueries) for windows and aggregates
         windows: list[exp.Window] = []
-        aggs: list[exp.AggFunc] = []
+        aggs: list[exp.Expression] = []
+        named = {str(w.this.name).lower(): w for w in node.args.get("windows") or []
+                 if isinstance(w, exp.Window)}
         for n in _own_nodes(node):
             if isinstance(n, exp.Window):
-                windows.append(n)
-            elif isinstance(n, exp.AggFunc) and not _in_window(n):
-                aggs.append(n)
+                if n.arg_key != "windows":
+                    windows.append(n)
+            elif functions.kind_of(n) == "aggregate" and not _is_window_call(n):
+                aggs.append(_call(n))
         aggregated = bool(node.args.get("group")) or bool(aggs)
-        key_sets = [group_keys] + [list(w.args.get("partition_by") or []) for w in windows]
+        value_aggs = [a for a in aggs if _evidence(a) != "count"]
+        partitions = {id(w): _partition(w, named) for w in windows}
+        key_sets = [group_keys] + [partitions[id(w)] for w in windows]
         streams: dict[str, Stream] = {}
         meta_rows: dict[str, list[dict[str, Any]]] = {}
         for alias, (ref, src) in sc.selected_sources.items():
@@ -149,11 +154,23 @@ class Analyzer(resolve.Resolver):
         if aggregated:
             self._group_combinations(sc, node, "aggregate", group_keys if not rollup else
                                      [k for k in group_keys if k not in rollup],
-                                     self._value_streams(sc, streams, list(aggs)),
+                                     self._value_streams(sc, streams, value_aggs),
                                      streams, meta_rows, uf)
+        by_alias = {p.alias.lower(): p.unalias() for p in node.expressions if p.alias}
         for w in windows:
-            parts = list(w.args.get("partition_by") or [])
-            involved = self._value_streams(sc, streams, [w.this, w.args.get("order")])
+            parts = partitions[id(w)]
+            base = _named_base(w, named)
+            order = w.args.get("order") or (base.args.get("order") if base is not None
+                                            else None)
+            reads = [w.this, order]
+            if _evidence(w.this) in ("count",) or (_evidence(w.this) == "rank"
+                                                   and order is None):
+                reads = []
+            # a window over an aggregate's alias reads the aggregate's evidence
+            reads += [by_alias[c.name.lower()] for r in list(reads) if isinstance(
+                r, exp.Expression) for c in r.find_all(exp.Column)
+                      if not c.table and c.name.lower() in by_alias]
+            involved = self._value_streams(sc, streams, reads)
             self._group_combinations(sc, w, "window", parts, involved, streams, meta_rows, uf)
         return self._output(sc, node, streams, aggregated, group_keys)
 
@@ -193,20 +210,39 @@ class Analyzer(resolve.Resolver):
         by_alias = {p.alias.lower(): p.unalias() for p in sel.expressions if p.alias}
         if group.args.get("all"):
             return [p.unalias() for p in sel.expressions if not p.find(exp.AggFunc)], []
-        keys: list[exp.Expression] = []
-        for g in group.expressions:
+        def key(g: exp.Expression) -> exp.Expression:
             if isinstance(g, exp.Literal) and g.is_int and 0 < int(g.this) <= len(
                     sel.expressions):
-                keys.append(sel.expressions[int(g.this) - 1].unalias())
-            elif isinstance(g, exp.Column) and not g.table and g.name.lower() in by_alias:
-                keys.append(by_alias[g.name.lower()])
-            else:
-                keys.append(g)
+                return sel.expressions[int(g.this) - 1].unalias()
+            if isinstance(g, exp.Column) and not g.table and g.name.lower() in by_alias:
+                return by_alias[g.name.lower()]
+            return g
+
+        keys: list[exp.Expression] = []
         rolled: list[exp.Expression] = []
+        sets: list[exp.Expression] = [g for g in group.expressions
+                                      if isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets)]
         for kind in ("rollup", "cube", "grouping_sets"):
-            for r in group.args.get(kind) or []:
-                rolled.extend(r.expressions if hasattr(r, "expressions") and r.expressions
-                              else [r])
+            sets += list(group.args.get(kind) or [])
+        for g in group.expressions:
+            if not isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets):
+                keys.append(key(g))
+        # ROLLUP and CUBE have a grand-total set, GROUPING SETS keep what every set has: only
+        # keys present in every grouping set keep rows apart
+        for r in sets:
+            items = [key(x) for x in (r.expressions if hasattr(r, "expressions") else [r])]
+            flat = [c for x in items for c in (x.expressions if isinstance(
+                x, exp.Tuple | exp.Paren) and hasattr(x, "expressions") and x.expressions
+                else [x.this] if isinstance(x, exp.Paren) else [x])]
+            if isinstance(r, exp.GroupingSets):
+                per_set = [{y.sql() for y in (x.expressions if isinstance(x, exp.Tuple)
+                                              else [x.this if isinstance(x, exp.Paren) else x])}
+                           for x in items]
+                common = set.intersection(*per_set) if per_set else set()
+                for c in flat:
+                    (keys if c.sql() in common and c not in keys else rolled).append(c)
+            else:
+                rolled.extend(flat)
         return keys + rolled, rolled
 
     def _base_stream(self, sc: Scope, alias: str, src: exp.Table, rel: resolve.Relation,
@@ -410,8 +446,9 @@ class Analyzer(resolve.Resolver):
         keyed only by its correlated equalities (``IN``/``EXISTS`` only filter)."""
         for sub in getattr(sc, "subquery_scopes", []):
             inner = self.out.get(id(sub.expression))
-            if inner is None or isinstance(sub.expression.parent, exp.In) or isinstance(
-                    sub.expression.parent and sub.expression.parent.parent, exp.Exists):
+            if inner is None or isinstance(sub.expression.parent, exp.In | exp.Exists) \
+                    or isinstance(sub.expression.parent and sub.expression.parent.parent,
+                                  exp.Exists):
                 continue
             sub_stream = Stream("(subquery)", "(subquery)", sub.expression, inner.props,
                                 inner.keys, inner.values, set(inner.acks), inner.diffs_versions)
@@ -535,13 +572,40 @@ def _own_nodes(root: exp.Expression) -> list[exp.Expression]:
     return out
 
 
-def _in_window(node: Any) -> bool:
-    anc = node.parent
-    while anc is not None and not isinstance(anc, exp.Query):
-        if isinstance(anc, exp.Window):
-            return True
-        anc = anc.parent
-    return False
+_WRAPPERS = (exp.WithinGroup, exp.Filter, exp.IgnoreNulls, exp.RespectNulls)
+
+
+def _call(node: exp.Expression) -> exp.Expression:
+    """The whole call of an aggregate: with its WITHIN GROUP order and FILTER clause."""
+    while isinstance(node.parent, _WRAPPERS):
+        node = node.parent
+    return node
+
+
+def _is_window_call(node: exp.Expression) -> bool:
+    """Whether ``node`` is the function of a window (not an aggregate inside its argument)."""
+    return isinstance(_call(node).parent, exp.Window) and _call(node).arg_key == "this"
+
+
+def _evidence(node: Any) -> str:
+    while isinstance(node, _WRAPPERS):
+        node = node.this
+    return functions.evidence_of(node) if isinstance(node, exp.Func) else "row"
+
+
+def _partition(w: exp.Window, named: dict[str, exp.Window]) -> list[exp.Expression]:
+    """PARTITION BY of a window, through a named window (``OVER w``, ``OVER (w ...)``)."""
+    own = list(w.args.get("partition_by") or [])
+    if own:
+        return own
+    base = _named_base(w, named)
+    return list(base.args.get("partition_by") or []) if base is not None else []
+
+
+def _named_base(w: exp.Window, named: dict[str, exp.Window]) -> exp.Window | None:
+    ref = w.args.get("alias")
+    name = str(ref.name if isinstance(ref, exp.Expression) else ref or "").lower()
+    return named.get(name) if name else None
 
 
 def analyse(sql: str, statement: exp.Expression, meta: Metadata | None) -> Context:

@@ -61,4 +61,4 @@ CONSTRUCTS: dict[str, Construct] = {
 }
 
 #: Table functions that read nothing outside the query (allowed in FROM).
-SAFE_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
+SAFE_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})  # = functions.SAFE_TABLES
