@@ -3,7 +3,7 @@
 Walks the scopes of a statement children first (sqlglot's scope module), resolves every FROM
 item and column (:mod:`argusdb.checker.resolve`), and for every evidence-bearing FROM item asks
 the store which rows the query's own simple predicates on that item select
-(:mod:`argusdb.checker.provenance`). A CTE or derived table becomes a stream for the scope that
+(a :class:`~argusdb.checker.metadata.Metadata`). A CTE or derived table becomes a stream for the scope that
 reads it, carrying the properties of its rows and which of its output columns still key them
 (an output ``program_version`` column keeps versions apart in an outer GROUP BY).
 
@@ -24,7 +24,7 @@ from sqlglot.optimizer.scope import Scope, build_scope
 from argusdb.checker import functions, resolve
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
 from argusdb.checker.predicates import Pred
-from argusdb.checker.provenance import Metadata, evidence_relation
+from argusdb.checker.metadata import Metadata, evidence_columns, evidence_relation
 
 #: version_diff output columns that map onto metadata columns (for predicates and keys).
 _DIFF_META = {"region_id", "unit", "evidence_class", "signature", "signal"}
@@ -130,7 +130,8 @@ class Analyzer(resolve.Resolver):
         aggregated = bool(node.args.get("group")) or bool(aggs)
         value_aggs = [a for a in aggs if _evidence(a) != "count"]
         partitions = {id(w): _partition(w, named) for w in windows}
-        key_sets = [group_keys] + [partitions[id(w)] for w in windows]
+        filters = [f for a in aggs if (f := _filter_of(a)) is not None]
+        key_sets = [group_keys] + [partitions[id(w)] for w in windows] + [filters]
         streams: dict[str, Stream] = {}
         meta_rows: dict[str, list[dict[str, Any]]] = {}
         for alias, (ref, src) in sc.selected_sources.items():
@@ -152,10 +153,25 @@ class Analyzer(resolve.Resolver):
         self._join_combinations(sc, node, streams, uf)
         self._subquery_combinations(sc, streams)
         if aggregated:
-            self._group_combinations(sc, node, "aggregate", group_keys if not rollup else
-                                     [k for k in group_keys if k not in rollup],
+            agg_keys = group_keys if not rollup else [k for k in group_keys if k not in rollup]
+            plain = [a for a in value_aggs if _filter_of(a) is None]
+            conds = [c for a in value_aggs if (c := _filter_of(a)) is not None]
+            # one output row puts every aggregate of its group together: identity properties
+            # over the rows any aggregate reads ...
+            self._group_combinations(sc, node, "aggregate", agg_keys,
                                      self._value_streams(sc, streams, value_aggs),
-                                     streams, meta_rows, uf)
+                                     streams, meta_rows, uf, None if plain else conds,
+                                     None if not conds else _IDENTITY)
+            # ... granularity and unit per aggregate (what one sum adds up)
+            if conds:
+                self._group_combinations(sc, node, "aggregate", agg_keys,
+                                         self._value_streams(sc, streams, plain),
+                                         streams, meta_rows, uf, None, _SUMMED)
+            for a in value_aggs:
+                if (cond := _filter_of(a)) is not None:
+                    self._group_combinations(sc, node, "aggregate", agg_keys,
+                                             self._value_streams(sc, streams, [a]),
+                                             streams, meta_rows, uf, [cond], _SUMMED)
         by_alias = {p.alias.lower(): p.unalias() for p in node.expressions if p.alias}
         for w in windows:
             parts = partitions[id(w)]
@@ -166,12 +182,23 @@ class Analyzer(resolve.Resolver):
             if _evidence(w.this) in ("count",) or (_evidence(w.this) == "rank"
                                                    and order is None):
                 reads = []
+            direct = list(reads)
             # a window over an aggregate's alias reads the aggregate's evidence
             reads += [by_alias[c.name.lower()] for r in list(reads) if isinstance(
                 r, exp.Expression) for c in r.find_all(exp.Column)
                       if not c.table and c.name.lower() in by_alias]
             involved = self._value_streams(sc, streams, reads)
-            self._group_combinations(sc, w, "window", parts, involved, streams, meta_rows, uf)
+            # over filtered aggregates only: the rows their (one) condition keeps
+            expanded = reads[len(direct):]
+            inner = [a for r in expanded for a in r.find_all(exp.Filter)]
+            conds = {c.sql(): c for a in inner if (c := _filter_of(a)) is not None}
+            unfiltered = [x for r in expanded for x in r.find_all(exp.Func)
+                          if functions.kind_of(x) == "aggregate"
+                          and not isinstance(_call(x), exp.Filter)]
+            cond = next(iter(conds.values())) if len(conds) == 1 and not unfiltered and \
+                not self._value_streams(sc, streams, direct) else None
+            self._group_combinations(sc, w, "window", parts, involved, streams, meta_rows, uf,
+                                     [cond] if cond is not None else None)
         return self._output(sc, node, streams, aggregated, group_keys)
 
     def _correlated(self, sc: Scope) -> list[exp.Expression]:
@@ -285,8 +312,7 @@ class Analyzer(resolve.Resolver):
         if con is not None and con.diffs_versions:
             keyed = {"version": {"from_version", "to_version"}, "class": {"evidence_class"},
                      "standing": {"signature"}, "pass": set(), "scope": set()}
-        values = set(con.value_columns) if con is not None else \
-            ({"value"} if "value" in cols else {"dur_ns"})
+        values = set(con.value_columns) if con is not None else set(evidence_columns(rel.name))
         st = Stream(alias, rel.name, src, Props.of_rows(rows), keyed, values,
                     base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
                     keys_sql=[k.sql for k in keys], key_ids=key_ids,
@@ -472,21 +498,28 @@ class Analyzer(resolve.Resolver):
     def _group_combinations(self, sc: Scope, where: Any, kind: str,
                             keys: list[Any], involved: list[str],
                             streams: dict[str, Stream], meta_rows: dict[str, list[dict[str, Any]]],
-                            uf: _UnionFind) -> None:
+                            uf: _UnionFind, row_filter: list[exp.Expression] | None = None,
+                            only: frozenset[str] | None = None) -> None:
         for alias in involved:
             st = streams[alias]
             if st.base:
                 mine = [st.key_ids.index(id(k)) for k in keys if id(k) in st.key_ids]
                 groups: dict[tuple[Any, ...], Props] = {}
-                for r in meta_rows[alias]:
+                rows = meta_rows[alias]
+                if row_filter and all(id(f) in st.key_ids for f in row_filter):
+                    # FILTER (WHERE ...): only the rows some condition keeps meet
+                    fs = [f"_k{st.key_ids.index(id(f))}" for f in row_filter]
+                    rows = [r for r in rows if any(r.get(f) not in (False, None) for f in fs)]
+                for r in rows:
                     g = tuple(r.get(f"_k{i}") for i in mine)
                     groups.setdefault(g, Props()).add(r)
                 mixed = [(g, p) for g, p in groups.items()
-                         if any(p.mixed(x) for x in KEY_COLUMNS)]
+                         if any(p.mixed(x) for x in KEY_COLUMNS if only is None or x in only)]
                 for g, p in mixed[:_MAX_GROUPS]:
                     label = ", ".join(f"{st.keys_sql[i]()}={v!r}"
                                       for i, v in zip(mine, g, strict=True))
-                    self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label))
+                    self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label,
+                                                             only=only))
                 continue
             names = set()
             for k in keys:
@@ -500,7 +533,8 @@ class Analyzer(resolve.Resolver):
                     if ref[0] == alias:
                         names.add(ref[1])
             sep = {p for p in KEY_COLUMNS if names & st.keys.get(p, set())}
-            self.ctx.combinations.append(Combination(kind, where, (st,), st.props, sep))
+            self.ctx.combinations.append(Combination(kind, where, (st,), st.props, sep,
+                                                     only=only))
 
     def _output(self, sc: Scope, node: exp.Select, streams: dict[str, Stream], aggregated: bool,
                 group_keys: list[exp.Expression]) -> Stream | None:
@@ -572,6 +606,9 @@ def _own_nodes(root: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+#: Properties of what one aggregate adds up, and of who the values are (one output row).
+_SUMMED = frozenset({"granularity", "unit"})
+_IDENTITY = frozenset(KEY_COLUMNS) - _SUMMED
 _WRAPPERS = (exp.WithinGroup, exp.Filter, exp.IgnoreNulls, exp.RespectNulls)
 
 
@@ -580,6 +617,25 @@ def _call(node: exp.Expression) -> exp.Expression:
     while isinstance(node.parent, _WRAPPERS):
         node = node.parent
     return node
+
+
+def _filter_of(call: exp.Expression) -> exp.Expression | None:
+    """The condition of an aggregate's FILTER (WHERE ...) clause, if it has one."""
+    node: Any = call
+    while isinstance(node, _WRAPPERS):
+        if isinstance(node, exp.Filter):
+            cond = node.expression
+            return cond.this if isinstance(cond, exp.Where) else cond
+        node = node.this
+    # agg(CASE WHEN cond THEN x END) reads x only where cond holds: a FILTER by another name
+    arg = node.this if isinstance(node, exp.Func) else None
+    if isinstance(arg, exp.Case) and len(arg.args.get("ifs") or []) == 1 and (
+            arg.args.get("default") is None or isinstance(arg.args.get("default"), exp.Null)):
+        return arg.args["ifs"][0].this
+    if isinstance(arg, exp.If) and (arg.args.get("false") is None
+                                    or isinstance(arg.args.get("false"), exp.Null)):
+        return arg.this
+    return None
 
 
 def _is_window_call(node: exp.Expression) -> bool:

@@ -52,6 +52,6 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
                     f"{n} {t}" for t, n in r.rows.items())
                 click.echo(f"{p}: run {r.run_id} (version {r.program_version}, {r.kind}): "
                            f"{what}")
-        checker.refresh_metadata(st)
+        checker.refresh_metadata(st, [r.run_id for r in results])
     if as_json:
         click.echo(json.dumps({"runs": [r.to_json() for r in results]}))

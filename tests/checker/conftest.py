@@ -79,6 +79,7 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
                VF="seedvariant00001")
     with Store.open(path) as st, st.transaction():
         _seed_run(st, ids["RN"], v1, counter_replay=True, replay_passes=3, section_set="full",
+                  device="NVIDIA H200",
                   signature="replay(3 passes, full)+clock:none", timing_clean=False,
                   clock_control="none")
         rows = []
@@ -94,6 +95,7 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
                  "unit": "bytes", "replay_pass": 3}]
         _seed_rows(st, ids["RN"], v1, rows)
         _seed_run(st, ids["RP"], v1, instrumentation=True, activity_tracing=True,
+                  device="NVIDIA A100-SXM4-80GB",
                   signature="activity_tracing+instrumentation(proton)", timing_clean=False)
         rows = []
         for launch in ("0", "1"):
@@ -127,6 +129,35 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
                    [-1 - i, v1, "t-seed-synthesize", ids["RF"], ids["R1"], ids["VF"], SOFTMAX,
                     lc])
     return ids
+
+
+def build_full(path: Path) -> dict[str, str]:
+    """Every demo artefact (CUPTI, Nsight Compute source and raw pages, SASS, TTGIR) of
+    softmax and matmul, and softmax's again under ``num_warps=8``: three program versions with
+    per-instruction, per-region and kernel-wide evidence, attributed (real recordings only)."""
+    ids: dict[str, str] = {}
+    with Store.open(path, create=True) as st:
+        for r in demo.build(st):
+            ids["V1" if "softmax" in r.path else "VM"] = r.program_version
+        prog = ProgramSource.from_path(DEMO / "kernels" / "softmax.py")
+        for a in demo.artefacts("softmax"):
+            ids["V2"] = ingest_path(st, a, prog, {**demo.OPTIONS, "num_warps": "8"}
+                                    ).program_version
+        materialize.ensure_fresh(st)
+    return ids
+
+
+@pytest.fixture(scope="session")
+def full_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    path = tmp_path_factory.mktemp("checker_full") / "full.duckdb"
+    return path, build_full(path)
+
+
+@pytest.fixture(scope="session")
+def full_store(full_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
+    st = Store.open(full_built[0], read_only=True)
+    yield st
+    st.close()
 
 
 @pytest.fixture(scope="session")

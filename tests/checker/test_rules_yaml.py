@@ -46,9 +46,13 @@ def test_at_least_40_cases_and_every_rule_has_both_kinds() -> None:
 
 @pytest.mark.parametrize(("code", "which", "case"), CASES)
 def test_case(code: str, which: str, case: dict[str, Any], seeded_store: Store,
-              demo_store: Store, ids: dict[str, str]) -> None:
-    store = {"seeded": seeded_store, "demo": demo_store, "none": None}[case.get("store", which)]
-    sql = (case.get("fail_str") or case["pass_str"]).format(**ids)
+              demo_store: Store, full_store: Store, ids: dict[str, str],
+              full_built: tuple[Any, dict[str, str]]) -> None:
+    kind = case.get("store", which)
+    store = {"seeded": seeded_store, "demo": demo_store, "full": full_store,
+             "none": None}[kind]
+    sql = (case.get("fail_str") or case["pass_str"]).format(
+        **(full_built[1] if kind == "full" else ids))
     findings = checker.check(sql, store)
     if "pass_str" in case:
         assert findings == [], [str(f) for f in findings]
