@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from argusdb.checker.analysis import analyse as _analyse
 from argusdb.checker.context import Context, Props
+from argusdb.checker.metadata import MemoryMetadata, Metadata
 from argusdb.checker.parse import parse
-from argusdb.checker.metadata import Metadata, MemoryMetadata
 from argusdb.checker.rules import PHASES, all_rules
 from argusdb.errors import Finding, QueryFailed, QueryRefused
 from argusdb.store import Store

@@ -3,8 +3,8 @@
 Walks the scopes of a statement children first (sqlglot's scope module), resolves every FROM
 item and column (:mod:`argusdb.checker.resolve`), and for every evidence-bearing FROM item asks
 the store which rows the query's own simple predicates on that item select
-(a :class:`~argusdb.checker.metadata.Metadata`). A CTE or derived table becomes a stream for the scope that
-reads it, carrying the properties of its rows and which of its output columns still key them
+(a :class:`~argusdb.checker.metadata.Metadata`). A CTE or derived table becomes a
+stream for the scope that reads it, carrying the properties of its rows and which of its output columns still key them
 (an output ``program_version`` column keeps versions apart in an outer GROUP BY).
 
 Example:
@@ -23,8 +23,8 @@ from sqlglot.optimizer.scope import Scope, build_scope
 
 from argusdb.checker import functions, resolve
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
-from argusdb.checker.predicates import Pred
 from argusdb.checker.metadata import Metadata, evidence_columns, evidence_relation
+from argusdb.checker.predicates import Pred
 
 #: version_diff output columns that map onto metadata columns (for predicates and keys).
 _DIFF_META = {"region_id", "unit", "evidence_class", "signature", "signal"}
@@ -125,7 +125,7 @@ class Analyzer(resolve.Resolver):
             if isinstance(n, exp.Window):
                 if n.arg_key != "windows":
                     windows.append(n)
-            elif functions.kind_of(n) == "aggregate" and not _is_window_call(n):
+            elif functions.kind_of(n) in ("aggregate", "window") and not _is_window_call(n):
                 aggs.append(_call(n))
         aggregated = bool(node.args.get("group")) or bool(aggs)
         value_aggs = [a for a in aggs if _evidence(a) != "count"]

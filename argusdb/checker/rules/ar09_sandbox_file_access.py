@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from argusdb.checker.constructs import CONSTRUCTS
-from argusdb.checker.functions import SAFE_TABLES, catalogue
 from argusdb.checker.context import Context
+from argusdb.checker.functions import SAFE_TABLES, catalogue
 from argusdb.checker.resolve import relation_of
 from argusdb.checker.rules import Rule
 from argusdb.errors import Finding
