@@ -4,8 +4,9 @@ Walks the scopes of a statement children first (sqlglot's scope module), resolve
 item and column (:mod:`argusdb.checker.resolve`), and for every evidence-bearing FROM item asks
 the store which rows the query's own simple predicates on that item select
 (a :class:`~argusdb.checker.metadata.Metadata`). A CTE or derived table becomes a
-stream for the scope that reads it, carrying the properties of its rows and which of its output columns still key them
-(an output ``program_version`` column keeps versions apart in an outer GROUP BY).
+stream for the scope that reads it, carrying the properties of its rows and which of its
+output columns still key them (an output ``program_version`` column keeps versions apart
+in an outer GROUP BY).
 
 Example:
     >>> ctx = analyse("SELECT median(value) FROM evidence", tree, Metadata.of(store))
@@ -154,8 +155,8 @@ class Analyzer(resolve.Resolver):
         self._subquery_combinations(sc, streams)
         if aggregated:
             agg_keys = group_keys if not rollup else [k for k in group_keys if k not in rollup]
-            plain = [a for a in value_aggs if _filter_of(a) is None]
-            conds = [c for a in value_aggs if (c := _filter_of(a)) is not None]
+            plain = [va for va in value_aggs if _filter_of(va) is None]
+            conds = [c for va in value_aggs if (c := _filter_of(va)) is not None]
             # one output row puts every aggregate of its group together: identity properties
             # over the rows any aggregate reads ...
             self._group_combinations(sc, node, "aggregate", agg_keys,
@@ -167,14 +168,14 @@ class Analyzer(resolve.Resolver):
                 self._group_combinations(sc, node, "aggregate", agg_keys,
                                          self._value_streams(sc, streams, plain),
                                          streams, meta_rows, uf, None, _SUMMED)
-            for a in value_aggs:
-                if (cond := _filter_of(a)) is not None:
+            for va in value_aggs:
+                if (fcond := _filter_of(va)) is not None:
                     self._group_combinations(sc, node, "aggregate", agg_keys,
-                                             self._value_streams(sc, streams, [a]),
-                                             streams, meta_rows, uf, [cond], _SUMMED)
+                                             self._value_streams(sc, streams, [va]),
+                                             streams, meta_rows, uf, [fcond], _SUMMED)
         by_alias = {p.alias.lower(): p.unalias() for p in node.expressions if p.alias}
         for w in windows:
-            parts = partitions[id(w)]
+            wparts = partitions[id(w)]
             base = _named_base(w, named)
             order = w.args.get("order") or (base.args.get("order") if base is not None
                                             else None)
@@ -189,16 +190,20 @@ class Analyzer(resolve.Resolver):
                       if not c.table and c.name.lower() in by_alias]
             involved = self._value_streams(sc, streams, reads)
             # over filtered aggregates only: the rows their (one) condition keeps
-            expanded = reads[len(direct):]
-            inner = [a for r in expanded for a in r.find_all(exp.Filter)]
-            conds = {c.sql(): c for a in inner if (c := _filter_of(a)) is not None}
-            unfiltered = [x for r in expanded for x in r.find_all(exp.Func)
+            expanded: list[exp.Expression] = [x for x in reads[len(direct):]
+                                              if isinstance(x, exp.Expression)]
+            inner = [fa for rd in expanded for fa in rd.find_all(exp.Filter)]
+            wconds: dict[str, exp.Expression] = {}
+            for fa in inner:
+                if (fc := _filter_of(fa)) is not None:
+                    wconds[fc.sql()] = fc
+            unfiltered = [x for rd in expanded for x in rd.find_all(exp.Func)
                           if functions.kind_of(x) == "aggregate"
                           and not isinstance(_call(x), exp.Filter)]
-            cond = next(iter(conds.values())) if len(conds) == 1 and not unfiltered and \
+            wcond = next(iter(wconds.values())) if len(wconds) == 1 and not unfiltered and \
                 not self._value_streams(sc, streams, direct) else None
-            self._group_combinations(sc, w, "window", parts, involved, streams, meta_rows, uf,
-                                     [cond] if cond is not None else None)
+            self._group_combinations(sc, w, "window", wparts, involved, streams, meta_rows, uf,
+                                     [wcond] if wcond is not None else None)
         return self._output(sc, node, streams, aggregated, group_keys)
 
     def _correlated(self, sc: Scope) -> list[exp.Expression]:
@@ -612,7 +617,7 @@ _IDENTITY = frozenset(KEY_COLUMNS) - _SUMMED
 _WRAPPERS = (exp.WithinGroup, exp.Filter, exp.IgnoreNulls, exp.RespectNulls)
 
 
-def _call(node: exp.Expression) -> exp.Expression:
+def _call(node: Any) -> Any:
     """The whole call of an aggregate: with its WITHIN GROUP order and FILTER clause."""
     while isinstance(node.parent, _WRAPPERS):
         node = node.parent

@@ -39,6 +39,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from sqlglot import exp
 
@@ -237,7 +238,7 @@ def lookup(node: exp.Func) -> Function | None:
     return f
 
 
-def kind_of(node: exp.Expression) -> str:
+def kind_of(node: Any) -> str:
     """'aggregate', 'window', 'scalar' ... of a call node (sqlglot's classes first)."""
     if not isinstance(node, exp.Func):
         return ""
