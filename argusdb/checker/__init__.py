@@ -30,6 +30,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from sqlglot import exp
+
+from argusdb.checker import statements
 from argusdb.checker.analysis import analyse as _analyse
 from argusdb.checker.context import Context, Props
 from argusdb.checker.metadata import MemoryMetadata, Metadata
@@ -109,7 +112,10 @@ def analyse(sql: str, store: Store | Metadata | None = None) -> Report:
     report = Report(sql if isinstance(sql, str) else repr(sql), findings)
     if parsed is None:
         return report
-    ctx = Context(sql, parsed.statements[0], statements=parsed.statements)
+    stmts = parsed.statements
+    rewritten = statements.rewrite(stmts[0]) if len(stmts) == 1 else None
+    checked, run = rewritten if rewritten else (stmts[0], stmts[0])
+    ctx = Context(sql, checked, statements=[checked] if rewritten else stmts)
     report.context = ctx
     try:
         report.findings = _run_phase("sandbox", ctx)
@@ -123,7 +129,16 @@ def analyse(sql: str, store: Store | Metadata | None = None) -> Report:
             report.findings = _run_phase(phase, full)
             if report.findings:
                 return report
-        report.statement = ctx.statement
+        if isinstance(run, exp.Pivot):
+            filled = statements.pivot_values(run, meta.values) if meta is not None else None
+            if filled is None:
+                report.findings = [Finding(
+                    "AR08", "sandbox.statement", "the PIVOT's ON values cannot be listed "
+                    "(no store, or none or too many distinct values)",
+                    "list them: PIVOT ... ON signal IN ('duration', 'inst_executed') ...")]
+                return report
+            run = filled
+        report.statement = run
     except QueryFailed as exc:
         report.findings = [Finding("AR00", "query.invalid",
                                    f"the store cannot evaluate this query's predicates: "

@@ -22,7 +22,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from argusdb.checker import functions, resolve
+from argusdb.checker import constructs, functions, resolve
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
 from argusdb.checker.metadata import Metadata, evidence_columns, evidence_relation
 from argusdb.checker.predicates import Pred
@@ -91,8 +91,21 @@ class Analyzer(resolve.Resolver):
     def _analyse(self, sc: Scope) -> Stream | None:
         node = sc.expression
         if isinstance(node, exp.SetOperation):
-            parts = [p for u in _set_op_scopes(sc)
-                     if (p := self.out.get(id(u.expression))) is not None]
+            names0 = _output_names(node)
+            parts = []
+            for u in _set_op_scopes(sc):
+                p = self.out.get(id(u.expression))
+                if p is None:
+                    continue
+                # columns of a set operation are positional: the left side names them
+                mine = _output_names(u.expression)
+                if names0 and mine and len(mine) == len(names0):
+                    ren = dict(zip(mine, names0, strict=True))
+                    p = Stream(p.alias, p.relation, p.node, p.props,
+                               {k: {ren.get(c, c) for c in v} for k, v in p.keys.items()},
+                               {ren.get(c, c) for c in p.values}, set(p.acks),
+                               p.diffs_versions)
+                parts.append(p)
             if not parts:
                 return None
             out = Stream("(union)", "(union)", node, Props(), {}, set())
@@ -154,7 +167,8 @@ class Analyzer(resolve.Resolver):
         self._join_combinations(sc, node, streams, uf)
         self._subquery_combinations(sc, streams)
         if aggregated:
-            agg_keys = group_keys if not rollup else [k for k in group_keys if k not in rollup]
+            agg_keys = group_keys if not rollup else [k for k in group_keys
+                                                      if not any(k is r for r in rollup)]
             plain = [va for va in value_aggs if _filter_of(va) is None]
             conds = [c for va in value_aggs if (c := _filter_of(va)) is not None]
             # one output row puts every aggregate of its group together: identity properties
@@ -271,8 +285,14 @@ class Analyzer(resolve.Resolver):
                                               else [x.this if isinstance(x, exp.Paren) else x])}
                            for x in items]
                 common = set.intersection(*per_set) if per_set else set()
+                kept = {k.sql() for k in keys}
                 for c in flat:
-                    (keys if c.sql() in common and c not in keys else rolled).append(c)
+                    if c.sql() in common:
+                        if c.sql() not in kept:
+                            keys.append(c)
+                            kept.add(c.sql())
+                    else:
+                        rolled.append(c)
             else:
                 rolled.extend(flat)
         return keys + rolled, rolled
@@ -291,6 +311,7 @@ class Analyzer(resolve.Resolver):
         mapping = _DIFF_META if con is not None and con.diffs_versions else None
         preds, used = self._predicates(sc, alias, uf, mapping)
         if con is not None and con.diffs_versions:
+            self._resolve_selectors(src, rel)
             diff_signal, v_from, v_to = resolve.rel_literals(rel)
             for text, names in (
                     (f"signal = {_lit(diff_signal)}", ["signal"]),
@@ -327,6 +348,24 @@ class Analyzer(resolve.Resolver):
             st.acks = set(acks if isinstance(acks, list) else [acks])
         return st, rows
 
+    def _resolve_selectors(self, src: exp.Table, rel: resolve.Relation) -> None:
+        """version_diff's versions in the forms ``argus diff`` accepts (an ID, a unique
+        prefix of one, ``KEY=VALUE`` of its options): resolved to the ID, in the tree that
+        runs; a selector that names none or several is refused with the candidates."""
+        assert self.meta is not None
+        versions = self.meta.program_versions()
+        for i in (1, 2):
+            lit = rel.args[i]
+            if not isinstance(lit, exp.Literal):
+                continue
+            hit, why = constructs.resolve_version(str(lit.this), versions)
+            if hit is None:
+                self.ctx.bad_constructs.append((src, "version_diff", f"version_diff: {why}"))
+            elif hit != lit.this:
+                new = exp.Literal.string(hit)
+                lit.replace(new)
+                rel.args[i] = new
+
     def _check_diff_versions(self, src: exp.Table, rel: resolve.Relation,
                              rows: list[dict[str, Any]]) -> None:
         """A version_diff side without evidence is a typo or a wrong signal: say which."""
@@ -335,7 +374,7 @@ class Analyzer(resolve.Resolver):
         have = {r["program_version"] for r in rows}
         known = self.meta.versions("evidence")
         for v in versions:
-            if v in have:
+            if v in have or v not in known:  # unknown selectors: _resolve_selectors said so
                 continue
             why = (f"has no whole-kernel {signal!r} evidence with a region" if v in known
                    else f"is not a program version in the store{resolve.suggest(v, known)}")
@@ -591,6 +630,19 @@ def _aggregated_scope(level: str, kept: set[str]) -> str:
     parts = [c for c in _SCOPE_COLS if c in level.split(",") and c in kept]
     parts += [p for p in _PATH_LEVELS if p in level.split(",") and "scope_path" in kept]
     return ",".join(parts) or "kernel"
+
+
+def _output_names(node: Any) -> list[str]:
+    """Output column names of a SELECT (the leftmost one of a set operation); [] if unknown."""
+    while isinstance(node, exp.SetOperation):
+        node = node.left
+    if isinstance(node, exp.Subquery):
+        node = node.this
+    if not isinstance(node, exp.Select) or any(isinstance(p, exp.Star) or (
+            isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+            for p in node.expressions):
+        return []
+    return [p.alias_or_name.lower() for p in node.expressions]
 
 
 def _set_op_scopes(sc: Scope) -> list[Scope]:

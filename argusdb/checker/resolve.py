@@ -32,6 +32,7 @@ from argusdb.checker.constructs import (
 )
 from argusdb.checker.context import Context
 from argusdb.checker.parse import position
+from argusdb.checker.statements import INFORMATION_SCHEMA
 
 #: Columns every DuckDB table has without declaring them.
 PSEUDO_COLUMNS = frozenset({"rowid"})
@@ -89,6 +90,9 @@ def relation_of(table: exp.Table) -> Relation:
                                                            SAFE_TABLE_FUNCTIONS else None),
                         args=args)
     name = table.name.lower()
+    if str(table.args.get("db") or "").lower() == "information_schema" and \
+            not table.args.get("catalog") and name in INFORMATION_SCHEMA:
+        return Relation(f"information_schema.{name}", "view")  # documentation, no evidence
     if table.args.get("db") or table.args.get("catalog"):
         # 'other_db.t' or 'file.csv' parsed as db.table: never a store object.
         dotted = ".".join(p.name for p in table.parts)

@@ -22,14 +22,15 @@ from argusdb.store import Store
 
 BATTERY = Path(__file__).with_name("battery.yaml")
 #: Argument lists tried in order until DuckDB accepts the call (its own arity and types).
-ARGS = ["value", "value, 0.5", "value, value", "value > 0", "value::BIGINT", "signal, ','",
-        "value, 3", "value::BIGINT > 0", "value::INTEGER % 8, 0, 7", "value, value > 0",
+ARGS = ["", "value", "abs(value) + 1", "value, 0.5", "value, value", "value > 0", "value::BIGINT", "signal, ','",
+        "value, 3", "value::BIGINT > 0", "(value::BIGINT % 8)::INTEGER, 0, 7",
+        "(value::BIGINT % 1000)::INTEGER", "value, [0.0, 1.0]", "2", "value, value > 0",
         "signal", "{'s': signal}"]
 CLEAN = "run_id IN (SELECT run_id FROM run WHERE timing_clean)"
 
 
 def _call(store: Store, name: str, window: bool) -> str | None:
-    for a in ([""] if window else []) + ARGS:
+    for a in ARGS:
         call = f"{name}({a})"
         sql = (f"SELECT {call} OVER (ORDER BY launch) FROM evidence LIMIT 1" if window
                else f"SELECT {call} FROM evidence LIMIT 1")
