@@ -211,6 +211,19 @@ def call_name(node: exp.Func) -> str:
     sqlglot's own classes map onto DuckDB's names: PercentileCont → quantile_cont)."""
     if isinstance(node, exp.Anonymous):
         return str(node.name).lower()
+    # the name depends on the node's class and which arguments it has, not on their values
+    key = (type(node), tuple(sorted(k for k, v in node.args.items() if v is not None
+                                    and v != [])))
+    hit = _NAMES.get(key)
+    if hit is None:
+        hit = _NAMES[key] = _render_name(node)
+    return hit
+
+
+_NAMES: dict[tuple[type, tuple[str, ...]], str] = {}
+
+
+def _render_name(node: exp.Func) -> str:
     try:
         shallow = node.copy()
         for k in list(shallow.args):
