@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-
 from sqlglot import exp
 
 from argusdb.checker import statements

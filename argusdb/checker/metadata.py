@@ -89,33 +89,65 @@ class Metadata(Protocol):
 class MemoryMetadata:
     """A :class:`Metadata` over rows held in memory (tests, and checks without a store).
 
+    Predicates the small evaluator cannot decide, keys, and ``values()`` subqueries are
+    evaluated by sqlglot's Python executor over the rows and ``tables`` given; a row it
+    cannot decide either is kept (the fake may over-approximate, never hide a row).
+
     Args:
         rows: metadata rows per relation, each with every column predicates may read.
-        values: answers of ``values()`` by subquery text.
-        versions: rows of ``program_version``.
+        tables: plain tables (``run``, ``program_version`` ...) for ``values()`` subqueries.
+        versions: rows of ``program_version`` (default: ``tables['program_version']``).
     """
 
     def __init__(self, rows: dict[str, list[dict[str, Any]]],
-                 values: dict[str, list[Any]] | None = None,
+                 tables: dict[str, list[dict[str, Any]]] | None = None,
                  versions: list[dict[str, Any]] | None = None) -> None:
         self._rows = rows
-        self._values = values or {}
-        self._versions = versions or []
+        self._tables = tables or {}
+        self._versions = versions if versions is not None else \
+            list(self._tables.get("program_version", []))
+        self._engine: dict[tuple[str, str], list[Any] | None] = {}
+
+    def _column(self, relation: str, sql: str) -> list[Any] | None:
+        """``sql`` evaluated on every row of ``relation`` (sqlglot's executor), or None."""
+        key = (relation, sql)
+        if key not in self._engine:
+            from sqlglot import executor
+
+            try:
+                res = executor.execute(f"SELECT {sql} AS v FROM m", dialect="duckdb",
+                                       tables={"m": self._rows.get(relation, [])})
+                self._engine[key] = [r[0] for r in res.rows]
+            except Exception:
+                self._engine[key] = None
+        return self._engine[key]
 
     def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
+        data = self._rows.get(relation, [])
         out: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for r in self._rows.get(relation, []):
-            try:
-                if not all(evaluate(p, r) is True for p in predicates):
-                    continue
-                ks = {f"_k{i}": evaluate(k, r) for i, k in enumerate(keys)}
-            except (NotSimple, KeyError):
-                # the fake cannot tell: keep the row (over-approximates, never under)
-                ks = {f"_k{i}": None for i in range(len(keys))}
+        for i, r in enumerate(data):
+            keep = True
+            for p in predicates:
+                try:
+                    v = evaluate(p, r)
+                except (NotSimple, KeyError):
+                    col = self._column(relation, p.sql())
+                    v = True if col is None else col[i]
+                if v is not True:
+                    keep = False
+                    break
+            if not keep:
+                continue
+            ks: dict[str, Any] = {}
+            for j, k in enumerate(keys):
+                try:
+                    ks[f"_k{j}"] = evaluate(k, r)
+                except (NotSimple, KeyError):
+                    col = self._column(relation, k.sql())
+                    ks[f"_k{j}"] = None if col is None else col[i]
             d = {c: r.get(c) for c in META_COLUMNS} | ks
-            key = tuple(d.values())
-            hit = out.setdefault(key, {**d, "_rows": 0})
+            hit = out.setdefault(tuple(map(repr, d.values())), {**d, "_rows": 0})
             hit["_rows"] += int(r.get("_rows") or 1)
         return list(out.values())
 
@@ -128,7 +160,15 @@ class MemoryMetadata:
         return set(rows[0]) if rows else set()
 
     def values(self, select_sql: str) -> list[Any] | None:
-        return self._values.get(select_sql)
+        from sqlglot import executor
+
+        try:
+            res = executor.execute(select_sql, dialect="duckdb", tables=self._tables)
+        except Exception:
+            return None
+        if res.rows and len(res.rows[0]) != 1:
+            return None
+        return [r[0] for r in res.rows]
 
     def program_versions(self) -> list[dict[str, Any]]:
         return list(self._versions)

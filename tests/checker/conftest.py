@@ -24,9 +24,11 @@ from typing import Any
 import pytest
 
 from argusdb import demo, materialize
+from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
+from argusdb.store_metadata import StoreMetadata, _source_sql
 from tests.conftest import DEMO, KERNELS
 
 SOFTMAX = "softmax/softmax_fwd"
@@ -197,3 +199,21 @@ def demo_store(demo_path: Path) -> Iterator[Store]:
     st = Store.open(demo_path, read_only=True)
     yield st
     st.close()
+
+
+def memory_of(st: Store) -> MemoryMetadata:
+    """An in-memory Metadata holding what ``st`` holds: every row of every evidence relation
+    with its metadata columns, and the plain tables subqueries read."""
+    meta = StoreMetadata.of(st)
+    rows = {rel: st.rows(_source_sql(rel, meta.columns(rel), meta.columns("run")))
+            for rel, cols in declared_relations().items() if cols}
+    tables = {t: st.rows(f"SELECT * FROM {t}")
+              for t in ("run", "program_version", "evidence", "kernel_launch")}
+    return MemoryMetadata(rows, tables)
+
+
+@pytest.fixture(scope="session")
+def memory_stores(seeded_store: Store, demo_store: Store, full_store: Store
+                  ) -> dict[str, MemoryMetadata]:
+    return {"seeded": memory_of(seeded_store), "demo": memory_of(demo_store),
+            "full": memory_of(full_store)}

@@ -22,7 +22,8 @@ from argusdb.store import Store
 
 BATTERY = Path(__file__).with_name("battery.yaml")
 #: Argument lists tried in order until DuckDB accepts the call (its own arity and types).
-ARGS = ["", "value", "abs(value) + 1", "value, 0.5", "value, value", "value > 0", "value::BIGINT", "signal, ','",
+ARGS = ["", "value", "abs(value) + 1", "value, 0.5", "value, value", "value > 0",
+        "value::BIGINT", "signal, ','",
         "value, 3", "value::BIGINT > 0", "(value::BIGINT % 8)::INTEGER, 0, 7",
         "(value::BIGINT % 1000)::INTEGER", "value, [0.0, 1.0]", "2", "value, value > 0",
         "signal", "{'s': signal}"]

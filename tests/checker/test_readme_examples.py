@@ -21,7 +21,7 @@ def _examples() -> list[str]:
 
 
 def test_readme_and_demo_queries_are_sound_on_a_multi_version_store(full_store: Store) -> None:
-    examples = _examples() + [demo.QUESTION, demo.REGION_BREAKDOWN]
+    examples = [*_examples(), demo.QUESTION, demo.REGION_BREAKDOWN]
     assert len(examples) >= 5
     for sql in examples:
         assert checker.check(sql, full_store) == [], sql
