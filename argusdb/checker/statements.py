@@ -36,10 +36,10 @@ WHERE table_schema = 'main' AND table_name = {name}
 ORDER BY ordinal_position"""
 
 
-def rewrite(stmt: exp.Expression) -> tuple[exp.Expression, exp.Expression] | None:
+def rewrite(stmt: Any) -> tuple[Any, Any] | None:
     """(tree to check, tree to run) for a statement answered by rewriting; None otherwise."""
     if isinstance(stmt, exp.Show) and str(stmt.this).upper() in ("TABLES", "ALL TABLES"):
-        sel: exp.Expression = sqlglot.parse_one(_SHOW_TABLES, read="duckdb")
+        sel = sqlglot.parse_one(_SHOW_TABLES, read="duckdb")
         return sel, sel
     if isinstance(stmt, exp.Describe) and isinstance(stmt.this, exp.Table) \
             and not stmt.this.args.get("db") and isinstance(stmt.this.this, exp.Identifier):
@@ -51,7 +51,7 @@ def rewrite(stmt: exp.Expression) -> tuple[exp.Expression, exp.Expression] | Non
             probe = exp.select("*").from_(table.copy()).limit(0)
             return probe, probe
         name = exp.Literal.string(table.name.lower()).sql(dialect="duckdb")
-        desc: exp.Expression = sqlglot.parse_one(_DESCRIBE.format(name=name), read="duckdb")
+        desc = sqlglot.parse_one(_DESCRIBE.format(name=name), read="duckdb")
         return desc, desc
     if isinstance(stmt, exp.Pivot) and stmt.args.get("using") and not stmt.args.get("unpivot"):
         return _pivot_select(stmt), stmt
