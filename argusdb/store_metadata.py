@@ -374,17 +374,28 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
             f"FROM {name})").fetchall()]
     elif runs is None:
         incremental = False
-    lits = ", ".join("'" + r.replace("'", "''") + "'" for r in run_list)
-    versions = f"(SELECT program_version FROM run WHERE run_id IN ({lits or 'NULL'}))"
-    which = (f"run_id IN ({lits or 'NULL'}) OR (program_version IN {versions} "
-             f"AND evidence_class IN ('attributed', 'derived'))")
+
+    def quoted(xs: Iterable[str]) -> str:
+        return ", ".join("'" + x.replace("'", "''") + "'" for x in xs) or "NULL"
+
+    # two disjoint parts, each a filter DuckDB pushes into the evidence view's branches:
+    # the new runs' observed rows, and the attributed/derived rows of their versions (all
+    # of them when the runs are not named: a materialization may have rebuilt any)
+    parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'"]
     if runs is None:
-        which = f"run_id IN ({lits or 'NULL'}) OR evidence_class IN ('attributed', 'derived')"
+        parts.append("evidence_class IN ('attributed', 'derived')")
+    else:
+        versions = [r[0] for r in cur.execute(
+            f"SELECT DISTINCT program_version FROM run WHERE run_id IN ({quoted(run_list)})"
+        ).fetchall() if r[0] is not None]
+        parts.append(f"program_version IN ({quoted(versions)}) "
+                     f"AND evidence_class IN ('attributed', 'derived')")
     cur.execute("BEGIN TRANSACTION")
     try:
         if incremental:
-            cur.execute(f"DELETE FROM {name} WHERE {which}")
-            cur.execute(f"INSERT INTO {name} {meta._summary_columns(relation, which)[1]}")
+            for which in parts:
+                cur.execute(f"DELETE FROM {name} WHERE {which}")
+                cur.execute(f"INSERT INTO {name} {meta._summary_columns(relation, which)[1]}")
         else:
             cur.execute(f"CREATE OR REPLACE TABLE {name} AS {build}")
         cur.execute("CREATE TABLE IF NOT EXISTS main._argus_meta_stamp "

@@ -63,9 +63,6 @@ CONSTRUCTS: dict[str, Construct] = {
     ),
 }
 
-#: Table functions that read nothing outside the query (allowed in FROM).
-SAFE_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})  # = functions.SAFE_TABLES
-
 
 def resolve_version(text: str, versions: list[dict[str, Any]]) -> tuple[str | None, str]:
     """One program version for a selector, as ``argus diff --from`` reads it: the ID, a

@@ -23,9 +23,9 @@ Regenerate after a DuckDB upgrade (the test ``test_functions_catalogue`` fails u
     python -m argusdb.checker.functions > argusdb/checker/functions.csv
 
 Example:
-    >>> FUNCTIONS["fsum"].kind, FUNCTIONS["fsum"].evidence
+    >>> catalogue()["fsum"].kind, catalogue()["fsum"].evidence
     ('aggregate', 'combine')
-    >>> FUNCTIONS["nextval"].verdict
+    >>> catalogue()["nextval"].verdict
     'deny'
 """
 
@@ -70,15 +70,6 @@ def catalogue() -> dict[str, Function]:
         return {r["name"].lower(): Function(**r) for r in csv.DictReader(fh)}
 
 
-class _Lazy(dict[str, Function]):
-    def __missing__(self, key: str) -> Function:
-        self.update(catalogue())
-        return dict.__getitem__(self, key)
-
-
-#: The catalogue (loaded on first use).
-FUNCTIONS: dict[str, Function] = _Lazy()
-
 # -- classification (used by generate(); the CSV is the source of truth at run time) --------
 #: DuckDB lists window functions among its aggregates: these rank rows ...
 _RANKING = {"row_number", "rank", "dense_rank", "rank_dense", "percent_rank", "cume_dist",
@@ -92,7 +83,7 @@ _COUNTING = {"count", "count_star", "count_if", "countif", "approx_count_distinc
 _AGGREGATE_MACROS = {"geomean", "geometric_mean", "wavg", "weighted_avg", "json_group_array",
                      "json_group_object", "json_group_structure"}
 #: Table functions that read nothing outside the query.
-SAFE_TABLES = {"range", "generate_series", "unnest"}
+SAFE_TABLES = frozenset({"range", "generate_series", "unnest"})
 _SIDE_EFFECTS = {
     "nextval": "advances a sequence of the store (a query would write)",
     "currval": "reads a sequence's session state",

@@ -27,10 +27,10 @@ from argusdb import catalog
 from argusdb.checker.constructs import (
     ACKNOWLEDGEABLE,
     CONSTRUCTS,
-    SAFE_TABLE_FUNCTIONS,
     Construct,
 )
 from argusdb.checker.context import Context
+from argusdb.checker.functions import SAFE_TABLES
 from argusdb.checker.parse import position
 from argusdb.checker.statements import INFORMATION_SCHEMA
 
@@ -87,7 +87,7 @@ def relation_of(table: exp.Table) -> Relation:
             return Relation(name, "construct", cols, construct=c, args=args)
         alias_cols = _alias_columns(table)
         return Relation(name, "function", alias_cols or ({name} if name in
-                                                           SAFE_TABLE_FUNCTIONS else None),
+                                                           SAFE_TABLES else None),
                         args=args)
     name = table.name.lower()
     if str(table.args.get("db") or "").lower() == "information_schema" and \
