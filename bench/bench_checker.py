@@ -54,7 +54,7 @@ def build(path: Path, rows: int, runs: int = 0) -> dict[str, str]:
             st.sql(f"""
                 INSERT INTO run BY NAME SELECT r.* REPLACE (
                     r.run_id || '-copy' || t.k AS run_id,
-                    (SELECT max(run_seq) FROM run) + t.k AS run_seq,
+                    nextval('run_seq_gen') AS run_seq,
                     r.artefact_sha256 || t.k AS artefact_sha256)
                 FROM run AS r CROSS JOIN range(1, {runs}) AS t(k)
                 WHERE r.run_id = '{r1.run_id}'""")
