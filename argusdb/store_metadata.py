@@ -176,6 +176,7 @@ class StoreMetadata:
         self._values: dict[tuple[int, str], list[Any] | None] = {}
         self._columns: dict[tuple[int, str], set[str]] = {}
         self.full_scans = 0
+        self._versions: tuple[int, list[dict[str, Any]]] | None = None
 
     @classmethod
     def of(cls, store: Store) -> StoreMetadata:
@@ -220,10 +221,14 @@ class StoreMetadata:
         return name, frozenset(cols)
 
     def program_versions(self) -> list[dict[str, Any]]:
-        """Rows of ``program_version`` (for version selectors of constructs)."""
-        return self.store.guarded_rows(
-            "SELECT program_version, program, options, transform FROM program_version "
-            "ORDER BY program_version", cursor=self.cur)
+        """Rows of ``program_version`` (for version selectors of constructs), read once per
+        store generation."""
+        gen = self.store.generation
+        if self._versions is None or self._versions[0] != gen:
+            self._versions = (gen, self.store.guarded_rows(
+                "SELECT program_version, program, options, transform FROM program_version "
+                "ORDER BY program_version", cursor=self.cur))
+        return self._versions[1]
 
     def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
