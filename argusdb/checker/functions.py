@@ -105,6 +105,7 @@ _SIDE_EFFECTS = {
     "checkpoint": "writes the store file",
     "force_checkpoint": "writes the store file",
     "histogram_values": "reads a table named by a string, which the checker cannot see",
+    "sum_no_overflow": "is an engine internal (DuckDB refuses it outside its own plans)",
 }
 _SESSION = re.compile(r"^(current_(?!date$|localtime$|localtimestamp$)|has_\w+_privilege$|"
                       r"pg_(?!typeof$|size_pretty$)|inet_|session_user$|user$|"
@@ -123,16 +124,16 @@ def classify(name: str, duckdb_type: str) -> Function:
     deny = _SIDE_EFFECTS.get(n, "")
     if duckdb_type == "pragma":
         return Function(name, duckdb_type, "pragma", "none", "deny",
-                        "a PRAGMA changes or reads the engine's configuration")
+                        "is a PRAGMA, which changes or reads the engine's configuration")
     if duckdb_type in ("table", "table_macro"):
         if n in SAFE_TABLES:
             return Function(name, duckdb_type, "table", "none", "allow", "")
         reason = deny or ("reads files, URLs, other databases or the engine's state"
                           if _FILES.match(n) or duckdb_type == "table_macro"
-                          else "a table function outside the store")
+                          else "is a table function outside the store")
         return Function(name, duckdb_type, "table", "none", "deny", reason)
     if n.startswith("__internal"):
-        return Function(name, duckdb_type, "scalar", "row", "deny", "an engine internal")
+        return Function(name, duckdb_type, "scalar", "row", "deny", "is an engine internal")
     if not deny and _SESSION.match(n):
         deny = "reads the session, the catalog or the engine's configuration"
     if duckdb_type == "aggregate" or n in _AGGREGATE_MACROS:
