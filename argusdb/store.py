@@ -101,6 +101,8 @@ class Store:
         #: Bumped by every write path of this object; readers cache metadata against it.
         #: (DuckDB locks the file: no other process writes while this one has it open.)
         self.generation = 0
+        #: The checker's metadata of this connection (argusdb.store_metadata), made on use.
+        self.checker_metadata: Any = None
         self._watchdog = _Watchdog()
 
     # -- opening -------------------------------------------------------------------------

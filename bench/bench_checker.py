@@ -30,12 +30,13 @@ from argusdb.regions import ProgramSource
 from argusdb.store import Store
 
 
-def build(path: Path, rows: int) -> dict[str, str]:
+def build(path: Path, rows: int, runs: int = 0) -> dict[str, str]:
     with Store.open(path, create=True) as st:
         sm = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
         mm = ProgramSource.from_path(demo.DATA / "kernels" / "matmul.py")
-        v1 = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
-                         dict(demo.OPTIONS)).program_version
+        r1 = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
+                         dict(demo.OPTIONS))
+        v1 = r1.program_version
         v2 = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
                          {**demo.OPTIONS, "num_warps": "8"}).program_version
         ingest_path(st, demo.DATA / "matmul" / "matmul.cupti.jsonl", mm, dict(demo.OPTIONS))
@@ -48,6 +49,21 @@ def build(path: Path, rows: int) -> dict[str, str]:
                 CASE WHEN e.launch = 'all' THEN 'all'
                      ELSE (t.k * 100000 + e.launch::BIGINT)::VARCHAR END AS launch)
             FROM observed_evidence AS e CROSS JOIN range(1, {copies}) AS t(k)""")
+        if runs > 1:
+            # more runs of the first version: its run, copied (benchmark only)
+            st.sql(f"""
+                INSERT INTO run BY NAME SELECT r.* REPLACE (
+                    r.run_id || '-copy' || t.k AS run_id,
+                    nextval('run_seq_gen') AS run_seq,
+                    r.artefact_sha256 || t.k AS artefact_sha256)
+                FROM run AS r CROSS JOIN range(1, {runs}) AS t(k)
+                WHERE r.run_id = '{r1.run_id}'""")
+            st.sql(f"""
+                INSERT INTO observed_evidence BY NAME SELECT e.* REPLACE (
+                    e.run_id || '-copy' || t.k AS run_id,
+                    -(e.evidence_id + t.k * (1::BIGINT << 40)) AS evidence_id)
+                FROM observed_evidence AS e CROSS JOIN range(1, {runs}) AS t(k)
+                WHERE e.run_id = '{r1.run_id}' AND e.evidence_id < (1::BIGINT << 40)""")
     return {"V1": v1, "V2": v2}
 
 
@@ -80,35 +96,49 @@ def median_ms(fn: object, repeat: int, clock: object = time.perf_counter) -> flo
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="evidence rows (default 1 M)")
+    ap.add_argument("--runs", type=int, default=0,
+                    help="copies of softmax's run (to time the metadata refresh at N runs)")
     ap.add_argument("--repeat", type=int, default=31, help="timed checks per query")
     ap.add_argument("--repeat-e2e", type=int, default=5, help="timed end-to-end runs per query")
     ap.add_argument("--warmup", type=int, default=10, help="untimed checks per query first")
     args = ap.parse_args()
-    print(f"command: python bench/bench_checker.py --rows {args.rows}; host: "
+    print(f"command: python bench/bench_checker.py --rows {args.rows} --runs {args.runs}; host: "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.duckdb"
         t0 = time.perf_counter()
-        ids = build(path, args.rows)
+        ids = build(path, args.rows, args.runs)
         build_s = time.perf_counter() - t0
         with Store.open(path) as st:  # what 'argus ingest' does after ingesting
             t0 = time.perf_counter()
             checker.refresh_metadata(st)
             refresh_s = time.perf_counter() - t0
+            # one more run arrives: only its rows are summarised again
+            sm = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
+            new = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
+                              {**demo.OPTIONS, "num_warps": "16"})
+            t0 = time.perf_counter()
+            how = checker.refresh_metadata(st, [new.run_id])
+            incr_s = time.perf_counter() - t0
+            assert how == "incremental", how
         with Store.open(path, read_only=True) as st:
             (n,) = st.sql("SELECT count(*) FROM evidence").fetchone() or (0,)
+            (n_runs,) = st.sql("SELECT count(*) FROM run").fetchone() or (0,)
             t0 = time.perf_counter()
             assert checker.check(QUERIES["median of one region"], st) == []
             first_ms = (time.perf_counter() - t0) * 1000
-            print(f"store: {n:,} evidence rows (built in {build_s:.0f} s); metadata summary "
-                  f"refresh after ingest: {refresh_s:.2f} s; first check of a new read-only "
-                  f"connection: {first_ms:.1f} ms")
+            print(f"store: {n:,} evidence rows, {n_runs} runs (built in {build_s:.0f} s); "
+                  f"metadata summary "
+                  f"full build: {refresh_s:.2f} s; incremental refresh after one more "
+                  f"ingest: {incr_s * 1000:.0f} ms ({incr_s / refresh_s:.1%} of the full "
+                  f"build); first check of a new read-only connection: {first_ms:.1f} ms")
             print(f"{'query':42} {'check ms':>9} {'(cpu ms)':>9} {'end-to-end ms':>14} "
                   f"{'check %':>8}")
             worst_ms, worst_pct = 0.0, 0.0
             for name, q in QUERIES.items():
                 sql = q.format(**ids)
-                assert checker.check(sql, st) == [], name
+                found = checker.check(sql, st)
+                assert found == [], (name, [str(f) for f in found])
                 for _ in range(args.warmup):  # let the engine's threads settle after setup
                     checker.check(sql, st)
                 c = median_ms(lambda s=sql: checker.check(s, st), args.repeat)

@@ -6,7 +6,7 @@ program version per query, so every answer rests on questions the checker accept
 A **cohort** is the set of rows of one region, version and signal that can be compared as
 repeats of one measurement: same *standing*, same evidence class and same scope (every scope
 coordinate except ``launch``). The standing is the checker's (see
-``argusdb/checker/provenance.py``): ``clean``, or the run's interference signature when the
+``argusdb/store_metadata.py``): ``clean``, or the run's interference signature when the
 measurement perturbs the value (a timing value from a run that is not ``timing_clean``, any
 value of an instrumented or forced-wait run); ``derived`` for derived values. Counters from a
 replayed run are clean: replay re-executes, it does not change what executes.
@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from argusdb.checker.provenance import TIMING_UNITS
+from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import UsageError
 
 if TYPE_CHECKING:

@@ -1,13 +1,18 @@
-"""The checked query language: parse, check, then execute read-only.
+"""The checked query language: a pure check, then execution read-only.
 
 Pipeline (one module each, as sqlglot lays out its own)::
 
     parse.py       SQL text → sqlglot tree (DuckDB dialect); positions from tokens
-    rules/ (sandbox phase)   refuse anything but one read-only SELECT over the store
+    rules/ (sandbox phase)   refuse anything but one read-only SELECT over the store, and
+                   any function the catalogue (functions.csv) does not allow
     resolve.py / analysis.py names against the catalog; evidence streams and the
-                   combinations they meet in, with the store's metadata (provenance.py)
+                   combinations they meet in, from a Metadata (metadata.py: a Protocol;
+                   the store's implementation is argusdb/store_metadata.py)
     rules/ (names, compat phases)  one module per rule, stable codes AR01…
     execute()      the SQL generated from the checked tree, on a locked-down cursor
+
+:func:`analyse` is a pure function of the text, the catalog and a Metadata: it never writes
+and never runs the query; given a Store it asks the store's metadata (kept on the Store).
 
 Evidence-aware constructs (``version_diff``, ``evidence_accepting``) are table macros of
 ``queries/checked.sql``; :mod:`argusdb.checker.constructs` says what they mean to the checker.
@@ -24,16 +29,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from sqlglot import exp
 
+from argusdb.checker import statements
 from argusdb.checker.analysis import analyse as _analyse
 from argusdb.checker.context import Context, Props
+from argusdb.checker.metadata import MemoryMetadata, Metadata
 from argusdb.checker.parse import parse
-from argusdb.checker.provenance import Metadata
 from argusdb.checker.rules import PHASES, all_rules
 from argusdb.errors import Finding, QueryFailed, QueryRefused
 from argusdb.store import Store
+from argusdb.store_metadata import StoreMetadata
+from argusdb.store_metadata import refresh as _refresh
 
-__all__ = ["Report", "analyse", "check", "execute", "explain", "refresh_metadata"]
+__all__ = ["MemoryMetadata", "Metadata", "Report", "analyse", "check", "execute", "explain",
+           "metadata_of", "refresh_metadata"]
 
 #: Default limits of one user query.
 TIMEOUT_S = 30.0
@@ -83,8 +93,16 @@ class Report:
                 "findings": [f.to_json() for f in self.findings]}
 
 
-def analyse(sql: str, store: Store | None = None) -> Report:
-    """Parse and check ``sql``; with no store only the static rules (sandbox, names) run.
+def metadata_of(source: Store | Metadata | None) -> Metadata | None:
+    """The Metadata of a store (kept on the Store object), or ``source`` itself."""
+    if isinstance(source, Store):
+        return StoreMetadata.of(source)
+    return source
+
+
+def analyse(sql: str, store: Store | Metadata | None = None) -> Report:
+    """Parse and check ``sql`` against a store or any :class:`Metadata`; with none only the
+    static rules (sandbox, names) run.
 
     Never raises on bad input: every problem is a finding. A checker failure on input it
     cannot analyse refuses the query (AR99) rather than letting it run unchecked.
@@ -93,13 +111,16 @@ def analyse(sql: str, store: Store | None = None) -> Report:
     report = Report(sql if isinstance(sql, str) else repr(sql), findings)
     if parsed is None:
         return report
-    ctx = Context(sql, parsed.statements[0], statements=parsed.statements)
+    stmts = parsed.statements
+    rewritten = statements.rewrite(stmts[0]) if len(stmts) == 1 else None
+    checked, run = rewritten if rewritten else (stmts[0], stmts[0])
+    ctx = Context(sql, checked, statements=[checked] if rewritten else stmts)
     report.context = ctx
     try:
         report.findings = _run_phase("sandbox", ctx)
         if report.findings:
             return report
-        meta = Metadata.of(store) if store is not None else None
+        meta = metadata_of(store)
         full = _analyse(sql, ctx.statement, meta)
         full.statements = ctx.statements
         report.context = full
@@ -107,7 +128,16 @@ def analyse(sql: str, store: Store | None = None) -> Report:
             report.findings = _run_phase(phase, full)
             if report.findings:
                 return report
-        report.statement = ctx.statement
+        if isinstance(run, exp.Pivot):
+            filled = statements.pivot_values(run, meta.values) if meta is not None else None
+            if filled is None:
+                report.findings = [Finding(
+                    "AR08", "sandbox.statement", "the PIVOT's ON values cannot be listed "
+                    "(no store, or none or too many distinct values)",
+                    "list them: PIVOT ... ON signal IN ('duration', 'inst_executed') ...")]
+                return report
+            run = filled
+        report.statement = run
     except QueryFailed as exc:
         report.findings = [Finding("AR00", "query.invalid",
                                    f"the store cannot evaluate this query's predicates: "
@@ -129,7 +159,7 @@ def _run_phase(phase: str, ctx: Context) -> list[Finding]:
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
 
 
-def check(sql: str, store: Store | None = None) -> list[Finding]:
+def check(sql: str, store: Store | Metadata | None = None) -> list[Finding]:
     """Findings for ``sql``; an empty list means it may run."""
     return analyse(sql, store).findings
 
@@ -149,11 +179,11 @@ def execute_report(sql: str, store: Store, timeout_s: float = TIMEOUT_S
     return store.run_select(report.executable, timeout_s), report
 
 
-def refresh_metadata(store: Store) -> None:
-    """Bring the checker's metadata summary of ``evidence`` up to date (after an ingest), so
-    the next read-only connection does not have to rebuild it in memory."""
-    if not store.read_only:
-        Metadata.of(store).summary("evidence")
+def refresh_metadata(store: Store, runs: list[str] | None = None) -> str:
+    """Bring the store's metadata summary of ``evidence`` up to date after an ingest (a write
+    path; checks never write), so later connections need not rebuild it in memory. With
+    ``runs`` (the runs just ingested) only their rows are summarised again."""
+    return _refresh(store, runs)
 
 
 def explain(sql: str, store: Store) -> dict[str, Any]:

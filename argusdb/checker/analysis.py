@@ -3,9 +3,10 @@
 Walks the scopes of a statement children first (sqlglot's scope module), resolves every FROM
 item and column (:mod:`argusdb.checker.resolve`), and for every evidence-bearing FROM item asks
 the store which rows the query's own simple predicates on that item select
-(:mod:`argusdb.checker.provenance`). A CTE or derived table becomes a stream for the scope that
-reads it, carrying the properties of its rows and which of its output columns still key them
-(an output ``program_version`` column keeps versions apart in an outer GROUP BY).
+(a :class:`~argusdb.checker.metadata.Metadata`). A CTE or derived table becomes a
+stream for the scope that reads it, carrying the properties of its rows and which of its
+output columns still key them (an output ``program_version`` column keeps versions apart
+in an outer GROUP BY).
 
 Example:
     >>> ctx = analyse("SELECT median(value) FROM evidence", tree, Metadata.of(store))
@@ -21,10 +22,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from argusdb.checker import resolve
+from argusdb.checker import constructs, functions, resolve
 from argusdb.checker.context import KEY_COLUMNS, Combination, Context, Props, Stream
+from argusdb.checker.metadata import Metadata, evidence_columns, evidence_relation
 from argusdb.checker.predicates import Pred
-from argusdb.checker.provenance import Metadata, evidence_relation
 
 #: version_diff output columns that map onto metadata columns (for predicates and keys).
 _DIFF_META = {"region_id", "unit", "evidence_class", "signature", "signal"}
@@ -90,8 +91,21 @@ class Analyzer(resolve.Resolver):
     def _analyse(self, sc: Scope) -> Stream | None:
         node = sc.expression
         if isinstance(node, exp.SetOperation):
-            parts = [p for u in _set_op_scopes(sc)
-                     if (p := self.out.get(id(u.expression))) is not None]
+            names0 = _output_names(node)
+            parts = []
+            for u in _set_op_scopes(sc):
+                p = self.out.get(id(u.expression))
+                if p is None:
+                    continue
+                # columns of a set operation are positional: the left side names them
+                mine = _output_names(u.expression)
+                if names0 and mine and len(mine) == len(names0):
+                    ren = dict(zip(mine, names0, strict=True))
+                    p = Stream(p.alias, p.relation, p.node, p.props,
+                               {k: {ren.get(c, c) for c in v} for k, v in p.keys.items()},
+                               {ren.get(c, c) for c in p.values}, set(p.acks),
+                               p.diffs_versions)
+                parts.append(p)
             if not parts:
                 return None
             out = Stream("(union)", "(union)", node, Props(), {}, set())
@@ -118,14 +132,20 @@ class Analyzer(resolve.Resolver):
         group_keys += self._correlated(sc)
         # one walk of this scope's own nodes (not its subqueries) for windows and aggregates
         windows: list[exp.Window] = []
-        aggs: list[exp.AggFunc] = []
+        aggs: list[exp.Expression] = []
+        named = {str(w.this.name).lower(): w for w in node.args.get("windows") or []
+                 if isinstance(w, exp.Window)}
         for n in _own_nodes(node):
             if isinstance(n, exp.Window):
-                windows.append(n)
-            elif isinstance(n, exp.AggFunc) and not _in_window(n):
-                aggs.append(n)
+                if n.arg_key != "windows":
+                    windows.append(n)
+            elif functions.kind_of(n) in ("aggregate", "window") and not _is_window_call(n):
+                aggs.append(_call(n))
         aggregated = bool(node.args.get("group")) or bool(aggs)
-        key_sets = [group_keys] + [list(w.args.get("partition_by") or []) for w in windows]
+        value_aggs = [a for a in aggs if _evidence(a) != "count"]
+        partitions = {id(w): _partition(w, named) for w in windows}
+        filters = [f for a in aggs if (f := _filter_of(a)) is not None]
+        key_sets = [group_keys] + [partitions[id(w)] for w in windows] + [filters]
         streams: dict[str, Stream] = {}
         meta_rows: dict[str, list[dict[str, Any]]] = {}
         for alias, (ref, src) in sc.selected_sources.items():
@@ -147,14 +167,57 @@ class Analyzer(resolve.Resolver):
         self._join_combinations(sc, node, streams, uf)
         self._subquery_combinations(sc, streams)
         if aggregated:
-            self._group_combinations(sc, node, "aggregate", group_keys if not rollup else
-                                     [k for k in group_keys if k not in rollup],
-                                     self._value_streams(sc, streams, list(aggs)),
-                                     streams, meta_rows, uf)
+            agg_keys = group_keys if not rollup else [k for k in group_keys
+                                                      if not any(k is r for r in rollup)]
+            plain = [va for va in value_aggs if _filter_of(va) is None]
+            conds = [c for va in value_aggs if (c := _filter_of(va)) is not None]
+            # one output row puts every aggregate of its group together: identity properties
+            # over the rows any aggregate reads ...
+            self._group_combinations(sc, node, "aggregate", agg_keys,
+                                     self._value_streams(sc, streams, value_aggs),
+                                     streams, meta_rows, uf, None if plain else conds,
+                                     None if not conds else _IDENTITY)
+            # ... granularity and unit per aggregate (what one sum adds up)
+            if conds:
+                self._group_combinations(sc, node, "aggregate", agg_keys,
+                                         self._value_streams(sc, streams, plain),
+                                         streams, meta_rows, uf, None, _SUMMED)
+            for va in value_aggs:
+                if (fcond := _filter_of(va)) is not None:
+                    self._group_combinations(sc, node, "aggregate", agg_keys,
+                                             self._value_streams(sc, streams, [va]),
+                                             streams, meta_rows, uf, [fcond], _SUMMED)
+        by_alias = {p.alias.lower(): p.unalias() for p in node.expressions if p.alias}
         for w in windows:
-            parts = list(w.args.get("partition_by") or [])
-            involved = self._value_streams(sc, streams, [w.this, w.args.get("order")])
-            self._group_combinations(sc, w, "window", parts, involved, streams, meta_rows, uf)
+            wparts = partitions[id(w)]
+            base = _named_base(w, named)
+            order = w.args.get("order") or (base.args.get("order") if base is not None
+                                            else None)
+            reads = [w.this, order]
+            if _evidence(w.this) in ("count",) or (_evidence(w.this) == "rank"
+                                                   and order is None):
+                reads = []
+            direct = list(reads)
+            # a window over an aggregate's alias reads the aggregate's evidence
+            reads += [by_alias[c.name.lower()] for r in list(reads) if isinstance(
+                r, exp.Expression) for c in r.find_all(exp.Column)
+                      if not c.table and c.name.lower() in by_alias]
+            involved = self._value_streams(sc, streams, reads)
+            # over filtered aggregates only: the rows their (one) condition keeps
+            expanded: list[exp.Expression] = [x for x in reads[len(direct):]
+                                              if isinstance(x, exp.Expression)]
+            inner = [fa for rd in expanded for fa in rd.find_all(exp.Filter)]
+            wconds: dict[str, exp.Expression] = {}
+            for fa in inner:
+                if (fc := _filter_of(fa)) is not None:
+                    wconds[fc.sql()] = fc
+            unfiltered = [x for rd in expanded for x in rd.find_all(exp.Func)
+                          if functions.kind_of(x) == "aggregate"
+                          and not isinstance(_call(x), exp.Filter)]
+            wcond = next(iter(wconds.values())) if len(wconds) == 1 and not unfiltered and \
+                not self._value_streams(sc, streams, direct) else None
+            self._group_combinations(sc, w, "window", wparts, involved, streams, meta_rows, uf,
+                                     [wcond] if wcond is not None else None)
         return self._output(sc, node, streams, aggregated, group_keys)
 
     def _correlated(self, sc: Scope) -> list[exp.Expression]:
@@ -193,20 +256,45 @@ class Analyzer(resolve.Resolver):
         by_alias = {p.alias.lower(): p.unalias() for p in sel.expressions if p.alias}
         if group.args.get("all"):
             return [p.unalias() for p in sel.expressions if not p.find(exp.AggFunc)], []
-        keys: list[exp.Expression] = []
-        for g in group.expressions:
+        def key(g: exp.Expression) -> exp.Expression:
             if isinstance(g, exp.Literal) and g.is_int and 0 < int(g.this) <= len(
                     sel.expressions):
-                keys.append(sel.expressions[int(g.this) - 1].unalias())
-            elif isinstance(g, exp.Column) and not g.table and g.name.lower() in by_alias:
-                keys.append(by_alias[g.name.lower()])
-            else:
-                keys.append(g)
+                return sel.expressions[int(g.this) - 1].unalias()
+            if isinstance(g, exp.Column) and not g.table and g.name.lower() in by_alias:
+                return by_alias[g.name.lower()]
+            return g
+
+        keys: list[exp.Expression] = []
         rolled: list[exp.Expression] = []
+        sets: list[exp.Expression] = [g for g in group.expressions
+                                      if isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets)]
         for kind in ("rollup", "cube", "grouping_sets"):
-            for r in group.args.get(kind) or []:
-                rolled.extend(r.expressions if hasattr(r, "expressions") and r.expressions
-                              else [r])
+            sets += list(group.args.get(kind) or [])
+        for g in group.expressions:
+            if not isinstance(g, exp.Rollup | exp.Cube | exp.GroupingSets):
+                keys.append(key(g))
+        # ROLLUP and CUBE have a grand-total set, GROUPING SETS keep what every set has: only
+        # keys present in every grouping set keep rows apart
+        for r in sets:
+            items = [key(x) for x in (r.expressions if hasattr(r, "expressions") else [r])]
+            flat = [c for x in items for c in (x.expressions if isinstance(
+                x, exp.Tuple | exp.Paren) and hasattr(x, "expressions") and x.expressions
+                else [x.this] if isinstance(x, exp.Paren) else [x])]
+            if isinstance(r, exp.GroupingSets):
+                per_set = [{y.sql() for y in (x.expressions if isinstance(x, exp.Tuple)
+                                              else [x.this if isinstance(x, exp.Paren) else x])}
+                           for x in items]
+                common = set.intersection(*per_set) if per_set else set()
+                kept = {k.sql() for k in keys}
+                for c in flat:
+                    if c.sql() in common:
+                        if c.sql() not in kept:
+                            keys.append(c)
+                            kept.add(c.sql())
+                    else:
+                        rolled.append(c)
+            else:
+                rolled.extend(flat)
         return keys + rolled, rolled
 
     def _base_stream(self, sc: Scope, alias: str, src: exp.Table, rel: resolve.Relation,
@@ -223,6 +311,7 @@ class Analyzer(resolve.Resolver):
         mapping = _DIFF_META if con is not None and con.diffs_versions else None
         preds, used = self._predicates(sc, alias, uf, mapping)
         if con is not None and con.diffs_versions:
+            self._resolve_selectors(src, rel)
             diff_signal, v_from, v_to = resolve.rel_literals(rel)
             for text, names in (
                     (f"signal = {_lit(diff_signal)}", ["signal"]),
@@ -249,8 +338,7 @@ class Analyzer(resolve.Resolver):
         if con is not None and con.diffs_versions:
             keyed = {"version": {"from_version", "to_version"}, "class": {"evidence_class"},
                      "standing": {"signature"}, "pass": set(), "scope": set()}
-        values = set(con.value_columns) if con is not None else \
-            ({"value"} if "value" in cols else {"dur_ns"})
+        values = set(con.value_columns) if con is not None else set(evidence_columns(rel.name))
         st = Stream(alias, rel.name, src, Props.of_rows(rows), keyed, values,
                     base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
                     keys_sql=[k.sql for k in keys], key_ids=key_ids,
@@ -260,6 +348,24 @@ class Analyzer(resolve.Resolver):
             st.acks = set(acks if isinstance(acks, list) else [acks])
         return st, rows
 
+    def _resolve_selectors(self, src: exp.Table, rel: resolve.Relation) -> None:
+        """version_diff's versions in the forms ``argus diff`` accepts (an ID, a unique
+        prefix of one, ``KEY=VALUE`` of its options): resolved to the ID, in the tree that
+        runs; a selector that names none or several is refused with the candidates."""
+        assert self.meta is not None
+        versions = self.meta.program_versions()
+        for i in (1, 2):
+            lit = rel.args[i]
+            if not isinstance(lit, exp.Literal):
+                continue
+            hit, why = constructs.resolve_version(str(lit.this), versions)
+            if hit is None:
+                self.ctx.bad_constructs.append((src, "version_diff", f"version_diff: {why}"))
+            elif hit != lit.this:
+                new = exp.Literal.string(hit)
+                lit.replace(new)
+                rel.args[i] = new
+
     def _check_diff_versions(self, src: exp.Table, rel: resolve.Relation,
                              rows: list[dict[str, Any]]) -> None:
         """A version_diff side without evidence is a typo or a wrong signal: say which."""
@@ -268,7 +374,7 @@ class Analyzer(resolve.Resolver):
         have = {r["program_version"] for r in rows}
         known = self.meta.versions("evidence")
         for v in versions:
-            if v in have:
+            if v in have or v not in known:  # unknown selectors: _resolve_selectors said so
                 continue
             why = (f"has no whole-kernel {signal!r} evidence with a region" if v in known
                    else f"is not a program version in the store{resolve.suggest(v, known)}")
@@ -410,8 +516,9 @@ class Analyzer(resolve.Resolver):
         keyed only by its correlated equalities (``IN``/``EXISTS`` only filter)."""
         for sub in getattr(sc, "subquery_scopes", []):
             inner = self.out.get(id(sub.expression))
-            if inner is None or isinstance(sub.expression.parent, exp.In) or isinstance(
-                    sub.expression.parent and sub.expression.parent.parent, exp.Exists):
+            if inner is None or isinstance(sub.expression.parent, exp.In | exp.Exists) \
+                    or isinstance(sub.expression.parent and sub.expression.parent.parent,
+                                  exp.Exists):
                 continue
             sub_stream = Stream("(subquery)", "(subquery)", sub.expression, inner.props,
                                 inner.keys, inner.values, set(inner.acks), inner.diffs_versions)
@@ -435,21 +542,28 @@ class Analyzer(resolve.Resolver):
     def _group_combinations(self, sc: Scope, where: Any, kind: str,
                             keys: list[Any], involved: list[str],
                             streams: dict[str, Stream], meta_rows: dict[str, list[dict[str, Any]]],
-                            uf: _UnionFind) -> None:
+                            uf: _UnionFind, row_filter: list[exp.Expression] | None = None,
+                            only: frozenset[str] | None = None) -> None:
         for alias in involved:
             st = streams[alias]
             if st.base:
                 mine = [st.key_ids.index(id(k)) for k in keys if id(k) in st.key_ids]
                 groups: dict[tuple[Any, ...], Props] = {}
-                for r in meta_rows[alias]:
+                rows = meta_rows[alias]
+                if row_filter and all(id(f) in st.key_ids for f in row_filter):
+                    # FILTER (WHERE ...): only the rows some condition keeps meet
+                    fs = [f"_k{st.key_ids.index(id(f))}" for f in row_filter]
+                    rows = [r for r in rows if any(r.get(f) not in (False, None) for f in fs)]
+                for r in rows:
                     g = tuple(r.get(f"_k{i}") for i in mine)
                     groups.setdefault(g, Props()).add(r)
                 mixed = [(g, p) for g, p in groups.items()
-                         if any(p.mixed(x) for x in KEY_COLUMNS)]
+                         if any(p.mixed(x) for x in KEY_COLUMNS if only is None or x in only)]
                 for g, p in mixed[:_MAX_GROUPS]:
                     label = ", ".join(f"{st.keys_sql[i]()}={v!r}"
                                       for i, v in zip(mine, g, strict=True))
-                    self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label))
+                    self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label,
+                                                             only=only))
                 continue
             names = set()
             for k in keys:
@@ -463,7 +577,8 @@ class Analyzer(resolve.Resolver):
                     if ref[0] == alias:
                         names.add(ref[1])
             sep = {p for p in KEY_COLUMNS if names & st.keys.get(p, set())}
-            self.ctx.combinations.append(Combination(kind, where, (st,), st.props, sep))
+            self.ctx.combinations.append(Combination(kind, where, (st,), st.props, sep,
+                                                     only=only))
 
     def _output(self, sc: Scope, node: exp.Select, streams: dict[str, Stream], aggregated: bool,
                 group_keys: list[exp.Expression]) -> Stream | None:
@@ -517,6 +632,19 @@ def _aggregated_scope(level: str, kept: set[str]) -> str:
     return ",".join(parts) or "kernel"
 
 
+def _output_names(node: Any) -> list[str]:
+    """Output column names of a SELECT (the leftmost one of a set operation); [] if unknown."""
+    while isinstance(node, exp.SetOperation):
+        node = node.left
+    if isinstance(node, exp.Subquery):
+        node = node.this
+    if not isinstance(node, exp.Select) or any(isinstance(p, exp.Star) or (
+            isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+            for p in node.expressions):
+        return []
+    return [p.alias_or_name.lower() for p in node.expressions]
+
+
 def _set_op_scopes(sc: Scope) -> list[Scope]:
     # sqlglot >= 26 names them set_operation_scopes; older releases union_scopes
     return list(getattr(sc, "set_operation_scopes", None) or getattr(sc, "union_scopes", []))
@@ -535,13 +663,62 @@ def _own_nodes(root: exp.Expression) -> list[exp.Expression]:
     return out
 
 
-def _in_window(node: Any) -> bool:
-    anc = node.parent
-    while anc is not None and not isinstance(anc, exp.Query):
-        if isinstance(anc, exp.Window):
-            return True
-        anc = anc.parent
-    return False
+#: Properties of what one aggregate adds up, and of who the values are (one output row).
+_SUMMED = frozenset({"granularity", "unit"})
+_IDENTITY = frozenset(KEY_COLUMNS) - _SUMMED
+_WRAPPERS = (exp.WithinGroup, exp.Filter, exp.IgnoreNulls, exp.RespectNulls)
+
+
+def _call(node: Any) -> Any:
+    """The whole call of an aggregate: with its WITHIN GROUP order and FILTER clause."""
+    while isinstance(node.parent, _WRAPPERS):
+        node = node.parent
+    return node
+
+
+def _filter_of(call: exp.Expression) -> exp.Expression | None:
+    """The condition of an aggregate's FILTER (WHERE ...) clause, if it has one."""
+    node: Any = call
+    while isinstance(node, _WRAPPERS):
+        if isinstance(node, exp.Filter):
+            cond = node.expression
+            return cond.this if isinstance(cond, exp.Where) else cond
+        node = node.this
+    # agg(CASE WHEN cond THEN x END) reads x only where cond holds: a FILTER by another name
+    arg = node.this if isinstance(node, exp.Func) else None
+    if isinstance(arg, exp.Case) and len(arg.args.get("ifs") or []) == 1 and (
+            arg.args.get("default") is None or isinstance(arg.args.get("default"), exp.Null)):
+        return arg.args["ifs"][0].this
+    if isinstance(arg, exp.If) and (arg.args.get("false") is None
+                                    or isinstance(arg.args.get("false"), exp.Null)):
+        return arg.this
+    return None
+
+
+def _is_window_call(node: exp.Expression) -> bool:
+    """Whether ``node`` is the function of a window (not an aggregate inside its argument)."""
+    return isinstance(_call(node).parent, exp.Window) and _call(node).arg_key == "this"
+
+
+def _evidence(node: Any) -> str:
+    while isinstance(node, _WRAPPERS):
+        node = node.this
+    return functions.evidence_of(node) if isinstance(node, exp.Func) else "row"
+
+
+def _partition(w: exp.Window, named: dict[str, exp.Window]) -> list[exp.Expression]:
+    """PARTITION BY of a window, through a named window (``OVER w``, ``OVER (w ...)``)."""
+    own = list(w.args.get("partition_by") or [])
+    if own:
+        return own
+    base = _named_base(w, named)
+    return list(base.args.get("partition_by") or []) if base is not None else []
+
+
+def _named_base(w: exp.Window, named: dict[str, exp.Window]) -> exp.Window | None:
+    ref = w.args.get("alias")
+    name = str(ref.name if isinstance(ref, exp.Expression) else ref or "").lower()
+    return named.get(name) if name else None
 
 
 def analyse(sql: str, statement: exp.Expression, meta: Metadata | None) -> Context:

@@ -32,6 +32,12 @@ KEY_COLUMNS: dict[str, frozenset[str]] = {
     "pass": frozenset({"replay_pass", "evidence_id"}),
     "class": frozenset({"evidence_class", "evidence_id"}),
     "scope": frozenset({"cta", "sm", "warp", "warp_role", "loop_iter", "evidence_id"}),
+    # per instruction, per line, per region or kernel-wide: a PC, a line or the class says
+    "granularity": frozenset({"pc", "source_line", "evidence_id"}),
+    # a signal has one unit within one version and device (the version rule keeps those apart)
+    "unit": frozenset({"unit", "signal", "evidence_id"}),
+    # a run is on one device
+    "device": frozenset({"device", "device_info", "run_id", "evidence_id"}),
 }
 
 
@@ -48,6 +54,9 @@ class Props:
     passes: set[int] = field(default_factory=set)
     signals: set[str] = field(default_factory=set)
     scopes: set[str] = field(default_factory=set)
+    units: set[str] = field(default_factory=set)
+    granularities: set[str] = field(default_factory=set)
+    devices: set[str] = field(default_factory=set)
     rows: int = 0
 
     @classmethod
@@ -62,7 +71,8 @@ class Props:
                           ("tasks", "task_id"), ("classes", "evidence_class"),
                           ("standings", "_standing"), ("signatures", "signature"),
                           ("passes", "replay_pass"), ("signals", "signal"),
-                          ("scopes", "_scope")):
+                          ("scopes", "_scope"), ("units", "unit"),
+                          ("granularities", "_granularity"), ("devices", "device")):
             v = r.get(col)
             if v is not None:
                 getattr(self, attr).add(v)
@@ -71,7 +81,7 @@ class Props:
     def merge(self, other: Props) -> Props:
         out = Props()
         for attr in ("versions", "runs", "tasks", "classes", "standings", "signatures",
-                     "passes", "signals", "scopes"):
+                     "passes", "signals", "scopes", "units", "granularities", "devices"):
             setattr(out, attr, getattr(self, attr) | getattr(other, attr))
         out.rows = self.rows + other.rows
         return out
@@ -90,6 +100,12 @@ class Props:
             return "derived" in self.classes and bool(self.classes - {"derived"})
         if prop == "scope":
             return len(self.scopes) > 1
+        if prop == "granularity":
+            return len(self.granularities) > 1
+        if prop == "unit":
+            return len(self.units) > 1
+        if prop == "device":
+            return len(self.devices) > 1
         raise ValueError(prop)
 
     def to_json(self) -> dict[str, Any]:
@@ -98,7 +114,8 @@ class Props:
                 "interference_signatures": sorted(self.signatures),
                 "standings": sorted(self.standings), "replay_passes": sorted(self.passes),
                 "signals": sorted(self.signals), "scopes": sorted(self.scopes),
-                "rows": self.rows}
+                "units": sorted(self.units), "granularities": sorted(self.granularities),
+                "devices": sorted(self.devices), "rows": self.rows}
 
 
 @dataclass
@@ -136,6 +153,8 @@ class Combination:
     group: str = ""
     #: How many other groups of the same place also mix (set by Context.mixing).
     more: int = 0
+    #: The properties this combination is about (None: all of them).
+    only: frozenset[str] | None = None
 
     @property
     def acks(self) -> set[str]:
@@ -189,7 +208,8 @@ class Context:
         place in the query (the first mixed group stands for the others, see ``more``)."""
         out: dict[tuple[int, str], Combination] = {}
         for c in self.combinations:
-            if prop in c.separated or not c.props.mixed(prop):
+            if prop in c.separated or not c.props.mixed(prop) or (
+                    c.only is not None and prop not in c.only):
                 continue
             key = (id(c.node), ",".join(s.alias for s in c.streams))
             if key in out:

@@ -27,11 +27,12 @@ from argusdb import catalog
 from argusdb.checker.constructs import (
     ACKNOWLEDGEABLE,
     CONSTRUCTS,
-    SAFE_TABLE_FUNCTIONS,
     Construct,
 )
 from argusdb.checker.context import Context
+from argusdb.checker.functions import SAFE_TABLES
 from argusdb.checker.parse import position
+from argusdb.checker.statements import INFORMATION_SCHEMA
 
 #: Columns every DuckDB table has without declaring them.
 PSEUDO_COLUMNS = frozenset({"rowid"})
@@ -86,9 +87,12 @@ def relation_of(table: exp.Table) -> Relation:
             return Relation(name, "construct", cols, construct=c, args=args)
         alias_cols = _alias_columns(table)
         return Relation(name, "function", alias_cols or ({name} if name in
-                                                           SAFE_TABLE_FUNCTIONS else None),
+                                                           SAFE_TABLES else None),
                         args=args)
     name = table.name.lower()
+    if str(table.args.get("db") or "").lower() == "information_schema" and \
+            not table.args.get("catalog") and name in INFORMATION_SCHEMA:
+        return Relation(f"information_schema.{name}", "view")  # documentation, no evidence
     if table.args.get("db") or table.args.get("catalog"):
         # 'other_db.t' or 'file.csv' parsed as db.table: never a store object.
         dotted = ".".join(p.name for p in table.parts)

@@ -68,6 +68,9 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
         finally:
             if bar is not None:
                 bar.render_finish()
+        # Without run names the summary takes the new runs' observed rows and every
+        # attributed/derived row (a refresh may have rebuilt any version's, e.g. a parent's
+        # derived rows when its variant's runs land).
         checker.refresh_metadata(st)
     if not as_json:
         for r in results:

@@ -33,7 +33,8 @@ ORDER BY region_id
 REGION_BREAKDOWN = """
 SELECT region_id,
        sum(value) FILTER (WHERE signal = 'inst_executed') AS inst_executed,
-       round(100 * inst_executed / sum(inst_executed) OVER (PARTITION BY kernel), 1) AS inst_pct,
+       round(100 * inst_executed / sum(inst_executed) OVER (PARTITION BY kernel, program_version),
+             1) AS inst_pct,
        sum(value * association_entropy) FILTER (WHERE signal = 'inst_executed')
            / nullif(inst_executed, 0) AS inst_entropy_bits,
        sum(value) FILTER (WHERE signal = 'warp_stall_samples') AS stall_samples,

@@ -24,9 +24,11 @@ from typing import Any
 import pytest
 
 from argusdb import demo, materialize
+from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
+from argusdb.store_metadata import StoreMetadata, _source_sql
 from tests.conftest import DEMO, KERNELS
 
 SOFTMAX = "softmax/softmax_fwd"
@@ -82,6 +84,7 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
                VF="seedvariant00001")
     with Store.open(path) as st, st.transaction():
         _seed_run(st, ids["RN"], v1, counter_replay=True, replay_passes=3, section_set="full",
+                  device="NVIDIA H200",
                   signature="replay(3 passes, full)+clock:none", timing_clean=False,
                   clock_control="none")
         rows = []
@@ -97,6 +100,7 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
                  "unit": "bytes", "replay_pass": 3}]
         _seed_rows(st, ids["RN"], v1, rows)
         _seed_run(st, ids["RP"], v1, instrumentation=True, activity_tracing=True,
+                  device="NVIDIA A100-SXM4-80GB",
                   signature="activity_tracing+instrumentation(proton)", timing_clean=False)
         rows = []
         for launch in ("0", "1"):
@@ -130,6 +134,35 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
                    [-1 - i, v1, "t-seed-synthesize", ids["RF"], ids["R1"], ids["VF"], SOFTMAX,
                     lc])
     return ids
+
+
+def build_full(path: Path) -> dict[str, str]:
+    """Every demo artefact (CUPTI, Nsight Compute source and raw pages, SASS, TTGIR) of
+    softmax and matmul, and softmax's again under ``num_warps=8``: three program versions with
+    per-instruction, per-region and kernel-wide evidence, attributed (real recordings only)."""
+    ids: dict[str, str] = {}
+    with Store.open(path, create=True) as st:
+        for r in demo.build(st):
+            ids["V1" if "softmax" in r.path else "VM"] = r.program_version
+        prog = ProgramSource.from_path(DEMO / "kernels" / "softmax.py")
+        for a in demo.artefacts("softmax"):
+            ids["V2"] = ingest_path(st, a, prog, {**demo.OPTIONS, "num_warps": "8"}
+                                    ).program_version
+        materialize.ensure_fresh(st)
+    return ids
+
+
+@pytest.fixture(scope="session")
+def full_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    path = tmp_path_factory.mktemp("checker_full") / "full.duckdb"
+    return path, build_full(path)
+
+
+@pytest.fixture(scope="session")
+def full_store(full_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
+    st = Store.open(full_built[0], read_only=True)
+    yield st
+    st.close()
 
 
 @pytest.fixture(scope="session")
@@ -169,3 +202,21 @@ def demo_store(demo_path: Path) -> Iterator[Store]:
     st = Store.open(demo_path, read_only=True)
     yield st
     st.close()
+
+
+def memory_of(st: Store) -> MemoryMetadata:
+    """An in-memory Metadata holding what ``st`` holds: every row of every evidence relation
+    with its metadata columns, and the plain tables subqueries read."""
+    meta = StoreMetadata.of(st)
+    rows = {rel: st.rows(_source_sql(rel, meta.columns(rel), meta.columns("run")))
+            for rel, cols in declared_relations().items() if cols}
+    tables = {t: st.rows(f"SELECT * FROM {t}")
+              for t in ("run", "program_version", "evidence", "kernel_launch")}
+    return MemoryMetadata(rows, tables)
+
+
+@pytest.fixture(scope="session")
+def memory_stores(seeded_store: Store, demo_store: Store, full_store: Store
+                  ) -> dict[str, MemoryMetadata]:
+    return {"seeded": memory_of(seeded_store), "demo": memory_of(demo_store),
+            "full": memory_of(full_store)}

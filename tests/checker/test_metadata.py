@@ -1,4 +1,5 @@
-"""The checker's metadata summary: persisted by read-write stores, never stale."""
+"""The checker's metadata: a check never writes; writers refresh the summary incrementally;
+rule cases run on an in-memory Metadata as well as on stores."""
 
 from __future__ import annotations
 
@@ -6,40 +7,68 @@ from pathlib import Path
 
 from argusdb import checker, demo
 from argusdb.api import connect
-from argusdb.checker.provenance import Metadata
+from argusdb.checker.metadata import MemoryMetadata, declared_relations
+from argusdb.checker.resolve import catalog_objects
+from argusdb.store_metadata import StoreMetadata
 from tests.conftest import DEMO, KERNELS
 
 Q = "SELECT median(value) FROM evidence WHERE region_id = 'softmax/softmax_fwd'"
 
 
-def test_summary_is_persisted_reused_read_only_and_rebuilt_after_ingest(tmp_path: Path) -> None:
+def _tables(db: object) -> set[str]:
+    return {r["table_name"] for r in db.store.rows(  # type: ignore[attr-defined]
+        "SELECT table_name FROM duckdb_tables() WHERE NOT temporary")}
+
+
+def test_a_check_never_writes_the_store(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     with connect(path, create=True) as db:
-        db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
-                  dict(demo.OPTIONS))
+        from argusdb.ingest import ingest_path
+        from argusdb.regions import ProgramSource
+        ingest_path(db.store, DEMO / "softmax" / "softmax.cupti.jsonl",
+                    ProgramSource.from_path(KERNELS / "softmax.py"), dict(demo.OPTIONS))
+        before = _tables(db)
         assert db.check(Q) == []
-        assert Metadata.of(db.store).summary("evidence")[0] == "main._argus_meta_evidence"
+        assert _tables(db) == before  # no _argus_meta_* written by a check
+        assert StoreMetadata.of(db.store).summary("evidence")[0].startswith("temp.")
+
+
+def test_refresh_is_incremental_and_read_only_connections_reuse_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    with connect(path, create=True) as db:
+        r1 = db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
+                       dict(demo.OPTIONS))
+        assert checker.refresh_metadata(db.store) == "rebuilt"
+        assert checker.refresh_metadata(db.store, [r1.run_id]) == "fresh"
+        r2 = db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
+                       {**demo.OPTIONS, "num_warps": "8"})
+        assert checker.refresh_metadata(db.store, [r2.run_id]) == "incremental"
+        inc = db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL")
+        assert checker.refresh_metadata(db.store) == "fresh"
+    with connect(path) as db:  # a full rebuild gives the same rows
+        db.store.sql("DELETE FROM _argus_meta_stamp")
+        assert checker.refresh_metadata(db.store) == "rebuilt"
+        assert db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL") == inc
     with connect(path, read_only=True) as db:
-        assert Metadata.of(db.store).summary("evidence")[0] == "main._argus_meta_evidence"
-        assert db.check(Q) == []
-    with connect(path) as db:
-        # a second version of softmax arrives: the same question now spans two versions
-        db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
-                  {**demo.OPTIONS, "num_warps": "8"})
-        assert [f.code for f in db.check(Q)] == ["AR01"]
-    with connect(path, read_only=True) as db:
+        assert StoreMetadata.of(db.store).summary("evidence")[0] == "main._argus_meta_evidence"
         assert [f.code for f in db.check(Q)] == ["AR01"]
 
 
-def test_stale_summary_on_a_read_only_store_is_rebuilt_in_memory(tmp_path: Path) -> None:
-    path = tmp_path / "s.duckdb"
-    with connect(path, create=True) as db:
-        db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
-                  dict(demo.OPTIONS))
-        checker.refresh_metadata(db.store)
-    with connect(path) as db:  # a writer that never checks anything
-        db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
-                  {**demo.OPTIONS, "num_warps": "8"})
-    with connect(path, read_only=True) as db:
-        assert [f.code for f in db.check(Q)] == ["AR01"]
-        assert Metadata.of(db.store).summary("evidence")[0] == "temp._argus_meta_evidence"
+def test_every_readable_relation_declares_its_evidence_columns() -> None:
+    public = {n for n, o in catalog_objects().items()
+              if o.kind in ("table", "view") and not n.startswith("_")}
+    declared = declared_relations()
+    assert public <= set(declared), sorted(public - set(declared))
+    for rel, cols in declared.items():
+        assert set(cols) <= set(catalog_objects()[rel].columns), rel
+
+
+def test_memory_metadata_is_a_metadata() -> None:
+    rows = [{"program_version": v, "run_id": f"r{v}", "signal": "duration", "unit": "ns",
+             "_granularity": "kernel", "_scope": "kernel", "_standing": "clean",
+             "evidence_class": "observed", "region_id": "k/k", "_rows": 5} for v in "ab"]
+    meta = MemoryMetadata({"evidence": rows})
+    assert [f.code for f in checker.check("SELECT median(value) FROM evidence", meta)] == \
+        ["AR01"]
+    assert checker.check("SELECT median(value) FROM evidence WHERE program_version = 'a'",
+                         meta) == []

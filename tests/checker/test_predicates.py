@@ -6,9 +6,10 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from argusdb.checker.metadata import META_COLUMNS
 from argusdb.checker.predicates import NotSimple, Pred, evaluate
-from argusdb.checker.provenance import META_COLUMNS, Metadata
 from argusdb.store import Store
+from argusdb.store_metadata import StoreMetadata
 
 COLS = ["signal", "unit", "region_id", "evidence_class", "replay_pass", "timing_clean",
         "warp_role", "kernel"]
@@ -42,7 +43,7 @@ def predicate(draw: st.DrawFn, depth: int = 0) -> str:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(predicate())
 def test_python_filter_matches_duckdb(seeded_store: Store, text: str) -> None:
-    meta = Metadata.of(seeded_store)
+    meta = StoreMetadata.of(seeded_store)
     name, _ = meta.summary("evidence")
     rows = meta._python_rows("evidence", name)
     assert rows
@@ -63,7 +64,7 @@ def test_python_filter_matches_duckdb(seeded_store: Store, text: str) -> None:
 
 
 def test_common_predicates_take_the_python_path(seeded_store: Store) -> None:
-    meta = Metadata.of(seeded_store)
+    meta = StoreMetadata.of(seeded_store)
     rows = meta._python_rows("evidence", meta.summary("evidence")[0])
     assert rows
     for text in ("signal = 'duration'", "region_id IS NOT NULL AND NOT timing_clean",

@@ -46,9 +46,13 @@ def test_at_least_40_cases_and_every_rule_has_both_kinds() -> None:
 
 @pytest.mark.parametrize(("code", "which", "case"), CASES)
 def test_case(code: str, which: str, case: dict[str, Any], seeded_store: Store,
-              demo_store: Store, ids: dict[str, str]) -> None:
-    store = {"seeded": seeded_store, "demo": demo_store, "none": None}[case.get("store", which)]
-    sql = (case.get("fail_str") or case["pass_str"]).format(**ids)
+              demo_store: Store, full_store: Store, ids: dict[str, str],
+              full_built: tuple[Any, dict[str, str]]) -> None:
+    kind = case.get("store", which)
+    store = {"seeded": seeded_store, "demo": demo_store, "full": full_store,
+             "none": None}[kind]
+    sql = (case.get("fail_str") or case["pass_str"]).format(
+        **(full_built[1] if kind == "full" else ids))
     findings = checker.check(sql, store)
     if "pass_str" in case:
         assert findings == [], [str(f) for f in findings]
@@ -64,3 +68,20 @@ def test_case(code: str, which: str, case: dict[str, Any], seeded_store: Store,
         assert (f.line, f.col) == (case["line"], case["col"]), str(f)
     if "message" in case:
         assert case["message"] in f.message
+
+
+@pytest.mark.parametrize(("code", "which", "case"), CASES)
+def test_case_on_an_in_memory_metadata(code: str, which: str, case: dict[str, Any],
+                                       memory_stores: dict[str, Any], ids: dict[str, str],
+                                       full_built: tuple[Any, dict[str, str]]) -> None:
+    """The same verdict from the in-memory fake as from the store (the checker is pure)."""
+    kind = case.get("store", which)
+    if kind == "none":
+        return
+    sql = (case.get("fail_str") or case["pass_str"]).format(
+        **(full_built[1] if kind == "full" else ids))
+    findings = checker.check(sql, memory_stores[kind])
+    if "pass_str" in case:
+        assert findings == [], [str(f) for f in findings]
+    else:
+        assert code in {f.code for f in findings}, [str(f) for f in findings]

@@ -21,7 +21,9 @@ class SandboxStatement(Rule):
     """Only one read-only SELECT reaches the engine: no DDL or DML (CREATE, INSERT, UPDATE,
     DELETE, DROP, ALTER, CREATE MACRO, SELECT INTO), no PRAGMA, SET, ATTACH/DETACH, USE, COPY,
     INSTALL/LOAD, EXPORT/IMPORT, CALL, CHECKPOINT, VACUUM or transaction control, and never
-    more than one statement.
+    more than one statement. Schema discovery is answered, not refused: ``DESCRIBE <table>``,
+    ``SHOW TABLES`` and ``information_schema`` become SELECTs over the documented catalog, and
+    ``PIVOT`` is checked as its grouped SELECT (:mod:`argusdb.checker.statements`).
 
     Anti-pattern::
 
@@ -52,9 +54,10 @@ class SandboxStatement(Rule):
                 (n for n in nodes if isinstance(n, _FORBIDDEN)), None)
             if isinstance(bad, exp.Pivot):
                 out.append(self.finding(
-                    ctx, bad, "the PIVOT statement is not supported",
-                    "write the pivot as a SELECT with max(value) FILTER (WHERE signal = '...') "
-                    "per column", statement="PIVOT"))
+                    ctx, bad, "this PIVOT/UNPIVOT form is not supported (PIVOT ... ON ... "
+                    "USING ... is)", "write it as PIVOT src ON col USING agg(value) GROUP BY "
+                    "..., or as a SELECT with max(value) FILTER (WHERE signal = '...') per "
+                    "column", statement="PIVOT"))
             elif bad is not None:
                 out.append(self.finding(
                     ctx, bad, f"{_kind(bad)} is not allowed: queries are read-only",

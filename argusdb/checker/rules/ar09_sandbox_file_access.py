@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from argusdb.checker.constructs import CONSTRUCTS, SAFE_TABLE_FUNCTIONS
+from argusdb.checker.constructs import CONSTRUCTS
 from argusdb.checker.context import Context
+from argusdb.checker.functions import SAFE_TABLES, catalogue
 from argusdb.checker.resolve import relation_of
 from argusdb.checker.rules import Rule
 from argusdb.errors import Finding
@@ -36,11 +37,14 @@ class SandboxFileAccess(Rule):
         for t in ctx.nodes():
             if isinstance(t, exp.Table):
                 rel = relation_of(t)
-                if rel.kind == "function" and rel.name not in SAFE_TABLE_FUNCTIONS \
+                if rel.kind == "function" and rel.name not in SAFE_TABLES \
                         and rel.name not in CONSTRUCTS:
+                    known = catalogue().get(rel.name)
+                    why = known.reason if known is not None and known.reason else \
+                        "is not a table function of the catalogue"
                     out.append(self.finding(
-                        ctx, t, f"table function {rel.name}() is not allowed: queries read "
-                                f"only the store",
+                        ctx, t, f"table function {rel.name}() is not allowed: it {why}; "
+                                f"queries read only the store",
                         "ingest the data first (argus ingest STORE FILE) and query its views",
                         function=rel.name))
                 elif rel.kind == "path":

@@ -1,43 +1,29 @@
-"""AR10 sandbox.function: no function that reads the environment, settings or other SQL."""
+"""AR10 sandbox.function: only functions of the catalogue, and none with side effects."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
 from argusdb.checker.context import Context
+from argusdb.checker.functions import call_name, catalogue, lookup
+from argusdb.checker.resolve import suggest
 from argusdb.checker.rules import Rule
 from argusdb.errors import Finding
 
-#: Functions that read the process environment, the engine's settings, files, or run SQL text.
-DENIED = frozenset({
-    "getenv", "current_setting", "getvariable", "query", "query_table", "glob", "sniff_csv",
-    "read_text", "read_blob", "parquet_scan", "parquet_metadata", "parquet_schema",
-    "parquet_file_metadata", "parquet_kv_metadata", "json_execute_serialized_sql",
-    "json_serialize_sql", "json_deserialize_sql", "checkpoint", "force_checkpoint",
-    "which_secret", "load_aws_credentials", "current_database", "current_schema",
-    "current_schemas", "system", "shell", "httpfs", "iceberg_scan", "delta_scan",
-})
-#: Name prefixes of function families that do the same.
-DENIED_PREFIXES = ("read_", "duckdb_", "pragma_", "parquet_", "sqlite_", "postgres_", "mysql_",
-                   "iceberg_", "delta_", "http", "s3_", "enable_", "disable_", "install",
-                   "load_", "export", "import")
-
-
-def function_name(node: exp.Func) -> str:
-    """Lower-case SQL name of a function call as DuckDB would see it."""
-    if isinstance(node, exp.Anonymous):
-        return str(node.name).lower()
-    return node.sql_name().lower()
-
 
 class SandboxFunction(Rule):
-    """No function that reads the environment (``getenv``), the engine's configuration
-    (``current_setting``, ``duckdb_settings``), files (``read_text``, ``glob``), or runs other
-    SQL text (``query``, ``query_table``, ``json_execute_serialized_sql``), in any position.
+    """Every function a query calls must be in the function catalogue
+    (``argusdb/checker/functions.csv``: every function DuckDB lists, with its kind and what it
+    does to evidence identity) and allowed there. Refused: functions with side effects or
+    session state (``nextval``, ``setseed``, ``current_setting``, ``getvariable``), readers of
+    files, the environment or the catalog (``read_text``, ``getenv``, ``current_database``),
+    runners of SQL text (``query``, ``json_execute_serialized_sql``), engine internals, and any
+    name the catalogue does not know (a function a later DuckDB adds is refused until it is
+    classified): the checker fails closed.
 
     Anti-pattern::
 
-        SELECT getenv('HOME'), current_setting('enable_external_access')
+        SELECT nextval('run_seq_gen'), getenv('HOME'), current_setting('threads')
 
     Best practice::
 
@@ -51,14 +37,20 @@ class SandboxFunction(Rule):
     def check(self, ctx: Context) -> list[Finding]:
         out: list[Finding] = []
         for f in ctx.nodes():
-            if isinstance(f, exp.Func):
-                if isinstance(f.parent, exp.Table):
-                    continue  # table functions: AR09
-                name = function_name(f)
-                if name in DENIED or name.startswith(DENIED_PREFIXES):
-                    out.append(self.finding(
-                        ctx, f, f"function {name}() is not allowed: it reads outside the "
-                                f"evidence (environment, settings, files or SQL text)",
-                        "ask about the evidence; run and device facts are columns of run",
-                        function=name))
+            if not isinstance(f, exp.Func) or isinstance(f.parent, exp.Table | exp.Lateral):
+                continue  # table functions: AR09
+            known = lookup(f)
+            name = call_name(f) or type(f).__name__.lower()
+            if known is None:
+                out.append(self.finding(
+                    ctx, f, f"function {name}() is not in the function catalogue, so the "
+                            f"checker cannot say what it does to evidence"
+                            f"{suggest(name, [n for n, g in catalogue().items() if g.allowed])}",
+                    "use a catalogued function (argusdb/checker/functions.csv lists every "
+                    "function with its kind and verdict)", function=name))
+            elif not known.allowed:
+                out.append(self.finding(
+                    ctx, f, f"function {name}() is not allowed: it {known.reason}",
+                    "ask about the evidence; run and device facts are columns of run, the "
+                    "schema is in information_schema.columns", function=name))
         return out

@@ -1,41 +1,38 @@
-"""The provenance pass's store side: which versions, runs, classes and signatures rows have.
+"""The checker's metadata from a DuckDB store: the :class:`~argusdb.checker.metadata.Metadata`
+Protocol implemented over :class:`~argusdb.store.Store` (beside it, as the runner's backends sit
+beside the runner).
 
 A static check cannot tell which program versions ``WHERE region_id = 'softmax/softmax_fwd'``
-selects; the store can. For every evidence-bearing FROM item the checker runs one small
-metadata query with the query's own simple predicates on that item, e.g.::
+selects; the store can. For every evidence-bearing FROM item the checker asks for the metadata
+rows the query's own simple predicates select, e.g.::
 
     SELECT DISTINCT program_version, run_id, evidence_class, _standing, replay_pass, ...
     FROM <evidence metadata> WHERE region_id = 'softmax/softmax_fwd'
 
-It runs against a summary of the relation (one row per program version, run, task, region,
-kernel, signal, class, replay pass, warp role and scope level, with run columns joined in),
-kept in the store by read-write connections (``_argus_meta_<relation>``, stamped with a
-fingerprint of the data) and rebuilt when the data changes; a read-only connection that finds
-it stale builds a TEMP copy (memory only, never the store file). Predicates or keys on
-columns the summary lacks (``value``, ``launch``, ``pc`` ...) run against the relation
-itself: exact, only slower.
-
-Derived metadata columns:
-    ``_scope``: which scope coordinates are not 'all', plus 'in_kernel_scope' for a value of
-    a scope-tree node below its kernel ('kernel' when none of these holds);
-    ``_standing``: 'clean', or the run signature when the value is perturbed by it (a
-    timing value from a run that is not ``timing_clean``, or any value from an instrumented or
-    forced-wait run); NULL for derived values.
+It reads a summary of the relation (one row per program version, run, task, region, kernel,
+signal, unit, class, replay pass, warp role, granularity and scope level, with run columns
+joined in). Writers keep the summary in the store (``_argus_meta_<relation>``, stamped with
+a fingerprint of the data) through :func:`refresh`, incrementally: after an ingest only the
+new runs' rows (and the attributed/derived rows of their versions) are summarised again. A
+check never writes: a connection that finds the stored summary stale builds a TEMP copy
+(memory only) for itself. Predicates or keys on columns the summary lacks (``value``,
+``launch``, ``pc`` ...) run against the relation itself: exact, only slower.
 
 Example:
     >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
-    >>> Metadata.of(store).rows("evidence", [pred], [], {"signal"})[0]["program_version"]
+    >>> StoreMetadata.of(store).rows("evidence", [pred], [], {"signal"})[0]["program_version"]
     'ee0369be2e320607'
 """
 
 from __future__ import annotations
 
 import hashlib
-import weakref
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
 from argusdb import catalog
+from argusdb.checker.metadata import META_COLUMNS, TIMING_UNITS
 from argusdb.checker.predicates import NotSimple, Pred, evaluate
 from argusdb.checker.resolve import catalog_columns
 from argusdb.errors import QueryFailed
@@ -45,26 +42,13 @@ from argusdb.store import Store
 SUMMARY_EVIDENCE_COLUMNS = ("program_version", "task_id", "run_id", "region_id", "kernel",
                             "signal", "unit", "evidence_class", "replay_pass", "warp_role",
                             "source_file", "scope_path")
-#: Metadata columns every metadata row carries (the properties the rules look at).
-META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_standing",
-                "signature", "replay_pass", "signal", "_scope")
-_SCOPE_COORDS = ("sm", "cta", "warp", "warp_role", "loop_iter")  # order of _scope labels
-#: Units of timing values (ours and the tools' own spellings).
-TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second", "cycle",
-                "cycles")
 #: Most metadata rows read per FROM item; beyond it the answer is truncated (and says so).
 MAX_META_ROWS = 200_000
 #: Largest summary filtered in Python rather than by a query (a round trip costs more).
 PYTHON_FILTER_MAX_ROWS = 5000
 #: Most values of an IN (subquery) turned into a literal list for the metadata query.
 MAX_SEMI_JOIN_VALUES = 10_000
-_LIVE: weakref.WeakKeyDictionary[Store, Metadata] = weakref.WeakKeyDictionary()
-
-
-def evidence_relation(name: str) -> bool:
-    """Whether rows of catalog relation ``name`` are evidence values (checked by the rules)."""
-    cols = catalog_columns(name)
-    return "run_id" in cols and ("value" in cols or "dur_ns" in cols)
+_SCOPE_COORDS = ("sm", "cta", "warp", "warp_role", "loop_iter")  # order of _scope labels
 
 
 def _filled(relation: str, cols: set[str]) -> list[str]:
@@ -72,6 +56,8 @@ def _filled(relation: str, cols: set[str]) -> list[str]:
     program version and task come from the run when the relation has none). ``cols`` are
     the relation's columns as the store has them (an older store may lack newer ones)."""
     sel = [f"x.{c}" for c in sorted(cols)]
+    if "run_id" not in cols:
+        sel.append("NULL::VARCHAR AS run_id")
     for c, default in (("program_version", "r.program_version"), ("task_id", "r.task_id"),
                        ("evidence_class", "'observed'"), ("replay_pass", "NULL::INTEGER"),
                        ("region_id", "NULL::VARCHAR"), ("kernel", "NULL::VARCHAR"),
@@ -79,8 +65,14 @@ def _filled(relation: str, cols: set[str]) -> list[str]:
         if c not in cols:
             sel.append(f"{default} AS {c}")
     if "signal" not in cols:
-        sel += ["'dur_ns' AS signal", "'ns' AS unit"] if "dur_ns" in cols else \
-            ["NULL::VARCHAR AS signal", "NULL::VARCHAR AS unit"]
+        sel += ["'dur_ns' AS signal"] if "dur_ns" in cols else ["NULL::VARCHAR AS signal"]
+    if "unit" not in cols:
+        sel += ["'ns' AS unit"] if "dur_ns" in cols and "signal" not in cols else \
+            ["NULL::VARCHAR AS unit"]
+    # per instruction, per source line, or a total (the class says region or kernel later)
+    pc = "x.pc IS NOT NULL" if "pc" in cols else "false"
+    line = "x.source_line IS NOT NULL" if "source_line" in cols else "false"
+    sel.append(f"CASE WHEN {pc} THEN 'instruction' WHEN {line} THEN 'line' END AS _index_level")
     sel += [f"'all' AS {c}" for c in _SCOPE_COORDS if c not in cols]
     path = "x.scope_path" if "scope_path" in cols else "NULL::VARCHAR"
     kernel = "x.kernel" if "kernel" in cols else "NULL::VARCHAR"
@@ -100,8 +92,11 @@ def _derived(inner: str, run_columns: set[str]) -> str:
     scope = ", ".join(f"CASE WHEN {c} <> 'all' THEN '{c}' END" for c in _SCOPE_COORDS)
     timing = ", ".join(f"'{u}'" for u in TIMING_UNITS)
     return f"""
-        SELECT *, coalesce(nullif(concat_ws(',', {scope}, _path_level), ''), 'kernel')
+        SELECT * REPLACE (coalesce(unit, '(none)') AS unit),
+               coalesce(nullif(concat_ws(',', {scope}, _path_level), ''), 'kernel')
                   AS _scope,
+               CASE WHEN evidence_class = 'attributed' THEN 'region'
+                    ELSE coalesce(_index_level, 'kernel') END AS _granularity,
                CASE WHEN evidence_class = 'derived' THEN NULL
                     WHEN coalesce(instrumentation, false) OR coalesce(forced_wait, false)
                          OR ((lower(unit) IN ({timing}) OR signal LIKE '%duration%')
@@ -112,21 +107,28 @@ def _derived(inner: str, run_columns: set[str]) -> str:
               FROM ({inner}) AS m LEFT JOIN run AS r ON r.run_id = m.run_id)"""
 
 
+def _run_join(cols: set[str]) -> str:
+    return "LEFT JOIN run AS r ON r.run_id = x.run_id" if "run_id" in cols else \
+        "LEFT JOIN run AS r ON false"
+
+
 def _source_sql(relation: str, cols: set[str], run_cols: set[str]) -> str:
     """Every row of ``relation`` with the metadata columns (the exact, slow path)."""
     return _derived(f"SELECT {', '.join(_filled(relation, cols))} FROM {relation} AS x "
-                    f"LEFT JOIN run AS r ON r.run_id = x.run_id", run_cols)
+                    f"{_run_join(cols)}", run_cols)
 
 
-def _summary_sql(relation: str, cols: set[str], run_cols: set[str]) -> str:
+def _summary_sql(relation: str, cols: set[str], run_cols: set[str], where: str = "true"
+                 ) -> str:
     """``relation`` grouped down to the summary columns first, run columns joined after:
-    one pass over the rows, the joins and CASEs only over the groups."""
+    one pass over the rows (those ``where`` selects), the joins and CASEs only over groups."""
     keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"]
     coords = [f"{c} <> 'all' AS _not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
-    grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, {', '.join(coords)}, "
+    grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, _index_level, "
+               f"{', '.join(coords)}, "
                f"count(*) AS _rows "
                f"FROM (SELECT {', '.join(_filled(relation, cols))} FROM {relation} AS x "
-               f"LEFT JOIN run AS r ON r.run_id = x.run_id) GROUP BY ALL")
+               f"{_run_join(cols)}) WHERE {where} GROUP BY ALL")
     flags = [f"_not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
     unflag = ", ".join(f"CASE WHEN _not_all_{c} THEN '*' ELSE 'all' END AS {c}"
                        for c in _SCOPE_COORDS if c != "warp_role")
@@ -157,8 +159,9 @@ def _filter(rows: list[dict[str, Any]], preds: list[Pred], keys: list[Pred]
     return out
 
 
-class Metadata:
-    """Metadata queries over one store, with the per-connection summaries they use."""
+class StoreMetadata:
+    """The :class:`~argusdb.checker.metadata.Metadata` of one open store (one per Store
+    object, kept on it: :meth:`of`), with the per-connection summaries its queries use."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -173,79 +176,59 @@ class Metadata:
         self._values: dict[tuple[int, str], list[Any] | None] = {}
         self._columns: dict[tuple[int, str], set[str]] = {}
         self.full_scans = 0
+        self._versions: tuple[int, list[dict[str, Any]]] | None = None
 
     @classmethod
-    def of(cls, store: Store) -> Metadata:
-        """The live Metadata of ``store`` (one per Store object)."""
-        meta = _LIVE.get(store)
-        if meta is None:
-            meta = _LIVE[store] = cls(store)
+    def of(cls, store: Store) -> StoreMetadata:
+        """The metadata of ``store``, made once per Store object and kept on it."""
+        meta = getattr(store, "checker_metadata", None)
+        if not isinstance(meta, cls):
+            meta = cls(store)
+            store.checker_metadata = meta
         return meta
 
     def _fingerprint(self) -> str:
-        # Changes with any insert (estimated sizes), any new run and any change of a view's
-        # columns, and with the SQL modules of this code; the summaries themselves are left out.
-        # (DuckDB re-serialises view SQL on reload, so view text cannot be compared.)
-        row = self.cur.execute(r"""
-            SELECT md5(coalesce(string_agg(table_name || ':' || estimated_size, ','
-                                           ORDER BY table_name), '')
-                   || '|' || coalesce((SELECT string_agg(table_name || '.' || column_name
-                                                         || ':' || data_type, ','
-                                                         ORDER BY table_name, column_index)
-                                       FROM duckdb_columns() c JOIN duckdb_views() v
-                                         ON v.view_oid = c.table_oid
-                                       WHERE NOT v.internal), '')
-                   || '|' || coalesce((SELECT max(run_seq) FROM run), 0)::VARCHAR)
-            FROM duckdb_tables()
-            WHERE NOT temporary AND table_name NOT LIKE '\_argus\_meta%' ESCAPE '\'
-        """).fetchone()
-        return f"{row[0] if row else ''}:{_modules_digest()}"
+        return _fingerprint(self.cur)
+
+    def _summary_columns(self, relation: str, where: str = "true") -> tuple[list[str], str]:
+        cols = list(SUMMARY_EVIDENCE_COLUMNS)
+        run_cols = self.columns("run")
+        cols += [c for c in sorted(run_cols) if c not in cols]
+        cols += ["_scope", "_standing", "_granularity"]
+        build = (f"SELECT {', '.join(cols)}, _rows FROM "
+                 f"({_summary_sql(relation, self.columns(relation), run_cols, where)})")
+        return cols, build
 
     def summary(self, relation: str) -> tuple[str, frozenset[str]]:
-        """Name and columns of the summary table of ``relation``, (re)built when stale.
+        """Name and columns of the summary table of ``relation``.
 
-        A read-write store keeps it as ``_argus_meta_<relation>`` with the fingerprint of the
-        data it summarises (in ``_argus_meta_stamp``), so later connections, read-only ones
-        included, reuse it; a read-only store with a stale one builds a TEMP copy instead.
+        The store's own (``main._argus_meta_<relation>``) when its stamp matches the data;
+        otherwise a TEMP copy built for this connection (a check never writes the store).
         Within one connection the store's write generation says when to look again.
         """
         gen = self.store.generation
         cached = self._summaries.get(relation)
         if cached and cached[0] == gen:
             return cached[1], cached[2]
-        cols = list(SUMMARY_EVIDENCE_COLUMNS)
-        run_cols = self.columns("run")
-        cols += [c for c in sorted(run_cols) if c not in cols]
-        cols += ["_scope", "_standing"]
+        cols, build = self._summary_columns(relation)
         name = f"_argus_meta_{relation}"
-        fp = self._fingerprint()
-        stamp = None
-        if self.store.has_table("_argus_meta_stamp"):
-            row = self.cur.execute("SELECT fingerprint FROM main._argus_meta_stamp "
-                                   "WHERE relation = ?", [relation]).fetchone()
-            stamp = row[0] if row else None
-        build = (f"SELECT {', '.join(cols)}, _rows FROM "
-                 f"({_summary_sql(relation, self.columns(relation), run_cols)})")
-        if stamp == fp:
-            name = f"main.{name}"
-        elif not self.store.read_only:
-            self.cur.execute("BEGIN TRANSACTION")
-            try:
-                self.cur.execute(f"CREATE OR REPLACE TABLE main.{name} AS {build}")
-                self.cur.execute("CREATE TABLE IF NOT EXISTS main._argus_meta_stamp "
-                                 "(relation VARCHAR PRIMARY KEY, fingerprint VARCHAR)")
-                self.cur.execute("INSERT OR REPLACE INTO main._argus_meta_stamp VALUES (?, ?)",
-                                 [relation, fp])
-                self.cur.execute("COMMIT")
-            except Exception:
-                self.cur.execute("ROLLBACK")
-                raise
+        if _stamp(self.cur, self.store, relation) == self._fingerprint():
             name = f"main.{name}"
         else:
             self.cur.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {build}")
             name = f"temp.{name}"
         self._summaries[relation] = (gen, name, frozenset(cols))
         return name, frozenset(cols)
+
+    def program_versions(self) -> list[dict[str, Any]]:
+        """Rows of ``program_version`` (for version selectors of constructs), read once per
+        store generation."""
+        gen = self.store.generation
+        if self._versions is None or self._versions[0] != gen:
+            self._versions = (gen, self.store.guarded_rows(
+                "SELECT program_version, program, options, transform FROM program_version "
+                "ORDER BY program_version", cursor=self.cur))
+        return self._versions[1]
 
     def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
@@ -334,3 +317,99 @@ class Metadata:
             return {r["program_version"] for r in rows}
         return {r[0] for r in self.cur.execute(
             f"SELECT DISTINCT program_version FROM {name}").fetchall()}
+
+
+def _fingerprint(cur: Any) -> str:
+    # Changes with any insert (estimated sizes), any new run and any change of a view's
+    # columns, and with the SQL modules of this code; the summaries themselves are left out.
+    # (DuckDB re-serialises view SQL on reload, so view text cannot be compared.)
+    row = cur.execute(r"""
+        SELECT md5(coalesce(string_agg(table_name || ':' || estimated_size, ','
+                                       ORDER BY table_name), '')
+               || '|' || coalesce((SELECT string_agg(table_name || '.' || column_name
+                                                     || ':' || data_type, ','
+                                                     ORDER BY table_name, column_index)
+                                   FROM duckdb_columns() c JOIN duckdb_views() v
+                                     ON v.view_oid = c.table_oid
+                                   WHERE NOT v.internal), '')
+               || '|' || coalesce((SELECT max(run_seq) FROM run), 0)::VARCHAR)
+        FROM duckdb_tables()
+        WHERE NOT temporary AND table_name NOT LIKE '\_argus\_meta%' ESCAPE '\'
+    """).fetchone()
+    return f"{row[0] if row else ''}:{_modules_digest()}"
+
+
+def _stamp(cur: Any, store: Store, relation: str) -> str | None:
+    if not store.has_table("_argus_meta_stamp"):
+        return None
+    row = cur.execute("SELECT fingerprint FROM main._argus_meta_stamp WHERE relation = ?",
+                      [relation]).fetchone()
+    return str(row[0]) if row else None
+
+
+def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "evidence"
+            ) -> str:
+    """Bring the store's summary of ``relation`` up to date; a write path (after an ingest).
+
+    With ``runs``, only those runs' rows and the attributed/derived rows of their program
+    versions are summarised again (attribution is rebuilt per version); the rest of the
+    summary stays. Without, or when the stored summary has other columns, it is rebuilt.
+    Returns 'fresh', 'incremental' or 'rebuilt'.
+    """
+    if store.read_only:
+        return "fresh"
+    meta = StoreMetadata(store)
+    cur = meta.cur
+    fp = meta._fingerprint()
+    stamp = _stamp(cur, store, relation)
+    if stamp == fp:
+        return "fresh"
+    cols, build = meta._summary_columns(relation)
+    name = f"main._argus_meta_{relation}"
+    have = {r[0] for r in cur.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND schema_name = "
+        "'main'", [f"_argus_meta_{relation}"]).fetchall()}
+    incremental = stamp is not None and have == {*cols, "_rows"} \
+        and stamp.split(":")[-1] == fp.split(":")[-1]
+    run_list = sorted(set(runs or ()))
+    if incremental and runs is None and "run_seq" in have:
+        # the runs the summary has not seen yet (and every attributed/derived row below)
+        run_list = [r[0] for r in cur.execute(
+            f"SELECT run_id FROM run WHERE run_seq > (SELECT coalesce(max(run_seq), -1) "
+            f"FROM {name})").fetchall()]
+    elif runs is None:
+        incremental = False
+
+    def quoted(xs: Iterable[str]) -> str:
+        return ", ".join("'" + x.replace("'", "''") + "'" for x in xs) or "NULL"
+
+    # two disjoint parts, each a filter DuckDB pushes into the evidence view's branches:
+    # the new runs' observed rows, and the attributed/derived rows of their versions (all
+    # of them when the runs are not named: a materialization may have rebuilt any)
+    parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'"]
+    if runs is None:
+        parts.append("evidence_class IN ('attributed', 'derived')")
+    else:
+        versions = [r[0] for r in cur.execute(
+            f"SELECT DISTINCT program_version FROM run WHERE run_id IN ({quoted(run_list)})"
+        ).fetchall() if r[0] is not None]
+        parts.append(f"program_version IN ({quoted(versions)}) "
+                     f"AND evidence_class IN ('attributed', 'derived')")
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        if incremental:
+            for which in parts:
+                cur.execute(f"DELETE FROM {name} WHERE {which}")
+                cur.execute(f"INSERT INTO {name} {meta._summary_columns(relation, which)[1]}")
+        else:
+            cur.execute(f"CREATE OR REPLACE TABLE {name} AS {build}")
+        cur.execute("CREATE TABLE IF NOT EXISTS main._argus_meta_stamp "
+                    "(relation VARCHAR PRIMARY KEY, fingerprint VARCHAR)")
+        cur.execute("INSERT OR REPLACE INTO main._argus_meta_stamp VALUES (?, ?)",
+                    [relation, _fingerprint(cur)])
+        cur.execute("COMMIT")
+    except Exception:
+        cur.execute("ROLLBACK")
+        raise
+    store.generation += 1
+    return "incremental" if incremental else "rebuilt"
