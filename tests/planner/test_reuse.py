@@ -128,7 +128,7 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
     from argusdb.ingest import ingest_path
     from argusdb.regions import ProgramSource
 
-    kernel = ROOT / "gpu" / "kernels" / "softmax.py"
+    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
                          ProgramSource.from_path(kernel))
     variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
@@ -157,7 +157,7 @@ def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCou
     from argusdb.ingest import ingest_path
     from argusdb.regions import ProgramSource
 
-    kernel = ROOT / "gpu" / "kernels" / "softmax.py"
+    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
                          ProgramSource.from_path(kernel))
     variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",

@@ -1,4 +1,4 @@
-"""The live backend's process handling, with a stand-in for gpu/worker.py (no GPU needed)."""
+"""The live backend's process handling, with a stand-in for the packaged worker (no GPU needed)."""
 
 from __future__ import annotations
 
@@ -74,10 +74,10 @@ def test_the_real_worker_starts_serving_and_checks_its_arguments() -> None:
     import subprocess
     import sys
 
-    worker = Path(__file__).resolve().parents[2] / "gpu" / "worker.py"
-    served = subprocess.run([sys.executable, str(worker), "serve"], input="",
+    served = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "serve"], input="",
                             capture_output=True, text=True, timeout=60)
     assert served.returncode == 0, served.stderr
-    bad = subprocess.run([sys.executable, str(worker), "cupti_timing"], capture_output=True,
+    bad = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "cupti_timing"],
+                         capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "needs --source and --config" in bad.stderr
