@@ -356,9 +356,40 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
                        "evidence_stored": {"runs": cfg.get("runs") or [],
                                            "program_version": cfg.get("program_version")}})
     return {"plan_id": p.plan_id, "ok": not failed, "failed": failed, "tasks": tasks,
-            "evidence": counts, "notes": p.notes,
+            "evidence": counts, "attribution": attribution_verdict(p, st), "notes": p.notes,
             "wall_s": sum(t["wall_s"] or 0 for t in tasks),
             "gpu_s": sum(t["gpu_s"] or 0 for t in tasks)}
+
+
+def attribution_verdict(p: Plan, st: Store) -> dict[str, Any]:
+    """Per attributed signal of the plan's runs: observed total, the share no region owns
+    (``_unattributed``: instructions without a call site in the kernel's regions), and
+    ``sufficient`` only when that share is 0 and attributed equals observed."""
+    runs = [r for t in p.tasks if t.action == "attribute" for r in t.params.get("runs", [])]
+    if not runs:
+        return {}
+    ids = st.rows("SELECT config FROM task WHERE list_contains(?, task_id)", [runs])
+    run_ids = [r for row in ids for r in json.loads(row["config"] or "{}").get("runs") or []]
+    run_ids += [t.reuse["run_id"] for t in p.tasks if t.id in runs and t.reuse]
+    out: dict[str, Any] = {}
+    for r in st.rows(
+            "SELECT c.signal, sum(c.observed) AS observed, sum(c.attributed) AS attributed, "
+            "(SELECT coalesce(sum(a.value), 0) FROM region_attribution a WHERE "
+            "list_contains(?, a.run_id) AND a.signal = c.signal AND "
+            "ends_with(a.region_id, '/_unattributed')) AS unattributed "
+            "FROM attribution_conservation c WHERE list_contains(?, c.run_id) AND "
+            "list_contains(?, c.signal) GROUP BY c.signal ORDER BY c.signal",
+            [run_ids, run_ids, list(p.request["signals"])]):
+        share = (r["unattributed"] / r["observed"]) if r["observed"] else None
+        exact = r["attributed"] == r["observed"]
+        out[r["signal"]] = {
+            "observed": r["observed"], "attributed": r["attributed"],
+            "unattributed_share": share,
+            "verdict": "sufficient" if exact and share == 0 else "insufficient",
+            **({} if exact and share == 0 else {"why": (
+                f"{share:.1%} of {r['signal']} has no call site in the kernel's regions "
+                f"(_unattributed)" if share else "attributed and observed totals differ")})}
+    return out
 
 
 def plan_json(p: Plan) -> str:

@@ -55,7 +55,7 @@ def test_script_that_raises_reports_its_exception(tmp_path: Path) -> None:
 
 
 def test_kernel_never_launched(tmp_path: Path) -> None:
-    with pytest.raises(CommandFailed, match="never launched the @triton.jit function "
+    with pytest.raises(CommandFailed, match=r"never launched the @triton\.jit function "
                        "layernorm_fwd of module fused_norm"):
         discover([sys.executable, "-c", "import fused_norm"], MODEL, tmp_path)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from argusdb.store import Store  # noqa: E402
+from argusdb.store import Store
 
 SIGNALS = ("inst_executed", "warp_stall_samples")
 
