@@ -44,7 +44,7 @@ from argusdb import materialize
 from argusdb.errors import ArgusError, InputError
 from argusdb.ingest import ingest_path, program_version_id
 from argusdb.regions import ProgramSource, parse_regions
-from argusdb.runner.backends import Backend, Collected, Job, default_backend
+from argusdb.runner.backends import Backend, Collected, Job, LiveBackend, default_backend
 from argusdb.runner.harness import Harness
 from argusdb.store import Store
 from argusdb.transforms import apply as apply_transform
@@ -389,6 +389,8 @@ def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path
         run: _Run = _CommandRun(plan, store, Path(source_path), Path(workdir), backend)
     else:
         backend = backend or default_backend()
+        if isinstance(backend, LiveBackend):
+            backend.source_dir = Path(source_path).resolve().parent
         run = _Run(plan, store, Path(source_path), Path(workdir), backend)
     tasks = {t["id"]: t for t in plan["tasks"]}
     ordered = [tasks[i] for i in _ordered(plan["tasks"])]

@@ -203,6 +203,7 @@ class LiveBackend:
         # script path) replaces it, e.g. a stand-in in tests.
         self.worker = worker
         self.resident = resident
+        self.source_dir: Path | None = None
         self._proc: subprocess.Popen[str] | None = None
         if worker is not None and not worker.exists():
             raise InputError(str(worker), "the GPU worker script is missing",
@@ -215,9 +216,11 @@ class LiveBackend:
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        site = os.environ.get("ARGUS_GPU_SITE")
-        if site:
-            env["PYTHONPATH"] = os.pathsep.join([site, env.get("PYTHONPATH", "")])
+        # The worker loads the version's text from its work folder: the kernel's own folder
+        # goes on the path so its sibling imports resolve.
+        parts = [os.environ.get("ARGUS_GPU_SITE", ""),
+                 str(self.source_dir) if self.source_dir else "", env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
         return env
 
     def _args(self, job: Job) -> list[str]:

@@ -104,9 +104,22 @@ def main() -> None:
     handle(a)
 
 
+def refuse_autotuned(mod: Any) -> None:
+    """A harness kernel under ``@triton.autotune`` launches other binaries while it tunes, and
+    this worker cannot tell them apart: ncu's launch count would land on any of them."""
+    from triton.runtime.autotuner import Autotuner
+
+    if isinstance(getattr(mod, mod.KERNEL, None), Autotuner):
+        raise SystemExit(f"{mod.KERNEL} is an @triton.autotune kernel: the harness form cannot "
+                         f"tell the chosen config's launches from the tuning ones. Observe the "
+                         f"program that launches it with 'argus observe --region ... -- "
+                         f"COMMAND' (the launcher pins the chosen config and checks the binary)")
+
+
 def handle(a: argparse.Namespace) -> None:
     params, overrides = json.loads(a.params), json.loads(a.overrides)
     mod = load_module(Path(a.source), f"argus_subject_{next(_JOBS)}")
+    refuse_autotuned(mod)
     opts = launch_options(mod, a.config, overrides)
     if a.action == "child":  # the process ncu profiles
         t = mod.setup()

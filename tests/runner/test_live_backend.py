@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,27 @@ def test_the_real_worker_starts_serving_and_checks_its_arguments() -> None:
                          capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "needs --source and --config" in bad.stderr
+
+
+def test_the_kernel_folder_is_on_the_worker_path_for_sibling_imports(tmp_path: Path) -> None:
+    backend = LiveBackend()
+    backend.source_dir = tmp_path / "kernels"
+    assert str(tmp_path / "kernels") in backend._env()["PYTHONPATH"].split(os.pathsep)
+
+
+def test_the_worker_refuses_an_autotuned_harness_kernel(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    src = tmp_path / "tuned.py"
+    src.write_text(
+        "import triton\nimport triton.language as tl\n\n\n"
+        "@triton.autotune(configs=[triton.Config({}, num_warps=1), "
+        "triton.Config({}, num_warps=2)], key=['n'])\n@triton.jit\n"
+        "def k(x_ptr, n):\n    pass\n\n\nKERNEL = 'k'\nCONFIGS = {'default': {}}\n")
+    p = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "child", "--source",
+                        str(src), "--config", "default"], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert p.returncode != 0 and "k is an @triton.autotune kernel" in p.stderr
+    assert "argus observe --region ... -- COMMAND" in p.stderr
