@@ -56,7 +56,7 @@ class CommandBackend:
         p = job.params
         spec: dict[str, Any] = {"kernel": p["kernel"], "program": p["program"],
                                 "out": str(job.workdir.resolve()), "mode": mode,
-                                "warmup": int(p.get("launches_warmup", 0))}
+                                "warmup": _warmup(p)}
         if job.action != "find_launch":
             spec["pin"] = p.get("pin")
             if job.transform is None:  # a variant launches a binary of its own
@@ -169,13 +169,16 @@ class CommandBackend:
         measured = [x for x in doc["launches"] if x["role"] == "program"
                     and x["binary"] == chosen]
         check = doc.get("variant_check")
+        kept = max(0, len(measured) - _warmup(job.params))
+        if not kept:
+            raise CommandFailed(" ".join(self.argv), f"launched binary {chosen} of "
+                                f"{job.params['kernel']} {len(measured)} time(s), none after "
+                                f"the {_warmup(job.params)} warm-up launch(es)",
+                                "run the program for more steps")
         result: dict[str, Any] = {
             "files": timing, "gpu_s": wall, "binary": chosen, "pid": doc["pid"],
-            "launches_of_binary": len(measured),
-            "launches_kept": max(0, len(measured) - int(job.params.get("launches_warmup", 0))),
-            "launches_apart": len(doc["launches"]) - max(
-                0, len(measured) - int(job.params.get("launches_warmup", 0))),
-            "variant_check": check}
+            "launches_of_binary": len(measured), "launches_kept": kept,
+            "launches_apart": len(doc["launches"]) - kept, "variant_check": check}
         if check is not None:
             result["rel_err_vs_parent"] = check.get("rel_err_vs_parent")
         return self._result(job, result)
@@ -227,6 +230,12 @@ class CommandBackend:
     def _result(job: Job, doc: dict[str, Any]) -> Collected:
         (job.workdir / RESULT).write_text(json.dumps(doc, indent=1, default=str))
         return collected(job.workdir, doc)
+
+
+def _warmup(params: dict[str, Any]) -> int:
+    """Launches of the binary not measured: the control run's choice (fewer when the program
+    launches the kernel fewer times), else the plan's."""
+    return int(params.get("measure_index", params.get("launches_warmup", 0)))
 
 
 def collected(folder: Path, doc: dict[str, Any]) -> Collected:
