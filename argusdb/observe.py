@@ -5,11 +5,16 @@ The planner (:mod:`argusdb.planner`) turns the request into a DAG of tasks; the 
 artefact with its program version and records each task's cost; ``observe`` then returns the
 evidence of the plan's runs (Arrow) and a report. ``dry_run=True`` only plans: no GPU needed.
 
+A program is observed unmodified: ``run=["python3", "model.py"]`` (or a module-level function)
+is run again for every task under the launcher's Triton hooks (:mod:`argusdb.launch`,
+:mod:`argusdb.runner.command`). A kernel file with a launch harness (``source=...``, no ``run``)
+is the other way to provide a launch.
+
 Example:
-    >>> obs = observe("softmax/softmax_fwd", ["duration"], store="argus.duckdb",
-    ...               source="kernels/softmax.py", dry_run=True)
+    >>> obs = observe("fused_norm/layernorm_fwd/load", ["duration", "inst_executed"],
+    ...               run=["python3", "model.py"], dry_run=True)
     >>> [t.action for t in obs.plan.tasks]
-    ['find_launch', 'cupti_timing']
+    ['find_launch', 'cupti_timing', 'ncu_source', 'attribute']
 """
 
 from __future__ import annotations

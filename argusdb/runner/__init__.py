@@ -16,6 +16,10 @@
 - **synthesize** (``attribute``, ``derive_exposed_latency``): refreshes the materialized
   attribution and derivation and reports what they hold for the region.
 
+A plan of a user's command (``request.command``) runs through :mod:`argusdb.runner.command`:
+its control task finds the kernel's binary, which becomes the parent program version, and every
+collection runs the command again under the launcher's hooks (see ``_CommandRun``).
+
 Tasks with ``reuse`` are not run (status ``reused``); a task whose dependency failed is
 ``skipped``. Every task gets a row in ``task`` with its plan, status, ``wall_s`` (this process)
 and ``gpu_s`` (device seconds the backend held, recorded ones on replay). Progress: a tqdm bar on

@@ -97,3 +97,14 @@ def test_pipelining_off_overrides_reach_every_launch(tmp_path: Path) -> None:
                     overrides={"num_stages": 1})
     (binary,) = doc["binaries"].values()
     assert binary["num_stages"] == 1 and len(doc["launches"]) == 7
+
+
+def test_the_launcher_module_runs_a_command_and_summarises(tmp_path: Path) -> None:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    p = subprocess.run([sys.executable, "-m", "argusdb.launch", "--kernel", "layernorm_fwd",
+                        "--program", "fused_norm", "--out", str(tmp_path / "out"), "--", *MODEL],
+                       cwd=PROGRAMS / "model", env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "7 launches of layernorm_fwd" in p.stderr and "interpreter program: 7" in p.stderr
+    assert "layer norm rel err" in p.stdout  # the program's own output passes through

@@ -129,3 +129,15 @@ def test_python_form_takes_an_argv_or_a_module_function(tmp_path: Path) -> None:
     assert argv[0] == sys.executable and "importlib.import_module('json').dumps()" in argv[2]
     with pytest.raises(Exception, match="module level"):
         command_argv(lambda: None)
+
+
+def test_ranks_each_get_the_hooks_and_rank_0_is_measured(tmp_path: Path) -> None:
+    """Like torchrun: one launcher process starting a process per rank with RANK set."""
+    code = ("import os, subprocess, sys; ps = [subprocess.Popen([sys.executable, 'model.py', "
+            f"*{SMALL!r}], env={{**os.environ, 'RANK': str(r)}}) for r in (1, 0)]; "
+            "sys.exit(max(p.wait() for p in ps))")
+    d = discover([sys.executable, "-c", code], MODEL, tmp_path)
+    assert len(d["processes_with_launches"]) == 2
+    records = {json.loads(p.read_text())["pid"]: json.loads(p.read_text())
+               for p in (tmp_path / "find_launch").glob("launch.*.json")}
+    assert records[d["pid"]]["rank"] == "0"
