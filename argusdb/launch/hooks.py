@@ -94,10 +94,11 @@ class State:
             run_self = var
             run_fn = type(var).run
         settled = sum(1 for x in self.launches if x["role"] == "program")
-        check = (self.variant_path is not None and role == "program" and self.check is None
+        variant = self.variant_path is not None or bool(self.spec.get("overrides"))
+        check = (variant and role == "program" and self.check is None
                  and settled >= int(self.spec.get("check_index", 0)))
         if check:
-            return self._checked(jit, orig, run_self, run_fn, args, grid, kw)
+            return self._checked(jit, orig, run_self, run_fn, args, grid, kw, kwargs)
         t0 = time.perf_counter_ns()
         kernel = run_fn(run_self, *args, grid=grid, warmup=False, **kw)
         self.record(jit, kernel, role, t0, args, kw)
@@ -115,8 +116,9 @@ class State:
                                   "t_ns": t0})
 
     def _checked(self, jit: Any, orig: Any, var: Any, var_run: Any, args: tuple[Any, ...],
-                 grid: Any, kw: dict[str, Any]) -> Any:
-        """Run the variant on the program's inputs and the parent on copies of the same."""
+                 grid: Any, kw: dict[str, Any], parent_kwargs: dict[str, Any]) -> Any:
+        """Run the variant (another module's kernel, or other options: ``kw``) on the program's
+        inputs and the parent (the program's own options) on copies of the same inputs."""
         import torch
 
         def copy(x: Any) -> Any:
@@ -124,9 +126,7 @@ class State:
 
         before = [copy(a) for a in args]
         parent_args = tuple(copy(a) for a in args)
-        parent_kw = {k: copy(v) for k, v in kw.items()}
-        for key in self.spec.get("overrides") or {}:
-            parent_kw.pop(key, None)
+        parent_kw = {k: copy(v) for k, v in parent_kwargs.items()}
         t0 = time.perf_counter_ns()
         kernel = var_run(var, *args, grid=grid, warmup=False, **kw)
         self.record(jit, kernel, "program", t0, args, kw)
