@@ -26,9 +26,16 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
+    # build from a copy of what the wheel is made of, so no build/ folder lands in the checkout
+    src = tmp / "src"
+    for name in ("argusdb", "collectors", "schema", "queries"):
+        shutil.copytree(ROOT / name, src / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp / "dist"), str(ROOT)], capture_output=True, text=True, timeout=600)
+         "-w", str(tmp / "dist"), str(src)], capture_output=True, text=True, timeout=600)
     if build.returncode != 0 and "No module named pip" in build.stderr:
         pytest.skip("pip is not installed in this interpreter")
     assert build.returncode == 0, build.stderr[-2000:]
