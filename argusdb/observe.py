@@ -5,17 +5,23 @@ The planner (:mod:`argusdb.planner`) turns the request into a DAG of tasks; the 
 artefact with its program version and records each task's cost; ``observe`` then returns the
 evidence of the plan's runs (Arrow) and a report. ``dry_run=True`` only plans: no GPU needed.
 
+A program is observed unmodified: ``run=["python3", "model.py"]`` (or a module-level function)
+is run again for every task under the launcher's Triton hooks (:mod:`argusdb.launch`,
+:mod:`argusdb.runner.command`). A kernel file with a launch harness (``source=...``, no ``run``)
+is the other way to provide a launch.
+
 Example:
-    >>> obs = observe("softmax/softmax_fwd", ["duration"], store="argus.duckdb",
-    ...               source="kernels/softmax.py", dry_run=True)
+    >>> obs = observe("fused_norm/layernorm_fwd/load", ["duration", "inst_executed"],
+    ...               run=["python3", "model.py"], dry_run=True)
     >>> [t.action for t in obs.plan.tasks]
-    ['find_launch', 'cupti_timing']
+    ['find_launch', 'cupti_timing', 'ncu_source', 'attribute']
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +63,9 @@ def has_gpu() -> bool:
 
 
 def observe(region: str, signals: str | list[str], scope: dict[str, str] | None = None, *,
-            store: str | Path | Store | None = None, source: str | Path,
+            store: str | Path | Store | None = None, source: str | Path | None = None,
+            run: Callable[[], Any] | Sequence[str] | None = None,
+            cwd: str | Path | None = None, budget_s: float | None = None,
             dry_run: bool = False, options: dict[str, str] | None = None,
             workdir: str | Path | None = None, progress: bool | None = None) -> Observation:
     """Observe ``signals`` of ``region`` at ``scope``: plan, run, store and return evidence.
@@ -68,7 +76,14 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
         scope: coordinate → value, e.g. ``{"warp": "each"}``; ``all`` where not given.
         store: store path (created when running) or an open Store; evidence already there is
             reused. A dry run without a store plans everything.
-        source: the Triton kernel source file.
+        source: the Triton kernel source file. With ``run``: optional (``--program``); found
+            by the region's module name from the command's directory when not given.
+            Without ``run``: a kernel file that follows the harness contract.
+        run: the program to observe, unmodified: an argv (``["python", "prog.py"]``) or a
+            module-level function (run as ``python -c`` importing its module). Every run of
+            the plan runs it again under the launcher's Triton hooks.
+        cwd: the command's working directory (default: the current one).
+        budget_s: trim the plan to this many estimated wall seconds (see :func:`trim`).
         dry_run: only plan (needs no GPU).
         options: compile options and ``target`` that pin the program version (see ingest).
         workdir: where the runner writes artefacts (default: ``<store>.runs/<plan_id>``).
@@ -83,6 +98,15 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
     from argusdb.store import Store
 
     names = [s.strip() for s in signals.split(",")] if isinstance(signals, str) else signals
+    command: list[str] | None = None
+    wd = Path(cwd) if cwd is not None else Path.cwd()
+    if run is not None:
+        command = command_argv(run)
+        check_command(command, wd)
+        source = source or resolve_source(region, command, wd)
+    elif source is None:
+        raise UsageError("observe needs a command to run (run=[...] / '-- COMMAND') or a "
+                         "harness kernel file (source=...)")
     if not dry_run:
         _check_can_run()
     own = isinstance(store, str | Path)
@@ -93,7 +117,12 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
     else:
         st = store
     try:
-        p = make_plan(source, region, names, scope, st, options=options)
+        kw: dict[str, Any] = {"options": options}
+        if command is not None:
+            kw.update({"command": command, "cwd": str(wd.resolve())})
+        p = make_plan(source, region, names, scope, st, **kw)
+        if budget_s is not None:
+            p = trim(p, budget_s, lambda sigs: make_plan(source, region, sigs, scope, st, **kw))
         if dry_run:
             return Observation(p, None, _plan_report(p))
         assert st is not None
@@ -101,6 +130,120 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
     finally:
         if own and st is not None:
             st.close()
+
+
+def command_argv(run: Callable[[], Any] | Sequence[str]) -> list[str]:
+    """The argv of ``run``: itself, or for a function, a Python that imports and calls it."""
+    import sys
+
+    if isinstance(run, str):
+        raise UsageError(f"run={run!r}: give the command as a list of arguments "
+                         f"(e.g. ['python', 'prog.py']), not one string")
+    if not callable(run):
+        argv = [str(a) for a in run]
+        if not argv:
+            raise UsageError("the command to observe is empty: put it after '--'")
+        return argv
+    import inspect
+
+    mod = getattr(run, "__module__", None)
+    qual = getattr(run, "__qualname__", "")
+    if not mod or "<" in qual:
+        raise UsageError(f"run={run!r}: a function to observe must be defined at module level "
+                         f"(a lambda or nested function cannot be run again in a new process)")
+    if mod == "__main__":
+        path = inspect.getsourcefile(run)
+        if path is None:
+            raise UsageError("run: the function's file is unknown; pass an argv instead")
+        code = (f"import runpy; g = runpy.run_path({path!r}, run_name='argus_observed'); "
+                f"g[{qual!r}]()")
+    else:
+        code = f"import importlib; importlib.import_module({mod!r}).{qual}()"
+    return [sys.executable, "-c", code]
+
+
+def check_command(argv: list[str], cwd: Path) -> None:
+    """Refuse a command that cannot start: an unknown program, or a Python script not there."""
+    exe = argv[0]
+    if shutil.which(exe) is None and not (cwd / exe).exists():
+        raise UsageError(f"the command {exe!r} is not found (not on PATH, not in {cwd})")
+    if Path(exe).name.startswith("python") and len(argv) > 1 and argv[1].endswith(".py"):
+        if not (cwd / argv[1]).is_file():
+            raise UsageError(f"{argv[1]}: no such script in {cwd}; check the path after "
+                             f"'{exe}'")
+
+
+_SKIP = {".git", ".venv", "venv", "site-packages", "node_modules", "__pycache__", ".tox"}
+
+
+def resolve_source(region: str, argv: list[str], cwd: Path) -> Path:
+    """The kernel's module file for a region id: ``<module>.py`` in the command's folder (the
+    script's folder, then the working directory), else below them.
+
+    Raises:
+        UsageError: no such module, or several (then ``--program`` says which).
+    """
+    module = region.split("/", 1)[0]
+    dirs: list[Path] = []
+    for a in argv[1:]:
+        if a.endswith(".py") and (cwd / a).is_file():
+            dirs.append((cwd / a).resolve().parent)
+    dirs.append(cwd.resolve())
+    for d in dirs:
+        if (d / f"{module}.py").is_file():
+            return d / f"{module}.py"
+    found: set[Path] = set()
+    for d in dirs:
+        for p in d.rglob(f"{module}.py"):
+            if not _SKIP & set(p.relative_to(d).parts):
+                found.add(p.resolve())
+    if len(found) == 1:
+        return found.pop()
+    where = ", ".join(str(d) for d in dict.fromkeys(dirs))
+    if found:
+        raise UsageError(f"region {region}: {len(found)} files named {module}.py under {where} "
+                         f"({', '.join(sorted(map(str, found)))}); pass --program FILE")
+    raise UsageError(f"region {region}: no module {module}.py in or under {where} (the region "
+                     f"id starts with the module that defines the kernel); pass --program FILE")
+
+
+def trim(p: Plan, budget_s: float, replan: Callable[[list[str]], Plan]) -> Plan:
+    """Drop the signals whose own tasks cost most until the plan's estimate fits ``budget_s``.
+
+    Costs are the medians of past tasks of each action recorded in the store (``plan_cost``).
+    A task shared by several signals (the control task, a clean timing) is charged to none.
+
+    Raises:
+        PlanError: some task of the plan has no recorded cost, so the budget cannot be checked.
+    """
+    from argusdb.planner.plan import PlanError
+
+    est = estimate(p)
+    if est["unknown"]:
+        raise PlanError(f"--budget-s {budget_s:g}: no recorded cost for tasks "
+                        f"{', '.join(t.rsplit('.', 1)[-1] for t in est['unknown'])} (no past "
+                        f"task of their action in the store), so the plan cannot be fitted; run "
+                        f"it once without a budget, or pass a store with past runs")
+    signals = list(p.request["signals"])
+    dropped: list[str] = []
+    while est["wall_s"] > budget_s and len(signals) > 1:
+        # Drop the signal whose removal saves most (tasks shared with other signals stay).
+        options = {s: replan([x for x in signals if x != s]) for s in signals}
+        saved = {s: est["wall_s"] - estimate(q)["wall_s"] for s, q in options.items()}
+        worst = max(signals, key=lambda s: saved[s])
+        before = est["wall_s"]
+        signals.remove(worst)
+        p, est = options[worst], estimate(options[worst])
+        dropped.append(f"dropped {worst}: the plan was estimated at {before:.3g} s, over the "
+                       f"budget of {budget_s:g} s, and leaving {worst} out saves the most "
+                       f"({saved[worst]:.3g} s of recorded task costs)")
+    if est["wall_s"] > budget_s:
+        raise PlanError(f"--budget-s {budget_s:g}: even {', '.join(signals)} alone is estimated "
+                        f"at {est['wall_s']:.3g} s; raise the budget")
+    p.notes.extend(dropped)
+    p.request["budget_s"] = budget_s
+    p.request["dropped_signals"] = [d.split(":")[0].removeprefix("dropped ") for d in dropped]
+    return p
 
 
 def _check_can_run() -> None:
@@ -194,7 +337,8 @@ def evidence_of(p: Plan, st: Store) -> pa.Table:
 def report(p: Plan, st: Store) -> dict[str, Any]:
     """Status and cost of each task (from the task table) and evidence counts per class."""
     rows = {r["task_id"]: r for r in st.rows(
-        "SELECT task_id, status, wall_s, gpu_s FROM task WHERE plan_id = ?", [p.plan_id])}
+        "SELECT task_id, status, wall_s, gpu_s, config FROM task WHERE plan_id = ?",
+        [p.plan_id])}
     ev = evidence_of(p, st)
     counts: dict[str, dict[str, int]] = {}
     for sig, cls in zip(ev.column("signal").to_pylist(), ev.column("evidence_class").to_pylist(),
@@ -205,11 +349,55 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
               "status": rows.get(t.id, {}).get("status", "reused" if t.reuse else "missing"),
               "wall_s": rows.get(t.id, {}).get("wall_s"), "gpu_s": rows.get(t.id, {}).get("gpu_s"),
               "reuse": t.reuse} for t in p.tasks]
-    return {"plan_id": p.plan_id, "tasks": tasks, "evidence": counts,
+    failed = []
+    for t in tasks:
+        if t["status"] in ("done", "reused"):
+            continue
+        cfg = json.loads(rows.get(t["id"], {}).get("config") or "{}")
+        detail = cfg.get("detail") or {}
+        failed.append({"task": t["id"], "action": t["action"], "status": t["status"],
+                       "error": detail.get("error") or detail.get("reason")
+                       or "the runner recorded no row for this task",
+                       "evidence_stored": {"runs": cfg.get("runs") or [],
+                                           "program_version": cfg.get("program_version")}})
+    return {"plan_id": p.plan_id, "ok": not failed, "failed": failed, "tasks": tasks,
+            "evidence": counts, "attribution": attribution_verdict(p, st), "notes": p.notes,
             "wall_s": sum(t["wall_s"] or 0 for t in tasks),
             "gpu_s": sum(t["gpu_s"] or 0 for t in tasks)}
 
 
+def attribution_verdict(p: Plan, st: Store) -> dict[str, Any]:
+    """Per attributed signal of the plan's runs: observed total, the share no region owns
+    (``_unattributed``: instructions without a call site in the kernel's regions), and
+    ``sufficient`` only when that share is 0 and attributed equals observed."""
+    runs = [r for t in p.tasks if t.action == "attribute" for r in t.params.get("runs", [])]
+    if not runs:
+        return {}
+    ids = st.rows("SELECT config FROM task WHERE list_contains(?, task_id)", [runs])
+    run_ids = [r for row in ids for r in json.loads(row["config"] or "{}").get("runs") or []]
+    run_ids += [t.reuse["run_id"] for t in p.tasks if t.id in runs and t.reuse]
+    out: dict[str, Any] = {}
+    for r in st.rows(
+            "SELECT c.signal, sum(c.observed) AS observed, sum(c.attributed) AS attributed, "
+            "(SELECT coalesce(sum(a.value), 0) FROM region_attribution a WHERE "
+            "list_contains(?, a.run_id) AND a.signal = c.signal AND "
+            "ends_with(a.region_id, '/_unattributed')) AS unattributed "
+            "FROM attribution_conservation c WHERE list_contains(?, c.run_id) AND "
+            "list_contains(?, c.signal) GROUP BY c.signal ORDER BY c.signal",
+            [run_ids, run_ids, list(p.request["signals"])]):
+        share = (r["unattributed"] / r["observed"]) if r["observed"] else None
+        exact = r["attributed"] == r["observed"]
+        out[r["signal"]] = {
+            "observed": r["observed"], "attributed": r["attributed"],
+            "unattributed_share": share,
+            "verdict": "sufficient" if exact and share == 0 else "insufficient",
+            **({} if exact and share == 0 else {"why": (
+                f"{share:.1%} of {r['signal']} has no call site in the kernel's regions "
+                f"(_unattributed)" if share else "attributed and observed totals differ")})}
+    return out
+
+
 def plan_json(p: Plan) -> str:
     """The ``--dry-run --json`` document: ``{"tasks": [...]}``."""
-    return json.dumps({"tasks": [t.to_json() for t in p.tasks]})
+    return json.dumps({"tasks": [t.to_json() for t in p.tasks], "notes": p.notes,
+                       "request": p.request})

@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 DEMO = ROOT / "argusdb" / "demo" / "h200"
 KERNELS = DEMO / "kernels"
-#: Kernels measured on the H200 by gpu/record.py: parents of the recordings in tests/data/gpu.
-GPU_KERNELS = ROOT / "gpu" / "kernels"
+#: Kernels measured on the H200 by tools/h200/record.py: parents of the recordings in
+#: tests/data/gpu.
+GPU_KERNELS = ROOT / "tools" / "h200" / "kernels"
 
 
 def _has_gpu() -> bool:

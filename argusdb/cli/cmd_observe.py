@@ -1,17 +1,24 @@
-"""``argus observe SOURCE_FILE --region R --signals S[,S...]``: plan (and on a GPU, run) it."""
+"""``argus observe --region R --signals S[,S...] [...] -- COMMAND [ARGS...]``: plan, run, store.
+
+The harness form ``argus observe KERNEL_FILE --region R --signals S`` (a kernel file with
+``KERNEL``/``CONFIGS``/``setup``/``launch``) stays as one more way to provide a launch.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
 from argusdb.cli.output import handle_errors, print_table
+from argusdb.errors import UsageError
 from argusdb.ingest import parse_options
 from argusdb.observe import observe, plan_json
 from argusdb.planner.scope import parse_pairs
 
 
 @click.command("observe")
-@click.argument("source_file")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[KERNEL_FILE | -- COMMAND...]")
 @click.option("--region", required=True, help="Region id, e.g. softmax/softmax_fwd/load.")
 @click.option("--signals", required=True, help="Comma-separated signals, e.g. duration,"
               "inst_executed,stall_long_sb,dram__bytes_read.sum,exposed_latency.")
@@ -19,20 +26,38 @@ from argusdb.planner.scope import parse_pairs
               help="Scope coordinate (launch, cta, sm, warp, warp_role, loop_iter) = all | "
                    "each | index | range. Repeatable.")
 @click.option("--store", default=None, help="Store to reuse evidence from and write to.")
+@click.option("--program", default=None, help="The kernel's module file (default: found by "
+              "the region's module name from the command's directory).")
+@click.option("--budget-s", "budget_s", type=float, default=None, metavar="SECONDS",
+              help="Trim the plan to this many estimated wall seconds (recorded task costs); "
+                   "the notes say which signals were dropped.")
 @click.option("--option", "option", multiple=True, metavar="KEY=VALUE",
               help="Compile option or target that pins the program version (as for ingest).")
 @click.option("--dry-run", is_flag=True, help="Only plan; print the tasks (no GPU needed).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
-def command(source_file: str, region: str, signals: str, scope: tuple[str, ...],
-            store: str | None, option: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
-    """Observe SIGNALS of REGION in SOURCE_FILE: plan the measurements and, on a GPU, run them.
+def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, ...],
+            store: str | None, program: str | None, budget_s: float | None,
+            option: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
+    """Observe SIGNALS of REGION in the program COMMAND runs: plan the measurements and, on a
+    GPU, run them (each run runs COMMAND again, unmodified, with argusdb's Triton hooks).
 
     With --dry-run --json it prints {"tasks": [{"id", "kind", "depends_on", "run", "why",
-    "action", "params", "reuse", "estimate"}]} in topological order.
+    "action", "params", "reuse", "estimate"}], "notes": [...]} in topological order. A run
+    exits 1 with "ok": false when any task failed.
     """
-    obs = observe(region, signals, parse_pairs(scope), store=store, source=source_file,
-                  dry_run=dry_run, options=parse_options(option) if option else None)
+    harness = _harness_file(args)
+    if not args:
+        raise UsageError("nothing to observe: put the command after '--' (argus observe "
+                         "--region R --signals S -- python prog.py), or give a harness kernel "
+                         "file")
+    opts = parse_options(option) if option else None
+    if harness is not None:
+        obs = observe(region, signals, parse_pairs(scope), store=store, source=harness,
+                      dry_run=dry_run, options=opts, budget_s=budget_s)
+    else:
+        obs = observe(region, signals, parse_pairs(scope), store=store, source=program,
+                      run=list(args), dry_run=dry_run, options=opts, budget_s=budget_s)
     for note in obs.plan.notes:
         click.echo(f"note: {note}", err=True)
     if dry_run:
@@ -55,12 +80,14 @@ def command(source_file: str, region: str, signals: str, scope: tuple[str, ...],
                        + (f"; no history for {len(est['unknown'])} task(s)"
                           if est["unknown"] else ""))
         return
+    rep = obs.report
     if as_json:
         import json
 
-        click.echo(json.dumps({"ok": True, **obs.report}, default=str))
+        click.echo(json.dumps(rep, default=str))
+        if not rep["ok"]:
+            raise SystemExit(1)
         return
-    rep = obs.report
     print_table(["task", "action", "run", "status", "wall_s", "gpu_s"],
                 [(t["id"], t["action"], t["run"] or "", t["status"], t["wall_s"], t["gpu_s"])
                  for t in rep["tasks"]])
@@ -68,3 +95,16 @@ def command(source_file: str, region: str, signals: str, scope: tuple[str, ...],
                    for sig, by in rep["evidence"].items())
     click.echo(f"\nevidence: {ev or 'none'}\ncost: {rep['wall_s']:.3g} s wall, "
                f"{rep['gpu_s']:.3g} s GPU")
+    for f in rep["failed"]:
+        click.echo(f"failed: {f['task']} ({f['action']}, {f['status']}): {f['error']}; "
+                   f"evidence stored: {len(f['evidence_stored']['runs'])} run(s)", err=True)
+    if not rep["ok"]:
+        raise SystemExit(1)
+
+
+def _harness_file(args: tuple[str, ...]) -> str | None:
+    """The one argument of the kernel-file form (a harness kernel: KERNEL, CONFIGS, setup,
+    launch); a command is always more than a file name (``-- python prog.py``)."""
+    if len(args) != 1 or not args[0].endswith(".py") or not Path(args[0]).is_file():
+        return None
+    return args[0]

@@ -47,7 +47,7 @@ from argusdb.store import Store
 LAUNCHES_WARMUP = 5
 LAUNCHES_MEASURED = 20
 
-#: Nsight Compute sections of a source-page run: those recorded on the H200 by gpu/record.py,
+#: Nsight Compute sections of a source-page run: those recorded on the H200 by tools/h200/record.py,
 #: whose pass count is observed (data/ncu_passes.json).
 SOURCE_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "SourceCounters", "WarpStateStats")
 
@@ -86,7 +86,8 @@ def _plan_id(request: dict[str, Any]) -> str:
 def plan(source_path: str | Path, region_id: str, signals: list[str],
          scope: dict[str, str] | None = None, store: Store | None = None, *,
          options: dict[str, str] | None = None, counter: PassCounter | None = None,
-         plan_id: str | None = None) -> Plan:
+         plan_id: str | None = None, command: list[str] | None = None,
+         cwd: str | None = None, budget_s: float | None = None) -> Plan:
     """Plan the measurements that answer ``signals`` of ``region_id`` at ``scope``.
 
     Args:
@@ -100,6 +101,12 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
         counter: pass counter for metric lists; default: CUPTI's profiler host where reachable,
             else the table recorded with it.
         plan_id: fixed plan id (default: derived from the request and the time).
+        command: the user's command (argv) that launches the kernel; every run of the plan
+            runs it unmodified under the launcher (:mod:`argusdb.launch`). None: the source
+            follows the harness contract.
+        cwd: the command's working directory.
+        budget_s: drop the costliest signals until the plan's estimated wall seconds fit
+            (estimates from the store's recorded task costs); the notes say what was dropped.
 
     Raises:
         PlanError: unknown region, signal or scope, or a signal the scope cannot have.
@@ -114,9 +121,14 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     if chip is None:
         raise PlanError(f"target {target!r}: pass counts are known for {sorted(CHIPS)} only")
     counter = counter or live_counter() or table
-    request = {"source": src.name, "region": region_id, "signals": [s.label for s in sigs],
-               "scope": {k: v for k, v in sc.items() if v != "all"}}
+    request: dict[str, Any] = {"source": src.name, "region": region_id,
+                               "signals": [s.label for s in sigs],
+                               "scope": {k: v for k, v in sc.items() if v != "all"}}
+    if command is not None:
+        request.update({"command": list(command), "cwd": cwd})
+        _check_command(sigs, sc, intra_kernel(sc), region)
     b = _Builder(plan_id or _plan_id(request))
+    notes: list[str] = []
     kernel = region.kernel
     kernel_region = f"{region.program}/{kernel}"
     intra = intra_kernel(sc)
@@ -132,6 +144,15 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
                     f"measured, {measured} are", {
                         "kernel": kernel, "launches_warmup": LAUNCHES_WARMUP,
                         "launches_measured": measured}, [])
+    if command is not None:
+        control.params.update({"program": region.program, "command": list(command)})
+        control.why = (f"run the command once with the launcher's Triton hooks: find the "
+                       f"launches of the @triton.jit function {kernel} of module "
+                       f"{region.program}, the binary the program settles on (after "
+                       f"autotuning: the autotuner's chosen config), its hash, num_warps, "
+                       f"num_stages, constexprs and target, and the launch to measure (the "
+                       f"{LAUNCHES_WARMUP + 1}th of that binary, or its last); dump its TTGIR, "
+                       f"PTX and SASS so attribution has call sites")
     parent_timing: Task | None = None
 
     def clean_timing(purpose: str) -> Task:
@@ -146,7 +167,15 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
         return parent_timing
 
     families = {s.family for s in sigs}
-    if "timing" in families:
+    kernel_timing = command is not None and not intra
+    if "timing" in families and kernel_timing and not region.is_kernel:
+        clean_timing(f"duration of every measured launch of kernel {kernel}, which contains "
+                     f"region {region.name}")
+        notes.append(f"duration: taken for the kernel {kernel_region}, whose rows are keyed to "
+                     f"it, not to {region_id}: a region's own duration needs Proton "
+                     f"instrumentation, which the command form does not run (use the harness "
+                     f"form for it)")
+    elif "timing" in families:
         if region.is_kernel and not intra:
             clean_timing("duration of every measured launch")
         else:
@@ -231,7 +260,7 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
               f"onto {region_id}; instructions shared by regions are split by execution counts",
               {"runs": [t.id for t in mapped], "region_id": region_id}, mapped)
 
-    p = Plan(b.plan_id, request, b.tasks)
+    p = Plan(b.plan_id, request, b.tasks, notes)
     p.tasks = p.ordered()
     _number_runs(p)
     explain_splits(p, counter, chip)
@@ -242,9 +271,35 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     return p
 
 
+#: Intra-kernel coordinates that Proton instrumentation resolves (scope_event rows per CTA and
+#: warp, see collectors/proton/trace.py); others (a warp role, a loop iteration) it does not.
+DELIVERED_INTRA = ("cta", "sm", "warp")
+
+
+def _check_command(sigs: list[Signal], sc: dict[str, str], intra: list[str],
+                   region: Region) -> None:
+    """Refuse what the command runner cannot deliver, instead of planning it."""
+    families = {s.family for s in sigs}
+    if intra:
+        raise PlanError(f"a duration inside a kernel (region {region.region_id}"
+                        f", scope {_fmt_scope(sc)}) needs Proton "
+                        f"instrumentation, which the command form does not run yet; ask for "
+                        f"the kernel's duration ({region.program}/{region.kernel}), or use "
+                        f"the harness form (argus observe KERNEL_FILE --region ...)")
+    if "pcsampling" in families:
+        raise PlanError("Proton PC sampling (NAME@proton) is not run for a command yet; use "
+                        "the Nsight Compute source page (warp_stall_samples) instead")
+
+
 def _check_scope(sigs: list[Signal], sc: dict[str, str], intra: list[str]) -> None:
     if not intra:
         return
+    lacking = [k for k in intra if k not in DELIVERED_INTRA]
+    if lacking:
+        raise PlanError(f"scope {_fmt_scope(sc)}: no collection resolves "
+                        f"{', '.join(lacking)} (Proton scope events carry "
+                        f"{', '.join(DELIVERED_INTRA)} only), so every row would come back "
+                        f"'all'; drop {', '.join(f'--scope {k}=...' for k in lacking)}")
     bad = [s.label for s in sigs if s.family != "timing"]
     if bad:
         raise PlanError(f"signals {bad} cannot be taken at scope {_fmt_scope(sc)}: they are "
@@ -292,7 +347,7 @@ def _reuse(p: Plan, store: Store, src: ProgramSource, options: dict[str, str] | 
         if notes:
             t.why += ". " + "; ".join(notes)
         # A variant needed by nothing else need not be made again.
-        if found and transform is not None and all(
+        if found and transform is not None and "command" not in p.request and all(
                 d.reuse for d in p.tasks if transform.id in d.depends_on):
             transform.reuse = {"run_id": None, "program_version": versions.ids[0],
                                "why": f"its only consumer {t.id} reuses run {found['run_id']}"}

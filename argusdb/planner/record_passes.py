@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=str(TABLE))
     ap.add_argument("--lists", default=None,
                     help="JSON {name: [metrics]} of further lists to record whole and metric by "
-                         "metric (e.g. gpu/metric_lists.json, the lists the GPU side asks "
+                         "metric (e.g. tools/h200/metric_lists.json, the lists the GPU side asks "
                          "cupti-python about), so the two recordings can be compared")
     args = ap.parse_args(argv)
     live = CtypesCounter(args.libcupti)

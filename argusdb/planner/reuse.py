@@ -130,14 +130,16 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
         # Only instrumentation resolves intra-kernel coordinates; other collections of the plan
         # (e.g. the clean reference timing) are asked at launch scope.
         scope = {**scope, **dict.fromkeys(("cta", "sm", "warp", "warp_role", "loop_iter"), "all")}
-    checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(need.conditions))
+    conditions = need.conditions + _page(task)
+    checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(conditions))
     runs = store.rows(
-        f"SELECT run_id, signature, replay_passes, clock_control, {checks} FROM run "
+        f"SELECT run_id, program_version, kind, signature, replay_passes, clock_control, "
+        f"{checks} FROM run "
         f"WHERE collector = ? AND program_version IN ({', '.join('?' for _ in versions.ids)}) "
         f"ORDER BY ingested_at DESC, run_id", [need.collector, *versions.ids])
     notes: list[str] = []
     for r in runs:
-        failed = [why.format(**r) for i, (_, why) in enumerate(need.conditions)
+        failed = [why.format(**r) for i, (_, why) in enumerate(conditions)
                   if not r[f"ok{i}"]]
         if failed:
             notes.append(f"run {r['run_id']} not reused: {'; '.join(failed)}")
@@ -152,10 +154,23 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
         unstated = (" (the artefact does not state its clock control)"
                     if task.action == "ncu_source" and r["clock_control"] is None else "")
         at = ", ".join(f"{k}={v}" for k, v in scope.items() if v != "all" or k == "launch")
-        return {"run_id": r["run_id"],
+        return {"run_id": r["run_id"], "program_version": r["program_version"],
                 "why": f"run {r['run_id']} ({r['signature']}) of {versions.why} already holds "
                        f"{', '.join(signals)} for {kernel} at {at}{unstated}"}, notes
     return None, notes
+
+
+def _page(task: Task) -> tuple[tuple[str, str], ...]:
+    """The Nsight Compute page a task needs: the source page (per-instruction values) for a
+    SourceCounters run, a kernel-level page (raw/details/report) for a metric list."""
+    if task.action != "ncu_source":
+        return ()
+    if "SourceCounters" in (task.params.get("sections") or []):
+        return (("kind = 'ncu.source_csv'",
+                 "it is the {kind} export (kernel totals), not the source page with "
+                 "per-instruction values this task collects"),)
+    return (("kind <> 'ncu.source_csv'",
+             "it is the source page, not a kernel-level page with the metric list"),)
 
 
 def _missing(store: Store, run_id: str, signals: list[str], kernel_region: str, kernel: str,

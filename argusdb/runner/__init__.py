@@ -16,6 +16,10 @@
 - **synthesize** (``attribute``, ``derive_exposed_latency``): refreshes the materialized
   attribution and derivation and reports what they hold for the region.
 
+A plan of a user's command (``request.command``) runs through :mod:`argusdb.runner.command`:
+its control task finds the kernel's binary, which becomes the parent program version, and every
+collection runs the command again under the launcher's hooks (see ``_CommandRun``).
+
 Tasks with ``reuse`` are not run (status ``reused``); a task whose dependency failed is
 ``skipped``. Every task gets a row in ``task`` with its plan, status, ``wall_s`` (this process)
 and ``gpu_s`` (device seconds the backend held, recorded ones on replay). Progress: a tqdm bar on
@@ -23,7 +27,7 @@ a terminal, plain lines otherwise.
 
 Example:
     >>> from argusdb.runner.backends import ReplayBackend
-    >>> results = execute(plan.to_json(), store, Path("gpu/kernels/softmax.py"),
+    >>> results = execute(plan.to_json(), store, Path("tools/h200/kernels/softmax.py"),
     ...                   Path("work"), progress=False,
     ...                   backend=ReplayBackend(Path("tests/data/gpu")))
     >>> [(r.action, r.status) for r in results][:2]
@@ -44,13 +48,25 @@ from argusdb import materialize
 from argusdb.errors import ArgusError, InputError
 from argusdb.ingest import ingest_path, program_version_id
 from argusdb.regions import ProgramSource, parse_regions
-from argusdb.runner.backends import Backend, Collected, Job, default_backend
+from argusdb.runner.backends import Backend, Collected, Job, LiveBackend, default_backend
 from argusdb.runner.harness import Harness
 from argusdb.store import Store
 from argusdb.transforms import apply as apply_transform
 from argusdb.variants import VariantOf, record_check
 
-__all__ = ["TaskResult", "VariantMismatch", "execute"]
+__all__ = ["TaskResult", "VariantMismatch", "command_backend", "execute"]
+
+
+def command_backend(request: dict[str, Any]) -> Backend:
+    """Replay of recorded task folders from ``ARGUS_REPLAY``, else the command on this GPU."""
+    import os
+
+    from argusdb.runner.command import CommandBackend, CommandReplayBackend
+
+    replay = os.environ.get("ARGUS_REPLAY")
+    if replay:
+        return CommandReplayBackend(Path(replay))
+    return CommandBackend(list(request["command"]), Path(request.get("cwd") or "."))
 
 #: Largest relative error of a variant against its parent that still counts as "the same result".
 TOLERANCE = 1e-5
@@ -133,6 +149,14 @@ class _Run:
                    self.workdir / task["id"].removeprefix(self.plan["plan_id"] + ".")
                    .replace("/", "_"))
 
+    def stale_reuse(self, task: dict[str, Any]) -> str | None:
+        """Why a planned reuse does not hold for the version this run measures, or None.
+
+        A command's version is known only once the control task has found the binary: a run
+        planned for reuse is used only when it measured that very version.
+        """
+        return None
+
     # -- tasks -----------------------------------------------------------------------------
     def control(self, task: dict[str, Any], res: TaskResult) -> None:
         if "launches_warmup" in task["params"]:
@@ -210,6 +234,10 @@ class _Run:
         """Run one task (or mark it reused/skipped) and write its row in ``task``."""
         res = TaskResult(task["id"], task["kind"], task["action"], "done", 0.0)
         t0 = time.monotonic()
+        stale = self.stale_reuse(task)
+        if stale:
+            res.detail["reuse_refused"] = stale
+            task = {**task, "reuse": None}
         if task.get("reuse"):
             res.status = "reused"
             res.detail["reuse"] = task["reuse"]
@@ -235,6 +263,89 @@ class _Run:
             "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
             "finished_at": datetime.now(UTC).replace(tzinfo=None)})
         return res
+
+
+class _CommandRun(_Run):
+    """A plan of a user's command: the parent version is the binary the control task found.
+
+    The control task runs the command once with the launcher's hooks; the kernel's module file
+    must be the planned source (same text), and the program version is that source with the
+    binary's identity as options (``binary`` hash, num_warps, num_stages, constexprs) and its
+    target. The binary's TTGIR and SASS are ingested under it, so attribution has call sites.
+    Every collection then measures that binary (the backend checks each run's launch record).
+    """
+
+    def __init__(self, plan: dict[str, Any], store: Store, source_path: Path, workdir: Path,
+                 backend: Backend) -> None:
+        self.plan, self.store, self.workdir, self.backend = plan, store, workdir, backend
+        self.src = ProgramSource.from_path(source_path)
+        self.config = "command"
+        self.parent = _Version(self.src, {}, "unknown")
+        self.versions = {"parent": self.parent}
+        self.checked = set()
+        self.launch = {}
+
+    def control(self, task: dict[str, Any], res: TaskResult) -> None:
+        self.launch.update({"launches_warmup": task["params"].get("launches_warmup", 0),
+                            "kernel": task["params"]["kernel"],
+                            "program": task["params"]["program"]})
+        got = self.backend.run(self.job(task, self.parent))
+        d = got.detail
+        sha = d.get("module_sha256") or _sha_of(d.get("module_file"))
+        if sha is not None and sha != self.src.sha256:
+            kernel = task["params"]["kernel"]
+            raise InputError(str(d.get("module_file")), f"defines the launched {kernel}, but "
+                             f"its text differs from the planned {self.src.name}",
+                             "pass --program the file the command imports")
+        b = d["binary"]
+        opts = {"kernel": str(task["params"]["kernel"]), "binary": str(b["hash"]),
+                "num_warps": str(b.get("num_warps")), "num_stages": str(b.get("num_stages"))}
+        opts.update({f"constexpr.{k}": str(v) for k, v in (b.get("constexprs") or {}).items()})
+        self.parent.options, self.parent.target = opts, str(b.get("target") or "unknown")
+        self.register(self.parent)
+        self.launch.update({"binary": b["hash"], "pin": d.get("pin"),
+                            "measure_index": d.get("measure_index", 0),
+                            "ncu_launch_skip": d.get("ncu_launch_skip", 0)})
+        for path in got.paths:
+            ing = ingest_path(self.store, path, self.src,
+                              {**self.parent.options, "target": self.parent.target},
+                              task_id=task["id"])
+            res.run_ids.append(ing.run_id)
+            res.detail.setdefault("artefacts", []).append(
+                {"file": path.name, "kind": ing.kind, "rows": ing.rows})
+        res.program_version, res.gpu_s = self.parent.id, got.gpu_s
+        res.detail.update(d)
+
+    def transform(self, task: dict[str, Any], res: TaskResult) -> None:
+        """A variant of the found binary: its version names the parent's binary (the variant's
+        own binary is compiled at run time and recorded by its collection)."""
+        var = apply_transform(task["action"], self.src, task["params"])
+        opts = {k: v for k, v in self.parent.options.items() if k != "binary"}
+        opts["parent_binary"] = self.parent.options.get("binary", "")
+        v = _Version(var.source, {**opts, **{k: str(x) for k, x in var.options.items()}},
+                     self.parent.target, dict(var.options), self.parent, var.transform,
+                     task["id"])
+        self.register(v)
+        self.versions[task["id"]] = v
+        res.program_version = v.id
+        res.detail.update({"transform": var.transform, "parent_version": self.parent.id})
+
+    def stale_reuse(self, task: dict[str, Any]) -> str | None:
+        reuse = task.get("reuse") or {}
+        if task["kind"] != "collect" or not reuse.get("program_version"):
+            return None
+        version = self.versions.get(task["params"].get("version", "parent"))
+        if version is not None and version.id == reuse["program_version"]:
+            return None
+        return (f"run {reuse.get('run_id')} measured version {reuse['program_version']}, not "
+                f"{version.id if version else 'the variant'} that this run of the command "
+                f"launched (another binary): collected again")
+
+
+def _sha_of(path: str | None) -> str | None:
+    if not path or not Path(path).exists():
+        return None
+    return ProgramSource.from_path(path).sha256
 
 
 def _ordered(tasks: list[dict[str, Any]]) -> list[str]:
@@ -276,8 +387,15 @@ def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path
     Raises:
         InputError: the source has no launch harness, or no backend is available.
     """
-    backend = backend or default_backend()
-    run = _Run(plan, store, Path(source_path), Path(workdir), backend)
+    command = plan["request"].get("command")
+    if command:
+        backend = backend or command_backend(plan["request"])
+        run: _Run = _CommandRun(plan, store, Path(source_path), Path(workdir), backend)
+    else:
+        backend = backend or default_backend()
+        if isinstance(backend, LiveBackend):
+            backend.source_dir = Path(source_path).resolve().parent
+        run = _Run(plan, store, Path(source_path), Path(workdir), backend)
     tasks = {t["id"]: t for t in plan["tasks"]}
     ordered = [tasks[i] for i in _ordered(plan["tasks"])]
     failed: set[str] = set()

@@ -4,10 +4,11 @@ A backend gets one :class:`Job` (a collect or control task of a plan, with the p
 to run) and returns a :class:`Collected`: the artefacts, the GPU seconds it held the device, and
 the result check of a variant against its parent. The runner ingests what comes back.
 
-``LiveBackend`` runs ``gpu/worker.py`` of the checkout: launch checks and clean timings in one
+``LiveBackend`` runs the packaged worker (``python -m argusdb.runner.worker``): launch checks
+and clean timings in one
 resident process per plan, ncu and Proton collections in a process each (CUPTI, Proton and ncu
 never share a process). ``ReplayBackend`` answers from a
-folder recorded by ``gpu/record.py`` (``tests/data/gpu``): the same artefacts the live path
+folder recorded by ``tools/h200/record.py`` (``tests/data/gpu``): the same artefacts the live path
 produced on the H200, named ``KERNEL.CONFIG.*``, so the whole path after collection runs on a
 CPU.
 
@@ -85,7 +86,7 @@ def _stem(job: Job) -> str:
 
 
 class ReplayBackend:
-    """Answers jobs from a folder of recordings made by ``gpu/record.py``."""
+    """Answers jobs from a folder of recordings made by ``tools/h200/record.py``."""
 
     name = "replay"
 
@@ -106,7 +107,7 @@ class ReplayBackend:
             raise InputError(str(self.bundle), f"no recording of {job.action} for "
                              f"{job.transform or 'the parent'} of {_stem(job)} "
                              f"(missing {', '.join(missing)})",
-                             "record it with gpu/record.py on the GPU machine, or run live")
+                             "record it with tools/h200/record.py on the GPU machine, or run live")
         return paths
 
     def run(self, job: Job) -> Collected:
@@ -116,7 +117,7 @@ class ReplayBackend:
                       if (c["kernel"], c["config"]) == (job.source.stem, job.config)]
             if not checks:
                 raise InputError(str(self.bundle), f"no recorded launch of {stem}",
-                                 "record it with gpu/record.py")
+                                 "record it with tools/h200/record.py")
             return Collected([], None, None, {"kernel": checks[0].get("name"),
                                               "rel_err_vs_torch": checks[0]["rel_err_vs_torch"]})
         if job.action == "cupti_timing":
@@ -134,7 +135,7 @@ class ReplayBackend:
         if job.transform is None:
             return Collected(self._need(job, f"{stem}.run1.cupti.jsonl"))
         if not job.transform.startswith("forced_wait:"):
-            # recorded by gpu/worker.py: its result.json beside the timing has the check
+            # recorded by argusdb/runner/worker.py: its result.json beside the timing has the check
             paths = self._need(job, f"{stem}.{job.transform}.cupti.jsonl")
             doc = self._doc(f"{stem}.{job.transform}.result.json")
             return Collected(paths, doc.get("gpu_s"), doc.get("rel_err_vs_parent"),
@@ -181,20 +182,15 @@ class ReplayBackend:
         return None if text == job.source.text else ProgramSource(job.source.name, text)
 
 
-def repo_root() -> Path:
-    """The checkout this argusdb was imported from (``gpu/`` lives beside ``argusdb/``)."""
-    return Path(__file__).resolve().parents[2]
-
-
 class LiveBackend:
-    """Runs jobs on this machine's GPU with ``gpu/worker.py``.
+    """Runs jobs on this machine's GPU with the packaged worker (:mod:`argusdb.runner.worker`).
 
     The launch check and clean timings (cupti-python only) go to one resident worker process
     (``worker.py serve``), started at the first such job and stopped by :meth:`close`: torch,
     CUDA and CUPTI then start once per plan. Nsight Compute, Proton instrumentation and PC
     sampling get a process of their own each, so two CUPTI clients never share one.
     ``ARGUS_GPU_SITE`` (a folder) is put first on the workers' ``PYTHONPATH``: where the GPU
-    machine has cupti-python installed from wheels (``gpu/record.py`` puts it in /tmp).
+    machine has cupti-python installed from wheels (``tools/h200/record.py`` puts it in /tmp).
     """
 
     name = "live"
@@ -203,18 +199,28 @@ class LiveBackend:
     def __init__(self, python: str | None = None, worker: Path | None = None,
                  resident: bool = True) -> None:
         self.python = python or sys.executable
-        self.worker = worker or repo_root() / "gpu" / "worker.py"
+        # The worker ships in the package: ``python -m argusdb.runner.worker``. ``worker`` (a
+        # script path) replaces it, e.g. a stand-in in tests.
+        self.worker = worker
         self.resident = resident
+        self.source_dir: Path | None = None
         self._proc: subprocess.Popen[str] | None = None
-        if not self.worker.exists():
-            raise InputError(str(self.worker), "the GPU worker script is missing",
-                             "run observe from an argusdb checkout (it has gpu/worker.py)")
+        if worker is not None and not worker.exists():
+            raise InputError(str(worker), "the GPU worker script is missing",
+                             "pass an existing worker script, or none to use the packaged one")
+
+    def _cmd(self, *args: str) -> list[str]:
+        if self.worker is not None:
+            return [self.python, str(self.worker), *args]
+        return [self.python, "-m", "argusdb.runner.worker", *args]
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        site = os.environ.get("ARGUS_GPU_SITE")
-        if site:
-            env["PYTHONPATH"] = os.pathsep.join([site, env.get("PYTHONPATH", "")])
+        # The worker loads the version's text from its work folder: the kernel's own folder
+        # goes on the path so its sibling imports resolve.
+        parts = [os.environ.get("ARGUS_GPU_SITE", ""),
+                 str(self.source_dir) if self.source_dir else "", env.get("PYTHONPATH", "")]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
         return env
 
     def _args(self, job: Job) -> list[str]:
@@ -234,7 +240,7 @@ class LiveBackend:
     def _serve(self, args: list[str], log: Path) -> tuple[bool, str]:
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
-                [self.python, str(self.worker), "serve"], stdin=subprocess.PIPE,
+                self._cmd("serve"), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self._env())
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._proc.stdin.write(json.dumps(args) + "\n")
@@ -257,7 +263,7 @@ class LiveBackend:
         if self.resident and job.action in self.RESIDENT:
             ok, error = self._serve(args, log)
         else:
-            p = subprocess.run([self.python, str(self.worker), *args], capture_output=True,
+            p = subprocess.run(self._cmd(*args), capture_output=True,
                                text=True, env=self._env())
             log.write_text(p.stdout + p.stderr)
             ok = p.returncode == 0

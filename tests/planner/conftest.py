@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 
 #: Every kernel source with region markers: the demo's, and the GPU side's when present.
 KERNEL_FILES = sorted([*(ROOT / "argusdb" / "demo" / "h200" / "kernels").glob("*.py"),
-                       *(ROOT / "gpu" / "kernels").glob("*.py")])
+                       *(ROOT / "tools" / "h200" / "kernels").glob("*.py")])
 
 
 @pytest.fixture(scope="session")

@@ -128,7 +128,7 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
     from argusdb.ingest import ingest_path
     from argusdb.regions import ProgramSource
 
-    kernel = ROOT / "gpu" / "kernels" / "softmax.py"
+    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
                          ProgramSource.from_path(kernel))
     variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
@@ -157,7 +157,7 @@ def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCou
     from argusdb.ingest import ingest_path
     from argusdb.regions import ProgramSource
 
-    kernel = ROOT / "gpu" / "kernels" / "softmax.py"
+    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
                          ProgramSource.from_path(kernel))
     variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
@@ -171,3 +171,19 @@ def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCou
              counter=table)
     assert p.by_action("cupti_timing")[1].reuse is None
     assert p.by_action("forced_wait")[0].reuse is None
+
+
+def test_the_raw_page_is_not_reused_for_a_source_page_request(store: Store,
+                                                              table: TableCounter) -> None:
+    """Only the raw page (kernel totals) of an Nsight Compute run is stored: a request for the
+    per-instruction source page must collect it, not take the kernel totals for it."""
+    from argusdb.ingest import ingest_path
+    from argusdb.regions import ProgramSource
+
+    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
+    raw = ingest_path(store, GPU / "softmax.default.raw.csv", ProgramSource.from_path(kernel))
+    p = plan(kernel, "softmax/softmax_fwd/load", ["inst_executed"], store=store, counter=table)
+    (src,) = p.by_action("ncu_source")
+    assert src.reuse is None
+    assert (f"run {raw.run_id} not reused: it is the ncu.raw_csv export (kernel totals), not "
+            f"the source page") in src.why

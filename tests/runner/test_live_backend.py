@@ -1,8 +1,9 @@
-"""The live backend's process handling, with a stand-in for gpu/worker.py (no GPU needed)."""
+"""The live backend's process handling, with a stand-in for the packaged worker (no GPU needed)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -74,10 +75,34 @@ def test_the_real_worker_starts_serving_and_checks_its_arguments() -> None:
     import subprocess
     import sys
 
-    worker = Path(__file__).resolve().parents[2] / "gpu" / "worker.py"
-    served = subprocess.run([sys.executable, str(worker), "serve"], input="",
+    served = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "serve"], input="",
                             capture_output=True, text=True, timeout=60)
     assert served.returncode == 0, served.stderr
-    bad = subprocess.run([sys.executable, str(worker), "cupti_timing"], capture_output=True,
+    bad = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "cupti_timing"],
+                         capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "needs --source and --config" in bad.stderr
+
+
+def test_the_kernel_folder_is_on_the_worker_path_for_sibling_imports(tmp_path: Path) -> None:
+    backend = LiveBackend()
+    backend.source_dir = tmp_path / "kernels"
+    assert str(tmp_path / "kernels") in backend._env()["PYTHONPATH"].split(os.pathsep)
+
+
+def test_the_worker_refuses_an_autotuned_harness_kernel(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    pytest.importorskip("triton")
+    src = tmp_path / "tuned.py"
+    src.write_text(
+        "import triton\nimport triton.language as tl\n\n\n"
+        "@triton.autotune(configs=[triton.Config({}, num_warps=1), "
+        "triton.Config({}, num_warps=2)], key=['n'])\n@triton.jit\n"
+        "def k(x_ptr, n):\n    pass\n\n\nKERNEL = 'k'\nCONFIGS = {'default': {}}\n")
+    p = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "child", "--source",
+                        str(src), "--config", "default"], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert p.returncode != 0 and "k is an @triton.autotune kernel" in p.stderr
+    assert "argus observe --region ... -- COMMAND" in p.stderr

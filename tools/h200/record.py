@@ -3,7 +3,7 @@
 
 One driver for the whole batch, so a device session needs one call:
 
-    python3 gpu/record.py all --out OUT_DIR --wheels .whl
+    python3 tools/h200/record.py all --out OUT_DIR --wheels .whl
 
 ``all`` installs the cupti-python wheels into /tmp (the machine has no registry), then runs each
 step in its own process, because two CUPTI clients (cupti-python, Proton, ncu) must not share one:
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import importlib.util
 import json
 import os
 import re
@@ -36,16 +35,22 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNELS = ROOT / "gpu" / "kernels"
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = Path(__file__).resolve().parent / "kernels"
 sys.path.insert(0, str(ROOT))
 
 from argusdb.regions import ProgramSource  # noqa: E402
+from argusdb.runner.gpu_tools import (  # noqa: E402
+    Activity,
+    kernel_durations_us,
+    load_module,
+    ncu_path,
+    save_asm,
+)
 from argusdb.transforms import forced_wait, proton_scopes  # noqa: E402
 
 # kernel -> harness file, default version (a CONFIGS key), its regions, and a small shape for
@@ -80,13 +85,6 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def load_module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def config_of(mod, kernel: str, config: str) -> dict:
     cfg = dict({**mod.CONFIGS, **EXTRA_CONFIGS.get(kernel, {})}[config])
     if SMOKE:
@@ -101,64 +99,6 @@ def sync() -> None:
 
 
 # ---------------------------------------------------------------- CUPTI activity (cupti-python)
-class Activity:
-    """cupti-python activity tracing as sessions: start(), launches, stop(path) writes JSON lines.
-
-    Records are the ``CONCURRENT_KERNEL`` and ``RUNTIME`` kinds, with the field names of the
-    fixtures (``argusdb/demo/h200/*/*.cupti.jsonl``) that ``collectors/cupti`` reads.
-    """
-
-    KERNEL_FIELDS = ("name", "start", "end", "correlation_id", "grid_x", "grid_y", "grid_z",
-                     "block_x", "block_y", "block_z", "registers_per_thread",
-                     "static_shared_memory", "dynamic_shared_memory", "stream_id", "device_id",
-                     "context_id")
-    RUNTIME_FIELDS = ("start", "end", "correlation_id", "cbid", "process_id", "thread_id")
-
-    def __init__(self) -> None:
-        from cupti import cupti
-        self.cupti = cupti
-        self.records: list[dict] = []
-        self.lock = threading.Lock()
-        self.registered = False
-
-    def _completed(self, activities) -> None:
-        out = []
-        for a in activities:
-            if a.kind == self.cupti.ActivityKind.CONCURRENT_KERNEL:
-                rec = {"kind": "CONCURRENT_KERNEL"}
-                rec.update({f: getattr(a, f) for f in self.KERNEL_FIELDS})
-            elif a.kind == self.cupti.ActivityKind.RUNTIME:
-                rec = {"kind": "RUNTIME"}
-                rec.update({f: getattr(a, f) for f in self.RUNTIME_FIELDS})
-            else:
-                continue
-            out.append(rec)
-        with self.lock:
-            self.records.extend(out)
-
-    def start(self, kinds=("CONCURRENT_KERNEL", "RUNTIME")) -> None:
-        if not self.registered:
-            self.cupti.activity_register_callbacks(lambda: (8 * 1024 * 1024, 0), self._completed)
-            self.registered = True
-        self.kinds = [getattr(self.cupti.ActivityKind, k) for k in kinds]
-        for k in self.kinds:
-            self.cupti.activity_enable(k)
-
-    def stop(self, path: Path | None) -> list[dict]:
-        sync()
-        self.cupti.activity_flush_all(1)
-        for k in self.kinds:
-            self.cupti.activity_disable(k)
-        with self.lock:
-            recs, self.records = self.records, []
-        recs.sort(key=lambda r: r["start"])
-        if path is not None:
-            with open(path, "w") as fh:
-                for r in recs:
-                    fh.write(json.dumps(r) + "\n")
-        return recs
-
-
 class NoActivity:
     """Stand-in for CPU smoke runs: records nothing."""
 
@@ -169,45 +109,6 @@ class NoActivity:
         if path is not None:
             path.write_text("")
         return []
-
-
-def kernel_durations_us(recs: list[dict], name: str) -> list[float]:
-    return [(r["end"] - r["start"]) / 1e3 for r in recs
-            if r["kind"] == "CONCURRENT_KERNEL" and r["name"] == name]
-
-
-# ---------------------------------------------------------------- compiled artefacts
-def nvdisasm() -> str | None:
-    import triton
-    cand = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
-    return str(cand) if cand.exists() else shutil.which("nvdisasm")
-
-
-def save_asm(compiled, out: Path, stem: str) -> dict:
-    """Write TTGIR and SASS (``nvdisasm -g -gi -c``) of a compiled kernel; count forced waits."""
-    info: dict = {}
-    if compiled is None or not hasattr(compiled, "asm"):
-        return info
-    asm = compiled.asm
-    if "ttgir" in asm:
-        (out / f"{stem}.ttgir").write_text(asm["ttgir"])
-    if "cubin" in asm and nvdisasm():
-        cubin = out / f"{stem}.cubin"
-        cubin.write_bytes(asm["cubin"])
-        sass = subprocess.run([nvdisasm(), "-g", "-gi", "-c", str(cubin)], capture_output=True,
-                              text=True).stdout
-        cubin.unlink()
-        (out / f"{stem}.sass").write_text(sass)
-        lines = [ln for ln in sass.splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/ ", ln)]
-        info = {"sass_instructions": len(lines),
-                "shfl_idx_laneid": sum("SHFL.IDX" in ln for ln in lines),
-                "ldg": sum("LDG" in ln for ln in lines)}
-    md = getattr(compiled, "metadata", None)
-    if md is not None:
-        info.update({"num_warps": getattr(md, "num_warps", None),
-                     "num_stages": getattr(md, "num_stages", None),
-                     "shared": getattr(md, "shared", None), "name": getattr(md, "name", None)})
-    return info
 
 
 # ---------------------------------------------------------------- the timing step
@@ -485,12 +386,6 @@ def step_ncu(out: Path) -> None:
     (out / "ncu.json").write_text(json.dumps(res, indent=1))
 
 
-def ncu_path() -> str | None:
-    found = shutil.which("ncu") or next(iter(sorted(Path("/usr/local").glob("cuda*/bin/ncu"))),
-                                        None)
-    return str(found) if found else None
-
-
 def ncu_section_dir() -> Path | None:
     """Nsight Compute's section files: they name the metrics each section collects."""
     ncu = ncu_path()
@@ -678,7 +573,8 @@ def step_all(out: Path, wheels: Path, steps: list[str], dst: Path) -> None:
     plan = {"timing": (["timing"], site130), "ncu": (["ncu"], None),
             "proton": (["proton"], None),
             "profiler-host": (["profiler-host", "--metrics",
-                               str(ROOT / "gpu" / "metric_lists.json")], site134)}
+                               str(Path(__file__).resolve().parent / "metric_lists.json")],
+                              site134)}
     for step in steps:
         args, site = plan[step]
         envv = dict(os.environ, PYTHONUNBUFFERED="1")

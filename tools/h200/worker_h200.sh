@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The live worker's collections that `gpu/observe_h200.sh` does not reach (their readers or
+# The live worker's collections that `tools/h200/observe_h200.sh` does not reach (their readers or
 # plans live on other branches): Proton instrumentation of a proton_scopes variant, Proton PC
 # sampling, clean timing of a pipelining_off variant, and ncu with a metric list only.
 #
-#   bash gpu/worker_h200.sh WHEELS_DIR OUT_DIR      (writes OUT_DIR/worker.tar.gz)
+#   bash tools/h200/worker_h200.sh WHEELS_DIR OUT_DIR      (writes OUT_DIR/worker.tar.gz)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WHL=$(cd "${1:?wheels dir}" && pwd)
@@ -21,27 +21,27 @@ from argusdb.regions import ProgramSource
 from argusdb.transforms import proton_scopes
 w = Path(sys.argv[1])
 for k, regions in (("softmax", ["load", "reduce", "store"]), ("attention", ["load_k", "pv"])):
-    src = ProgramSource.from_path(f"gpu/kernels/{k}.py")
+    src = ProgramSource.from_path(f"tools/h200/kernels/{k}.py")
     (w / k).mkdir(parents=True, exist_ok=True)
     (w / k / f"{k}.py").write_text(proton_scopes(src, regions).source.text)
 PY
 run() {  # name, then worker arguments
   local name=$1; shift
   local t0; t0=$(date +%s.%N)
-  python3 gpu/worker.py "$@" --out "$WORK/$name" > "$WORK/$name.log" 2>&1
+  python3 -m argusdb.runner.worker "$@" --out "$WORK/$name" > "$WORK/$name.log" 2>&1
   echo "$name rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
     | tee -a "$WORK/walls.txt"
   tail -n 2 "$WORK/$name.log"
 }
 run softmax.proton_instr proton_instr --source "$WORK/softmax/softmax.py" \
-  --parent gpu/kernels/softmax.py --config default
+  --parent tools/h200/kernels/softmax.py --config default
 run attention.proton_instr proton_instr --source "$WORK/attention/attention.py" \
-  --parent gpu/kernels/attention.py --config causal
-run softmax.pcs proton_pcsampling --source gpu/kernels/softmax.py --config default \
+  --parent tools/h200/kernels/attention.py --config causal
+run softmax.pcs proton_pcsampling --source tools/h200/kernels/softmax.py --config default \
   --params '{"launches": 20}'
-run matmul.pipelining_off cupti_timing --source gpu/kernels/matmul.py --config bk64_s3 \
-  --parent gpu/kernels/matmul.py --overrides '{"num_stages": 1}' --params '{"launches": 50}'
-run matmul.ncu_metrics ncu_source --source gpu/kernels/matmul.py --config bk64_s3 \
+run matmul.pipelining_off cupti_timing --source tools/h200/kernels/matmul.py --config bk64_s3 \
+  --parent tools/h200/kernels/matmul.py --overrides '{"num_stages": 1}' --params '{"launches": 50}'
+run matmul.ncu_metrics ncu_source --source tools/h200/kernels/matmul.py --config bk64_s3 \
   --params '{"sections": [], "metrics": ["gpu__time_duration.sum", "dram__bytes_read.sum", "smsp__inst_executed.sum"]}'
 find "$WORK" -name "*.ncu-rep" -delete
 for f in "$WORK"/*/*.chrome_trace; do gzip -9 "$f"; done

@@ -4,7 +4,7 @@
 # of each kernel with the live runner, runs the gpu-marked tests, and recounts metric passes
 # with cupti-python 13.4's profiler_host. Writes OUT/observe.tar.gz (store, reports, artefacts).
 #
-#   bash gpu/observe_h200.sh WHEELS_DIR OUT_DIR
+#   bash tools/h200/observe_h200.sh WHEELS_DIR OUT_DIR
 #
 # WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson), cupti130/ and cupti134/ (see bench/gpu).
 set -uo pipefail
@@ -27,7 +27,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 while read -r k region signals; do
   name="$k.${region##*/}.${signals%%,*}"
   t0=$(date +%s.%N)
-  python3 -m argusdb observe "gpu/kernels/$k.py" --region "$region" --signals "$signals" \
+  python3 -m argusdb observe "tools/h200/kernels/$k.py" --region "$region" --signals "$signals" \
     --store "$WORK/observe.duckdb" --json > "$WORK/$name.json" 2> "$WORK/$name.log"
   rc=$?
   t1=$(date +%s.%N)
@@ -42,7 +42,7 @@ softmax softmax/softmax_fwd duration
 REQ
 python3 -m pytest -p no:cacheprovider -m gpu tests/runner tests/transforms -q 2>&1 | tail -n 5 \
   | tee "$WORK/pytest_gpu.txt"
-PYTHONPATH="$ROOT:/tmp/site_cupti134" python3 gpu/record.py profiler-host --out "$WORK" \
-  --metrics gpu/metric_lists.json 2>&1 | tail -n 2
+PYTHONPATH="$ROOT:/tmp/site_cupti134" python3 tools/h200/record.py profiler-host --out "$WORK" \
+  --metrics tools/h200/metric_lists.json 2>&1 | tail -n 2
 find "$WORK" -name "*.ncu-rep" -delete
 tar czf "$OUT/observe.tar.gz" -C /tmp observe

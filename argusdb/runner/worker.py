@@ -1,15 +1,14 @@
-#!/usr/bin/env python3
 """One collection of one program version on the local GPU, for the runner's live backend.
 
 ``argusdb.runner.backends.LiveBackend`` starts one worker process per task, so CUPTI, Proton and
 Nsight Compute never share a process:
 
-    python3 gpu/worker.py ACTION --source KERNEL.py --config NAME --out DIR \\
+    python -m argusdb.runner.worker ACTION --source KERNEL.py --config NAME --out DIR \\
         [--parent PARENT.py] [--params JSON] [--overrides JSON]
 
 ACTION is ``find_launch``, ``cupti_timing``, ``ncu_source``, ``proton_instr`` or
 ``proton_pcsampling`` (a plan's actions); ``serve`` runs such jobs from stdin in one process.
-The source follows the harness contract of ``gpu/kernels/`` (``KERNEL``, ``CONFIGS``,
+The source follows the harness contract of ``tools/h200/kernels/`` (``KERNEL``, ``CONFIGS``,
 ``setup``, ``launch``, ``result``, ``reference``).
 With ``--parent`` (a variant) the worker first checks that the variant computes the parent's
 result. It writes its artefacts and ``DIR/result.json``: ``files``, ``gpu_s`` (seconds from the
@@ -24,15 +23,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from argusdb.runner.gpu_tools import Activity, kernel_durations_us, load_module, ncu_path
 
-from record import Activity, kernel_durations_us, load_module, ncu_path
-
-# Proton instrumentation keeps every scope event of every warp: the full shapes would give
-# traces of hundreds of MB, so instrumented runs use these shapes (per program).
-PROTON_SIZES = {"softmax": {"rows": 512}, "matmul": {"n": 1024},
-                "attention": {"batch": 1, "heads": 4, "n_ctx": 1024}}
+# Proton instrumentation keeps every scope event of every warp: full shapes can give traces of
+# hundreds of MB, so an instrumented run takes the harness's own ``PROTON_SIZE`` (setup keyword
+# arguments) or the task's ``params.proton_size``; never a guess from the file name.
 
 
 def sync() -> None:
@@ -41,16 +38,17 @@ def sync() -> None:
     torch.cuda.synchronize()
 
 
-def launch_options(mod, config: str, overrides: dict) -> dict:
+def launch_options(mod: Any, config: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return {**mod.CONFIGS[config], **overrides}
 
 
-def check(mod, t: dict, opts: dict, parent_path: str | None, config: str) -> dict:
+def check(mod: Any, t: dict[str, Any], opts: dict[str, Any], parent_path: str | None,
+          config: str) -> dict[str, Any]:
     """Launch once; relative error vs torch and, for a variant, vs the parent's output."""
     mod.launch(t, **opts)
     sync()
     out = mod.result(t).clone()
-    res = {"rel_err_vs_torch": mod.rel_err(out, mod.reference(t))}
+    res: dict[str, Any] = {"rel_err_vs_torch": mod.rel_err(out, mod.reference(t))}
     if parent_path:
         parent = load_module(Path(parent_path), f"argus_parent_{next(_JOBS)}")
         parent.launch(t, **parent.CONFIGS[config])
@@ -89,7 +87,7 @@ def serve() -> None:
     for line in sys.stdin:
         try:
             handle(parser().parse_args(json.loads(line)))
-            answer = {"ok": True}
+            answer: dict[str, Any] = {"ok": True}
         except Exception as exc:  # report and keep serving: the runner decides what follows
             answer = {"ok": False, "error": repr(exc)[:2000]}
         print("ARGUS-RESULT " + json.dumps(answer), flush=True)
@@ -106,9 +104,22 @@ def main() -> None:
     handle(a)
 
 
+def refuse_autotuned(mod: Any) -> None:
+    """A harness kernel under ``@triton.autotune`` launches other binaries while it tunes, and
+    this worker cannot tell them apart: ncu's launch count would land on any of them."""
+    from triton.runtime.autotuner import Autotuner
+
+    if isinstance(getattr(mod, mod.KERNEL, None), Autotuner):
+        raise SystemExit(f"{mod.KERNEL} is an @triton.autotune kernel: the harness form cannot "
+                         f"tell the chosen config's launches from the tuning ones. Observe the "
+                         f"program that launches it with 'argus observe --region ... -- "
+                         f"COMMAND' (the launcher pins the chosen config and checks the binary)")
+
+
 def handle(a: argparse.Namespace) -> None:
     params, overrides = json.loads(a.params), json.loads(a.overrides)
     mod = load_module(Path(a.source), f"argus_subject_{next(_JOBS)}")
+    refuse_autotuned(mod)
     opts = launch_options(mod, a.config, overrides)
     if a.action == "child":  # the process ncu profiles
         t = mod.setup()
@@ -137,7 +148,8 @@ def handle(a: argparse.Namespace) -> None:
 _ACTIVITY: list[Activity] = []
 
 
-def cupti_timing(mod, t: dict, opts: dict, out: Path, params: dict) -> dict:
+def cupti_timing(mod: Any, t: dict[str, Any], opts: dict[str, Any], out: Path,
+                 params: dict[str, Any]) -> dict[str, Any]:
     if not _ACTIVITY:  # one CUPTI client per process, its callbacks registered once
         _ACTIVITY.append(Activity())
     act = _ACTIVITY[0]
@@ -153,7 +165,7 @@ def cupti_timing(mod, t: dict, opts: dict, out: Path, params: dict) -> dict:
             "median_us": statistics.median(d) if d else None}
 
 
-def ncu_source(mod, a: argparse.Namespace, params: dict) -> dict:
+def ncu_source(mod: Any, a: argparse.Namespace, params: dict[str, Any]) -> dict[str, Any]:
     ncu = ncu_path()
     if ncu is None:
         raise SystemExit("ncu not found")
@@ -166,14 +178,14 @@ def ncu_source(mod, a: argparse.Namespace, params: dict) -> dict:
         cmd += ["--section", s]
     if metrics:
         cmd += ["--metrics", ",".join(metrics)]
-    cmd += [sys.executable, str(Path(__file__).resolve()), "child", "--source", a.source,
+    cmd += [sys.executable, "-m", "argusdb.runner.worker", "child", "--source", a.source,
             "--config", a.config, "--overrides", a.overrides, "--launches", "3"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     (a.out / "ncu.log").write_text(p.stdout + p.stderr)
     if p.returncode != 0:
         raise SystemExit(f"ncu failed: {(p.stdout + p.stderr)[-500:]}")
     files = []
-    pages = [("raw", "raw.csv", [])]
+    pages: list[tuple[str, str, list[str]]] = [("raw", "raw.csv", [])]
     if "SourceCounters" in sections:
         pages.insert(0, ("source", "source.csv", ["--print-source", "cuda,sass"]))
     for page, name, extra in pages:
@@ -186,10 +198,11 @@ def ncu_source(mod, a: argparse.Namespace, params: dict) -> dict:
     return {"files": files, "pass_lines": passes, "cmd": " ".join(cmd)}
 
 
-def proton_instr(mod, opts: dict, a: argparse.Namespace, params: dict) -> dict:
+def proton_instr(mod: Any, opts: dict[str, Any], a: argparse.Namespace,
+                 params: dict[str, Any]) -> dict[str, Any]:
     import triton.profiler as proton
 
-    size = PROTON_SIZES.get(Path(a.source).stem, {})
+    size = dict(params.get("proton_size") or getattr(mod, "PROTON_SIZE", {}))
     t = mod.setup(**size)
     proton.start(str(a.out / "instr"), backend="instrumentation", data="trace")
     mod.launch(t, **opts)
@@ -207,7 +220,8 @@ def proton_instr(mod, opts: dict, a: argparse.Namespace, params: dict) -> dict:
     return res
 
 
-def pcsampling(mod, t: dict, opts: dict, out: Path, params: dict) -> dict:
+def pcsampling(mod: Any, t: dict[str, Any], opts: dict[str, Any], out: Path,
+               params: dict[str, Any]) -> dict[str, Any]:
     import triton.profiler as proton
 
     proton.start(str(out / "pcs"), mode="pcsampling")

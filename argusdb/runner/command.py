@@ -1,0 +1,298 @@
+"""Collections of a user's command: run it unmodified under the launcher, or replay a recording.
+
+``CommandBackend`` runs the command (in its own working directory and environment) once per
+task with the launcher's hooks (:mod:`argusdb.launch`): the control task discovers the target
+kernel's launches and binaries (``discover``), a timing task records CUPTI activity (``time``),
+a source-page task runs it under ``ncu`` limited to the one measured launch (``--kernel-name``,
+``--launch-skip`` counted over the launches of that name once autotuning is pinned to the chosen
+config, ``--launch-count 1``). Every run checks, from the hooks' launch record, that the launch
+measured is of the binary the control task chose; otherwise the task fails and nothing of it is
+stored. ``CommandReplayBackend`` answers the same jobs from a folder of task results recorded by
+``CommandBackend`` on a GPU (``tests/data/gpu/programs/...``).
+
+Example:
+    >>> backend = CommandBackend(["python", "model.py"], Path.cwd())
+    >>> backend.run(Job("find_launch", ...)).detail["binary"]["num_warps"]
+    4
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from argusdb.errors import InputError
+from argusdb.launch import command_env, read_launches, write_spec
+from argusdb.runner.backends import Collected, Job
+from argusdb.runner.gpu_tools import ncu_path
+
+#: What the runner stores of a task's result document (``result.json`` in its folder).
+RESULT = "result.json"
+
+
+class CommandFailed(InputError):
+    """The user's command exited with an error, or never launched the kernel."""
+
+
+def _tail(text: str, n: int = 6) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])
+
+
+class CommandBackend:
+    """Runs the user's command once per job with the launcher's hooks."""
+
+    name = "command"
+
+    def __init__(self, argv: list[str], cwd: Path, timeout_s: float | None = None) -> None:
+        self.argv, self.cwd, self.timeout_s = list(argv), Path(cwd), timeout_s
+
+    def _spec(self, job: Job, mode: str) -> dict[str, Any]:
+        p = job.params
+        spec: dict[str, Any] = {"kernel": p["kernel"], "program": p["program"],
+                                "out": str(job.workdir.resolve()), "mode": mode,
+                                "warmup": _warmup(p)}
+        if job.action != "find_launch":
+            spec["pin"] = p.get("pin")
+            if job.transform is None:  # a variant launches a binary of its own
+                spec["binary"] = p.get("binary")
+        if job.transform is not None and job.parent_source is not None:
+            if job.source.text != job.parent_source.text:
+                var = job.workdir / "variant" / job.source.name
+                var.parent.mkdir(parents=True, exist_ok=True)
+                var.write_text(job.source.text)
+                spec["variant"] = str(var.resolve())
+            spec["check_index"] = int(p.get("measure_index", 0))
+        if job.overrides:
+            spec["overrides"] = dict(job.overrides)
+        return spec
+
+    def _launch(self, job: Job, mode: str, prefix: list[str]) -> tuple[list[dict[str, Any]],
+                                                                      float, str]:
+        job.workdir.mkdir(parents=True, exist_ok=True)
+        spec = write_spec(job.workdir / "spec.json", self._spec(job, mode))
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([*prefix, *self.argv], cwd=self.cwd, capture_output=True,
+                               text=True, env=command_env(spec, os.environ),
+                               timeout=self.timeout_s)
+        except FileNotFoundError as exc:
+            raise CommandFailed(" ".join(self.argv), f"cannot be started ({exc.strerror})",
+                                "check the command after '--' (the program and its path)"
+                                ) from exc
+        except subprocess.TimeoutExpired as exc:
+            raise CommandFailed(" ".join(self.argv), f"ran past {self.timeout_s} s",
+                                "observe a shorter run of the program") from exc
+        wall = time.monotonic() - t0
+        log = p.stdout + p.stderr
+        (job.workdir / "command.log").write_text(log)
+        if p.returncode != 0:
+            raise CommandFailed(" ".join(self.argv), f"exited with status {p.returncode} "
+                                f"({job.action}): {_tail(p.stderr or p.stdout)}",
+                                f"run the command alone until it succeeds; full output in "
+                                f"{job.workdir / 'command.log'}")
+        return read_launches(job.workdir), wall, log
+
+    def _target(self, job: Job, docs: list[dict[str, Any]]) -> dict[str, Any]:
+        """The process that launched the kernel (rank 0 / the first, when several did)."""
+        kernel, program = job.params["kernel"], job.params["program"]
+        launched = [d for d in docs if d.get("launches")]
+        if not launched:
+            # Hooks that failed to install matter only where nothing launched the kernel: a
+            # profiler's own embedded Python (ncu's) inherits PYTHONPATH too and cannot load them.
+            errors = [e for d in docs for e in d.get("errors", []) if "hooks not installed" in e]
+            if errors and not any(d.get("module_file") for d in docs):
+                raise CommandFailed(" ".join(self.argv), f"the launcher's hooks could not be "
+                                    f"installed: {errors[0]}", "check that the command's "
+                                    "Python imports triton and, for timing, cupti-python "
+                                    "(ARGUS_GPU_SITE may name a folder that has it)")
+            where = (f"{len(docs)} Python process(es) ran with the hooks and none launched "
+                     f"it" if docs else "no Python process of the command loaded the hooks")
+            where += ("; a subprocess started with an environment that drops PYTHONPATH (or "
+                      "ARGUS_LAUNCH_SPEC) runs without them, so a kernel launched only there "
+                      "is not seen: keep the environment when the program starts it")
+            raise CommandFailed(" ".join(self.argv), f"never launched the @triton.jit function "
+                                f"{kernel} of module {program}: {where}",
+                                f"check the region id ({program}/{kernel}/...) and that the "
+                                f"command reaches the kernel")
+        launched.sort(key=lambda d: (d.get("rank") not in (None, "0"), d["pid"]))
+        doc = launched[0]
+        doc["processes_with_launches"] = [d["pid"] for d in launched]
+        return doc
+
+    def run(self, job: Job) -> Collected:
+        if job.action == "find_launch":
+            return self._discover(job)
+        if job.action == "cupti_timing":
+            return self._timing(job)
+        if job.action == "ncu_source":
+            return self._ncu(job)
+        raise InputError(job.action, "not a collection of a command the runner knows",
+                         "observe a command with duration, source-page signals or "
+                         "exposed_latency; use the harness form for Proton collections")
+
+    # -- control ----------------------------------------------------------------------
+    def _discover(self, job: Job) -> Collected:
+        docs, wall, _ = self._launch(job, "discover", [])
+        doc = self._target(job, docs)
+        result = discovery(doc, int(job.params.get("launches_warmup", 0)))
+        result["gpu_s"] = wall
+        mod = result.get("module_file")
+        if mod and Path(mod).exists():
+            import hashlib
+
+            result["module_sha256"] = hashlib.sha256(Path(mod).read_bytes()).hexdigest()
+        result["files"] = [f for f in doc.get("files", []) if f.endswith((".ttgir", ".sass"))]
+        result["kept_files"] = doc.get("files", [])
+        return self._result(job, result)
+
+    def _timing(self, job: Job) -> Collected:
+        docs, wall, _ = self._launch(job, "time", [])
+        doc = self._target(job, docs)
+        chosen = doc.get("chosen_binary")
+        want = job.params.get("binary")
+        if job.transform is None and want and chosen != want:
+            raise CommandFailed(" ".join(self.argv), f"launched binary {chosen} of "
+                                f"{job.params['kernel']} in this run, not {want} that the "
+                                f"control task chose", "make the program's launches "
+                                "deterministic (same shapes and configs every run)")
+        errors = doc.get("errors", [])
+        if errors:
+            raise CommandFailed(" ".join(self.argv), "; ".join(errors),
+                                "see the launch record in " + str(job.workdir))
+        timing = [f for f in doc.get("files", []) if f.startswith("timing.")]
+        measured = [x for x in doc["launches"] if x["role"] == "program"
+                    and x["binary"] == chosen]
+        check = doc.get("variant_check")
+        kept = max(0, len(measured) - _warmup(job.params))
+        if not kept:
+            raise CommandFailed(" ".join(self.argv), f"launched binary {chosen} of "
+                                f"{job.params['kernel']} {len(measured)} time(s), none after "
+                                f"the {_warmup(job.params)} warm-up launch(es)",
+                                "run the program for more steps")
+        result: dict[str, Any] = {
+            "files": timing, "gpu_s": wall, "binary": chosen, "pid": doc["pid"],
+            "launches_of_binary": len(measured), "launches_kept": kept,
+            "launches_apart": len(doc["launches"]) - kept, "variant_check": check}
+        if check is not None:
+            result["rel_err_vs_parent"] = check.get("rel_err_vs_parent")
+        return self._result(job, result)
+
+    def _ncu(self, job: Job) -> Collected:
+        ncu = ncu_path()
+        if ncu is None:
+            raise InputError("ncu", "Nsight Compute is not on this machine",
+                             "install Nsight Compute or put ncu on PATH")
+        kernel = job.params["kernel"]
+        skip = int(job.params.get("ncu_launch_skip", 0))
+        rep = job.workdir / "ncu"
+        prefix = [ncu, "--clock-control", "none", "--kernel-name", f"regex:^{kernel}$",
+                  "--launch-skip", str(skip), "--launch-count", "1", "--import-source", "yes",
+                  "-f", "-o", str(rep)]
+        for s in job.params.get("sections") or []:
+            prefix += ["--section", s]
+        if job.params.get("metrics"):
+            prefix += ["--metrics", ",".join(job.params["metrics"])]
+        docs, wall, log = self._launch(job, "plain", prefix)
+        doc = self._target(job, docs)
+        launches = doc["launches"]
+        want = job.params.get("binary")
+        got = launches[skip]["binary"] if skip < len(launches) else None
+        if got != want or (skip < len(launches) and launches[skip]["role"] != "program"):
+            raise CommandFailed(" ".join(self.argv), f"the launch ncu profiled (launch {skip} "
+                                f"of {kernel}) was of binary {got}, not {want}",
+                                "make the program's launches deterministic")
+        if "==PROF== Disconnected" not in log and not Path(f"{rep}.ncu-rep").exists():
+            raise CommandFailed("ncu", f"profiled nothing: {_tail(log)}", "see command.log")
+        files = []
+        pages: list[tuple[str, str, list[str]]] = [("raw", "raw.csv", [])]
+        if "SourceCounters" in (job.params.get("sections") or []):
+            pages.insert(0, ("source", "source.csv", ["--print-source", "cuda,sass"]))
+        for page, name, extra in pages:
+            q = subprocess.run([ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
+                               capture_output=True, text=True)
+            if q.returncode != 0:
+                raise CommandFailed("ncu", f"export of the {page} page failed: {_tail(q.stderr)}",
+                                    "see the report in " + str(job.workdir))
+            (job.workdir / f"ncu.{name}").write_text(q.stdout)
+            files.append(f"ncu.{name}")
+        passes = [ln for ln in log.splitlines() if "==PROF== Profiling" in ln and " pass" in ln]
+        return self._result(job, {"files": files, "gpu_s": wall, "binary": got,
+                                  "ncu_launch_skip": skip, "pass_lines": passes,
+                                  "cmd": " ".join([*prefix, *self.argv])})
+
+    @staticmethod
+    def _result(job: Job, doc: dict[str, Any]) -> Collected:
+        (job.workdir / RESULT).write_text(json.dumps(doc, indent=1, default=str))
+        return collected(job.workdir, doc)
+
+
+def _warmup(params: dict[str, Any]) -> int:
+    """Launches of the binary not measured: the control run's choice (fewer when the program
+    launches the kernel fewer times), else the plan's."""
+    return int(params.get("measure_index", params.get("launches_warmup", 0)))
+
+
+def collected(folder: Path, doc: dict[str, Any]) -> Collected:
+    """The runner's view of a task result document."""
+    doc = dict(doc)
+    files = [folder / f for f in doc.pop("files", [])]
+    return Collected(files, doc.pop("gpu_s", None), doc.pop("rel_err_vs_parent", None), doc)
+
+
+def discovery(doc: dict[str, Any], warmup: int) -> dict[str, Any]:
+    """Which launch to measure, of which binary, from a discover run's launch record.
+
+    The binary is the one of the program's last launch of the kernel (after autotuning has
+    settled); the measured launch is its ``warmup``-th launch outside autotuning (or its last,
+    when it ran fewer times). ``ncu_launch_skip`` counts the launches of that name before it in
+    a run whose autotuner is pinned to the chosen config (no benchmarking launches).
+    """
+    prog = [x for x in doc["launches"] if x["role"] == "program"]
+    chosen = doc["chosen_binary"]
+    of_binary = [x for x in prog if x["binary"] == chosen]
+    index = min(warmup, len(of_binary) - 1)
+    target = of_binary[index]
+    skip = next(i for i, x in enumerate(prog) if x is target)
+    chosen_cfg = doc.get("autotune", {}).get("chosen") or []
+    return {"kernel": doc["kernel"], "module_file": doc.get("module_file"),
+            "binary": doc["binaries"][chosen], "binaries": doc["binaries"],
+            "launches": {"total": len(doc["launches"]), "program": len(prog),
+                         "autotune": sum(1 for x in doc["launches"] if x["role"] == "autotune"),
+                         "of_binary": len(of_binary)},
+            "measure_index": index, "ncu_launch_skip": skip,
+            "autotune": doc.get("autotune"),
+            "pin": chosen_cfg[0] if len(chosen_cfg) == 1 else None,
+            "pid": doc["pid"], "processes_with_launches": doc.get("processes_with_launches"),
+            "warmup_used": index}
+
+
+class CommandReplayBackend:
+    """Answers a command plan's jobs from task folders recorded by :class:`CommandBackend`.
+
+    ``bundle/<task>/result.json`` (task = the plan's task name, e.g. ``cupti_timing.parent``)
+    with the files it lists; they are copied into the job's folder and read as if collected.
+    """
+
+    name = "replay"
+
+    def __init__(self, bundle: Path) -> None:
+        self.bundle = Path(bundle)
+
+    def run(self, job: Job) -> Collected:
+        src = self.bundle / job.workdir.name
+        doc_path = src / RESULT
+        if not doc_path.exists():
+            raise InputError(str(self.bundle), f"no recording of task {job.workdir.name} "
+                             f"({job.action})", "record the plan on a GPU (tools/h200/), or "
+                             "run live")
+        job.workdir.mkdir(parents=True, exist_ok=True)
+        doc = json.loads(doc_path.read_text())
+        for f in doc.get("files", []):
+            shutil.copy(src / f, job.workdir / f)
+        return collected(job.workdir, doc)

@@ -1,0 +1,113 @@
+"""The launcher's hooks in real user programs, on a CPU under TRITON_INTERPRET=1.
+
+Each test runs one of tests/data/programs/ unmodified in a subprocess with the bootstrap on
+PYTHONPATH (as the runner does) and reads the launch record the hooks wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from argusdb.launch import command_env, read_launches, write_spec
+from argusdb.regions import ProgramSource
+from argusdb.transforms import apply
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "programs"
+MODEL = [sys.executable, "model.py", "--tokens", "16", "--dim", "64", "--blocks", "2",
+         "--steps", "3"]
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+
+def launch(tmp_path: Path, folder: str, argv: list[str], **spec: Any) -> list[dict[str, Any]]:
+    out = tmp_path / "out"
+    doc = {"out": str(out), "mode": "plain", **spec}
+    path = write_spec(tmp_path / "spec.json", doc)
+    env = command_env(path, {**os.environ, "TRITON_INTERPRET": "1"})
+    p = subprocess.run(argv, cwd=PROGRAMS / folder, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return [d for d in read_launches(out) if d.get("launches")]
+
+
+def test_discovers_the_kernel_in_a_module_that_imports_a_sibling(tmp_path: Path) -> None:
+    docs = launch(tmp_path, "model", MODEL, kernel="layernorm_fwd", program="fused_norm",
+                  mode="discover")
+    assert len(docs) == 1
+    doc = docs[0]
+    # 2 blocks x 3 steps + the program's own check launch
+    assert [x["role"] for x in doc["launches"]] == ["program"] * 7
+    assert Path(doc["module_file"]) == (PROGRAMS / "model" / "fused_norm.py").resolve()
+    (binary,) = doc["binaries"].values()
+    assert binary["constexprs"] == {"BLOCK": 64} and binary["num_warps"] == 4
+    assert doc["chosen_binary"] == "interpreter"
+
+
+def test_a_kernel_of_another_module_is_not_the_target(tmp_path: Path) -> None:
+    assert launch(tmp_path, "model", MODEL, kernel="layernorm_fwd", program="norm_config") == []
+
+
+def test_forced_wait_variant_runs_in_place_and_matches_the_parent(tmp_path: Path) -> None:
+    src = ProgramSource.from_path(PROGRAMS / "model" / "fused_norm.py")
+    var = apply("forced_wait", src, {"region_id": "fused_norm/layernorm_fwd/load"})
+    path = tmp_path / "variant" / "fused_norm.py"
+    path.parent.mkdir()
+    path.write_text(var.source.text)
+    (doc,) = launch(tmp_path, "model", MODEL, kernel="layernorm_fwd", program="fused_norm",
+                    variant=str(path), check_index=2)
+    check = doc["variant_check"]
+    assert check["launch"] == 2 and check["rel_err_vs_parent"] == 0.0
+    assert check["tensors_written"] >= 1
+    roles = [x["role"] for x in doc["launches"]]
+    assert roles.count("check") == 1 and roles.count("program") == 7
+
+
+def test_a_variant_that_computes_something_else_is_caught(tmp_path: Path) -> None:
+    text = (PROGRAMS / "model" / "fused_norm.py").read_text()
+    wrong = text.replace("y = xc / tl.sqrt(var + eps) * w + b",
+                         "y = 2.0 * xc / tl.sqrt(var + eps) * w + b")
+    assert wrong != text
+    path = tmp_path / "variant" / "fused_norm.py"
+    path.parent.mkdir()
+    path.write_text(wrong)
+    (doc,) = launch(tmp_path, "model", MODEL, kernel="layernorm_fwd", program="fused_norm",
+                    variant=str(path))
+    assert doc["variant_check"]["rel_err_vs_parent"] > 0.5
+
+
+def test_autotuner_pinned_to_the_chosen_config_launches_only_it(tmp_path: Path) -> None:
+    pin = "num_warps: 2, num_ctas: 1, num_stages: 3, maxnreg: None"
+    (doc,) = launch(tmp_path, "autotuned", [sys.executable, "run.py", "4"],
+                    kernel="softmax_kernel", program="softmax_tuned", pin=pin)
+    assert doc["autotune"]["pinned"] == pin and doc["autotune"]["chosen"] == [pin]
+    assert len(doc["autotune"]["configs"]) == 3
+    assert {x["role"] for x in doc["launches"]} == {"program"} and len(doc["launches"]) == 10
+    assert next(iter(doc["binaries"].values()))["num_warps"] == 2
+
+
+def test_pipelining_off_overrides_reach_every_launch(tmp_path: Path) -> None:
+    (doc,) = launch(tmp_path, "model", MODEL, kernel="layernorm_fwd", program="fused_norm",
+                    overrides={"num_stages": 1})
+    (binary,) = doc["binaries"].values()
+    assert binary["num_stages"] == 1
+    # the checked launch ran the parent (the program's own options) on copies: same result
+    assert [x["role"] for x in doc["launches"]].count("check") == 1
+    assert doc["variant_check"]["rel_err_vs_parent"] == 0.0
+
+
+def test_the_launcher_module_runs_a_command_and_summarises(tmp_path: Path) -> None:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    p = subprocess.run([sys.executable, "-m", "argusdb.launch", "--kernel", "layernorm_fwd",
+                        "--program", "fused_norm", "--out", str(tmp_path / "out"), "--", *MODEL],
+                       cwd=PROGRAMS / "model", env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "7 launches of layernorm_fwd" in p.stderr and "interpreter program: 7" in p.stderr
+    assert "layer norm rel err" in p.stdout  # the program's own output passes through

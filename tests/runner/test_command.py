@@ -1,0 +1,143 @@
+"""Observing a command: the control run and the clear errors of bad commands (CPU, interpreter).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from argusdb.cli import main
+from argusdb.regions import ProgramSource
+from argusdb.runner.backends import Job
+from argusdb.runner.command import CommandBackend, CommandFailed
+
+PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "programs"
+MODEL = PROGRAMS / "model"
+SMALL = ["--tokens", "16", "--dim", "64", "--blocks", "1", "--steps", "2"]
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+
+@pytest.fixture(autouse=True)
+def _interpret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+
+def discover(argv: list[str], cwd: Path, tmp_path: Path, kernel: str = "layernorm_fwd",
+             program: str = "fused_norm") -> dict:
+    job = Job("find_launch", ProgramSource.from_path(MODEL / "fused_norm.py"), None, None,
+              "command", {}, {"kernel": kernel, "program": program, "launches_warmup": 5},
+              tmp_path / "find_launch")
+    return CommandBackend(argv, cwd).run(job).detail
+
+
+def test_control_run_finds_binary_launch_and_module(tmp_path: Path) -> None:
+    d = discover([sys.executable, "model.py", *SMALL], MODEL, tmp_path)
+    assert d["module_file"] == str((MODEL / "fused_norm.py").resolve())
+    assert d["module_sha256"] == ProgramSource.from_path(MODEL / "fused_norm.py").sha256
+    # 2 steps + the program's check: 3 launches, so the measured one is the last (index 2)
+    assert d["launches"] == {"total": 3, "program": 3, "autotune": 0, "of_binary": 3}
+    assert d["measure_index"] == 2 and d["ncu_launch_skip"] == 2
+    assert d["binary"]["constexprs"] == {"BLOCK": 64}
+
+
+def test_script_that_raises_reports_its_exception(tmp_path: Path) -> None:
+    bad = tmp_path / "prog"
+    bad.mkdir()
+    (bad / "crash.py").write_text("raise RuntimeError('shape mismatch in block 3')\n")
+    with pytest.raises(CommandFailed, match=r"exited with status 1.*shape mismatch in block 3"):
+        discover([sys.executable, "crash.py"], bad, tmp_path)
+
+
+def test_kernel_never_launched(tmp_path: Path) -> None:
+    with pytest.raises(CommandFailed, match=r"never launched the @triton\.jit function "
+                       "layernorm_fwd of module fused_norm"):
+        discover([sys.executable, "-c", "import fused_norm"], MODEL, tmp_path)
+
+
+def test_kernel_launched_from_a_subprocess_without_the_environment(tmp_path: Path) -> None:
+    code = ("import os, subprocess, sys; env = {k: v for k, v in os.environ.items() "
+            "if k != 'PYTHONPATH'}; subprocess.run([sys.executable, 'model.py', "
+            f"*{SMALL!r}], env=env, check=True)")
+    with pytest.raises(CommandFailed, match="drops PYTHONPATH"):
+        discover([sys.executable, "-c", code], MODEL, tmp_path)
+
+
+def test_kernel_launched_from_a_subprocess_that_keeps_the_environment(tmp_path: Path) -> None:
+    code = ("import subprocess, sys; subprocess.run([sys.executable, 'model.py', "
+            f"*{SMALL!r}], check=True)")
+    d = discover([sys.executable, "-c", code], MODEL, tmp_path)
+    assert d["launches"]["program"] == 3 and len(d["processes_with_launches"]) == 1
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_missing_script_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(MODEL)
+    code, _, err = run_cli("observe", "--region", "fused_norm/layernorm_fwd/load", "--signals",
+                           "duration", "--dry-run", "--", "python3", "modle.py")
+    assert code == 2 and "modle.py: no such script" in err
+
+
+def test_dry_run_of_a_command_resolves_the_module_by_name(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    monkeypatch.chdir(PROGRAMS)
+    code, out, _ = run_cli("observe", "--region", "fused_norm/layernorm_fwd/load", "--signals",
+                           "duration,inst_executed,warp_stall_samples,exposed_latency",
+                           "--dry-run", "--json", "--", "python3", "model/model.py")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["request"]["command"] == ["python3", "model/model.py"]
+    assert [t["action"] for t in doc["tasks"]] == [
+        "find_launch", "cupti_timing", "forced_wait", "ncu_source", "cupti_timing",
+        "attribute", "derive_exposed_latency"]
+    assert doc["tasks"][0]["params"]["program"] == "fused_norm"
+    assert any("keyed to it, not to fused_norm/layernorm_fwd/load" in n for n in doc["notes"])
+
+
+def test_unknown_module_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(MODEL)
+    code, _, err = run_cli("observe", "--region", "norm/layernorm_fwd/load", "--signals",
+                           "duration", "--dry-run", "--", "python3", "model.py")
+    assert code == 2 and "no module norm.py" in err and "--program" in err
+
+
+def test_scopes_no_collection_resolves_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(MODEL)
+    for scope in ("loop_iter=each", "warp_role=each"):
+        code, _, err = run_cli("observe", str(MODEL / "fused_norm.py"), "--region",
+                               "fused_norm/layernorm_fwd/load", "--signals", "duration",
+                               "--scope", scope, "--dry-run")
+        assert code == 2 and "every row would come back 'all'" in err, err
+
+
+def test_python_form_takes_an_argv_or_a_module_function(tmp_path: Path) -> None:
+    from argusdb.observe import command_argv, observe
+
+    obs = observe("fused_norm/layernorm_fwd", "duration", run=["python3", "model.py"],
+                  cwd=MODEL, dry_run=True)
+    assert obs.plan.request["command"] == ["python3", "model.py"]
+    argv = command_argv(json.dumps)
+    assert argv[0] == sys.executable and "importlib.import_module('json').dumps()" in argv[2]
+    with pytest.raises(Exception, match="module level"):
+        command_argv(lambda: None)
+
+
+def test_ranks_each_get_the_hooks_and_rank_0_is_measured(tmp_path: Path) -> None:
+    """Like torchrun: one launcher process starting a process per rank with RANK set."""
+    code = ("import os, subprocess, sys; ps = [subprocess.Popen([sys.executable, 'model.py', "
+            f"*{SMALL!r}], env={{**os.environ, 'RANK': str(r)}}) for r in (1, 0)]; "
+            "sys.exit(max(p.wait() for p in ps))")
+    d = discover([sys.executable, "-c", code], MODEL, tmp_path)
+    assert len(d["processes_with_launches"]) == 2
+    records = {json.loads(p.read_text())["pid"]: json.loads(p.read_text())
+               for p in (tmp_path / "find_launch").glob("launch.*.json")}
+    assert records[d["pid"]]["rank"] == "0"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `argus observe ... -- python3 PROGRAM` of the three user programs of tests/data/programs/ on
+# the H200 machine, unmodified, from an installed wheel of argusdb (not the checkout): builds
+# the wheel, installs it and argusdb's missing dependencies from carried wheels into /tmp,
+# copies the programs out of the checkout, observes one region of each with
+# duration,inst_executed,warp_stall_samples,exposed_latency into one store, and packs the store,
+# the --json reports, the logs and each task's folder into OUT/programs.tar.gz.
+#
+#   bash tools/h200/observe_programs.sh WHEELS_DIR OUT_DIR
+#
+# WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson) and cupti130/ (cupti-python 13.0.1,
+# pyelftools); see bench/gpu/README.md.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WHL=$(cd "${1:?wheels dir}" && pwd)
+OUT=${2:?out dir}
+WORK=/tmp/programs
+rm -rf "$WORK" /tmp/progs && mkdir -p "$WORK" "$OUT" /tmp/progs
+for w in argus cupti130; do
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
+done
+python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/argus_wheel "$ROOT" || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_argusdb \
+  /tmp/argus_wheel/argusdb-*.whl || exit 1
+export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
+export PYTHONUNBUFFERED=1
+cp -r "$ROOT/tests/data/programs/." /tmp/progs/
+cd /tmp/progs
+find . -name "*.py" | sort | xargs sha256sum > "$WORK/programs.before.sha256"
+python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
+S="duration,inst_executed,warp_stall_samples,exposed_latency"
+# name, folder, region, command
+while read -r name dir region cmd; do
+  cd "/tmp/progs/$dir"
+  python3 -m argusdb observe --region "$region" --signals "$S" --dry-run --json -- $cmd \
+    > "$WORK/$name.dry.json" 2> "$WORK/$name.dry.log"
+  t0=$(date +%s.%N)
+  python3 -m argusdb observe --region "$region" --signals "$S" --store "$WORK/observe.duckdb" \
+    --json -- $cmd > "$WORK/$name.json" 2> "$WORK/$name.log"
+  rc=$?
+  echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
+    | tee -a "$WORK/walls.txt"
+  tail -n 12 "$WORK/$name.log"
+done <<'REQ'
+model model fused_norm/layernorm_fwd/load python3 model.py
+autotuned autotuned softmax_tuned/softmax_kernel/load python3 run.py
+pipelined pipelined matmul_loop/matmul_kernel/load_tiles python3 gemm.py
+REQ
+# The same request again into the same store: the control run finds the same binary, so every
+# collection is answered by the stored runs. Then a dry run trimmed to a budget by the costs
+# the store recorded.
+cd /tmp/progs/model
+python3 -m argusdb observe --region fused_norm/layernorm_fwd/load --signals "$S" \
+  --store "$WORK/observe.duckdb" --json -- python3 model.py > "$WORK/model.again.json" \
+  2> "$WORK/model.again.log"
+echo "model.again rc=$?" | tee -a "$WORK/walls.txt"
+python3 -m argusdb observe --region fused_norm/layernorm_fwd/store --signals "$S" \
+  --store "$WORK/observe.duckdb" --budget-s 12 --dry-run --json -- python3 model.py \
+  > "$WORK/model.budget.json" 2> "$WORK/model.budget.log"
+echo "model.budget rc=$?" | tee -a "$WORK/walls.txt"
+cd /tmp/progs
+find . -name "*.py" | sort | xargs sha256sum > "$WORK/programs.after.sha256"
+cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" && echo "programs unmodified"
+cd /tmp
+find "$WORK" -name "*.ncu-rep" -delete
+find "$WORK" -name "*.cubin" -delete
+tar czf "$OUT/programs.tar.gz" -C /tmp programs
+ls -la "$OUT"
