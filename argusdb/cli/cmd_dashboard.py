@@ -25,6 +25,6 @@ def command(store: str, out_dir: str, signals: tuple[str, ...], variants: bool) 
 
     Example: argus dashboard argus.duckdb --out dash/
     """
-    with connect(store) as db:
+    with connect(store, read_only=True) as db:
         page = build(db, out_dir, list(signals) or None, variants)
     click.echo(str(page))
