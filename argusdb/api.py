@@ -25,9 +25,29 @@ from argusdb import checker, materialize
 from argusdb.errors import Finding, QueryFailed, QueryRefused, StoreError, UsageError
 from argusdb.ingest import IngestResult, ingest_path
 from argusdb.regions import ProgramSource
-from argusdb.store import MAX_BYTES, MAX_ROWS, Store, set_overrun_handler
+from argusdb.store import MAX_BYTES, MAX_ROWS, Store, deadline, set_overrun_handler
 
-__all__ = ["Connection", "connect", "set_overrun_handler", "valid_sql", "valid_timeout"]
+__all__ = ["Connection", "cap_process_memory", "connect", "deadline", "set_overrun_handler",
+           "valid_sql", "valid_timeout"]
+
+
+def cap_process_memory(max_bytes: int) -> None:
+    """Cap this process's address space (Linux ``RLIMIT_AS``), never raising an existing cap.
+
+    DuckDB's ``memory_limit`` bounds its buffers, not the lists and strings one expression
+    builds (``range(1e9)`` is 8 GB); under this cap such an allocation fails as DuckDB's
+    "Out of Memory Error" instead of growing the process until the kernel kills something.
+    For processes that exist to answer questions (the CLI, the MCP worker); a library caller
+    decides for its own process.
+    """
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
 def valid_timeout(value: Any, name: str = "timeout") -> float:

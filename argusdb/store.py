@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,19 @@ class _Watchdog:
 
 _WATCHDOG = _Watchdog()
 _OVERRUN: Callable[[], None] | None = None
+
+
+class _Deadline:
+    """A watchdog entry with nothing to interrupt: only the overrun handler acts on it."""
+
+    def interrupt(self) -> None:
+        pass
+
+
+def deadline(timeout_s: float) -> AbstractContextManager[None]:
+    """A hard deadline for a whole call (opening, checking, running, printing): past
+    ``timeout_s`` plus the watchdog's grace the overrun handler runs, if one is set."""
+    return _WATCHDOG.limit(_Deadline(), timeout_s)
 
 
 def set_overrun_handler(handler: Callable[[], None] | None) -> Callable[[], None] | None:

@@ -9,7 +9,9 @@ in-process library call cannot have:
 - **time**: a question that ignores DuckDB's interrupt (one operator over a huge list) ends
   the worker; the server answers the time-limit error and starts a fresh worker on the next
   call, so no call outlives its limit by more than about a second;
-- **memory**: DuckDB's memory limit, a cap on rows and bytes of an answer, and a worker whose
+- **memory**: DuckDB's memory limit, the worker's address space capped at ``WORKER_MEMORY``
+  (a huge list or string fails as DuckDB's out-of-memory error), a cap on rows and bytes of
+  an answer, and a worker whose
   resident memory passes ``MAX_WORKER_RSS`` is replaced between calls; an out-of-memory kill
   ends the worker, never the server;
 - **threads**: one connection for the worker's life, one watchdog thread in it; nothing per
@@ -46,6 +48,8 @@ IDLE_S = 2.0
 MAX_WORKER_RSS = 2 * 2**30
 #: Largest source file observe_plan reads.
 MAX_SOURCE_BYTES = 2**20
+#: Address space of the worker: an expression that builds a huge list fails in DuckDB.
+WORKER_MEMORY = 6 * 2**30
 #: Rows one query answer may return at most (the agent's max_rows is clamped to it).
 MAX_ROWS = 10_000
 #: Bytes one answer may hold at most.
@@ -155,10 +159,11 @@ def _tools(limits: Limits) -> dict[str, Callable[..., dict[str, Any]]]:
 def worker_main(pipe: Pipe, store: str, limits: Limits) -> None:
     """The worker process: answer calls from ``pipe`` until it closes."""
     os.dup2(2, 1)  # stray output of anything in here must never reach the MCP wire
-    from argusdb.api import Connection, connect
+    from argusdb.api import Connection, cap_process_memory, connect, deadline
     from argusdb.store import set_overrun_handler
 
     set_overrun_handler(lambda: os._exit(OVERRUN_EXIT))
+    cap_process_memory(WORKER_MEMORY)
     tools = _tools(limits)
     db: Connection | None = None
     pipe.send("ready")
@@ -180,7 +185,7 @@ def worker_main(pipe: Pipe, store: str, limits: Limits) -> None:
                 db = connect(store, read_only=True, timeout_s=limits.timeout_s,
                              max_rows=limits.max_rows, max_bytes=limits.max_bytes)
                 db.store.memory_limit = limits.memory_limit
-            with db.store.time_limit(limits.timeout_s):
+            with deadline(limits.timeout_s), db.store.time_limit(limits.timeout_s):
                 doc, error = tools[tool](db, **args), False
         except Exception as exc:
             doc, error = _envelope(exc), True
@@ -204,21 +209,33 @@ class Worker:
         self.limits = limits or Limits()
         self._proc: Any = None
         self._pipe: Pipe | None = None
+        self._ready = False
+        #: Workers started so far (a worker ended at a deadline is replaced at once).
         self.started = 0
 
-    def _start(self) -> Pipe:
+    def _spawn(self) -> None:
+        """Start a worker; it imports and reports ready while the server goes on."""
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=worker_main, args=(child, self.store, self.limits),
                            name="argus-mcp-worker", daemon=True)
         proc.start()
         child.close()
-        if not parent.poll(self.START_S) or parent.recv() != "ready":
-            proc.kill()
-            raise RuntimeError("the argusdb worker did not start")
-        self._proc, self._pipe = proc, parent
+        self._proc, self._pipe, self._ready = proc, parent, False
         self.started += 1
-        return parent
+
+    def _start(self) -> Pipe:
+        """The pipe of a worker that is ready (spawned now if there is none)."""
+        if self._proc is None or not self._proc.is_alive():
+            self._stop(kill=True)
+            self._spawn()
+        assert self._pipe is not None
+        if not self._ready:
+            if not self._pipe.poll(self.START_S) or self._pipe.recv() != "ready":
+                self._stop(kill=True)
+                raise RuntimeError("the argusdb worker did not start")
+            self._ready = True
+        return self._pipe
 
     def _stop(self, kill: bool) -> int | None:
         proc, pipe = self._proc, self._pipe
@@ -257,12 +274,9 @@ class Worker:
         """The JSON answer of ``tool`` and whether it is an error (the CLI's envelope)."""
         from argusdb.errors import QueryFailed
 
-        pipe = self._pipe if self._proc is not None and self._proc.is_alive() else None
         timed_out = False
         try:
-            if pipe is None:
-                self._stop(kill=True)
-                pipe = self._start()
+            pipe = self._start()
             pipe.send((tool, args))
             # The worker interrupts at the limit and ends itself a grace period later.
             if pipe.poll(self.limits.timeout_s + 5.0):
@@ -281,4 +295,5 @@ class Worker:
             exc = QueryFailed(f"the call ended its worker (exit status {code}; out of "
                               f"memory?) and was stopped", "narrow it (filter by region, run "
                               "or signal), or aggregate")
+        self._spawn()  # the next call finds a worker that has had time to start
         return _envelope(exc), True

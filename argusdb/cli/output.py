@@ -17,7 +17,13 @@ from typing import Any, TypeVar
 
 import click
 
-from argusdb.api import set_overrun_handler, valid_sql, valid_timeout
+from argusdb.api import (
+    cap_process_memory,
+    deadline,
+    set_overrun_handler,
+    valid_sql,
+    valid_timeout,
+)
 from argusdb.errors import ArgusError, QueryFailed, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,6 +35,9 @@ def output_options(func: F) -> F:
     func = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
     return func
 
+
+#: Address space of a CLI process that answers a question (see ``cap_process_memory``).
+QUESTION_MEMORY = 8 * 2**30
 
 #: Context settings of commands that take SQL: a query may start with ``--`` (a comment), so
 #: an unknown ``--word`` is an argument, not an option error. ``argus query STORE -- SQL``
@@ -50,7 +59,11 @@ class Seconds(click.ParamType):
 
 
 def sql_text(sql: str) -> str:
-    """The query of a command: the argument, or stdin when it is ``-``; valid UTF-8 only."""
+    """The query of a command: the argument, or stdin when it is ``-``; valid UTF-8 only.
+
+    The process then answers a user's question: its memory is capped (QUESTION_MEMORY).
+    """
+    cap_process_memory(QUESTION_MEMORY)
     if sql == "-":
         data = sys.stdin.buffer.read()
         try:
@@ -63,9 +76,10 @@ def sql_text(sql: str) -> str:
 
 @contextmanager
 def hard_time_limit(timeout_s: float, as_json: bool = False) -> Iterator[None]:
-    """End this process with the time-limit error when a query ignores its interrupt (a
-    single DuckDB operator checks for it only between vectors): the CLI answers one question,
-    read-only, so nothing is lost, and no question outlives ``--timeout`` by over a second."""
+    """End this process with the time-limit error when the command runs past ``timeout_s``
+    and the watchdog's grace (a single DuckDB operator checks for interrupts only between
+    vectors; the checker's Python has none): the CLI answers one question, read-only, so
+    nothing is lost, and no question outlives ``--timeout`` by more than a second."""
     exc = QueryFailed(f"the query ran longer than {timeout_s:g} s and was stopped",
                       "narrow it (filter by region, run or signal) or raise the time limit "
                       "(--timeout)")
@@ -81,7 +95,8 @@ def hard_time_limit(timeout_s: float, as_json: bool = False) -> Iterator[None]:
 
     previous = set_overrun_handler(stop)
     try:
-        yield
+        with deadline(timeout_s):  # the whole command: open, check, run, print
+            yield
     finally:
         set_overrun_handler(previous)
 

@@ -7,6 +7,8 @@ from pathlib import Path
 from argusdb import checker, demo
 from argusdb.api import connect
 from argusdb.checker.provenance import Metadata
+from argusdb.ingest import ingest_path
+from argusdb.regions import ProgramSource
 from tests.conftest import DEMO, KERNELS
 
 Q = "SELECT median(value) FROM evidence WHERE region_id = 'softmax/softmax_fwd'"
@@ -37,9 +39,10 @@ def test_stale_summary_on_a_read_only_store_is_rebuilt_in_memory(tmp_path: Path)
         db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
                   dict(demo.OPTIONS))
         checker.refresh_metadata(db.store)
-    with connect(path) as db:  # a writer that never checks anything
-        db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
-                  {**demo.OPTIONS, "num_warps": "8"})
+    with connect(path) as db:  # a writer that never refreshes the checker's summaries
+        ingest_path(db.store, DEMO / "softmax" / "softmax.cupti.jsonl",
+                    ProgramSource.from_path(KERNELS / "softmax.py"),
+                    {**demo.OPTIONS, "num_warps": "8"})
     with connect(path, read_only=True) as db:
         assert [f.code for f in db.check(Q)] == ["AR01"]
         assert Metadata.of(db.store).summary("evidence")[0] == "temp._argus_meta_evidence"
