@@ -254,6 +254,7 @@ def serve(store: str, source_roots: list[str | Path] | None = None,
           timeout_s: float = 30.0) -> None:
     """Serve the store over stdio until the client closes the connection."""
     server, worker = build_server(store, source_roots, timeout_s)
+    worker.spawn()  # it imports while the client initializes
     try:
         anyio.run(_serve, server)
     finally:

@@ -213,7 +213,7 @@ class Worker:
         #: Workers started so far (a worker ended at a deadline is replaced at once).
         self.started = 0
 
-    def _spawn(self) -> None:
+    def spawn(self) -> None:
         """Start a worker; it imports and reports ready while the server goes on."""
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
@@ -228,7 +228,7 @@ class Worker:
         """The pipe of a worker that is ready (spawned now if there is none)."""
         if self._proc is None or not self._proc.is_alive():
             self._stop(kill=True)
-            self._spawn()
+            self.spawn()
         assert self._pipe is not None
         if not self._ready:
             if not self._pipe.poll(self.START_S) or self._pipe.recv() != "ready":
@@ -295,5 +295,5 @@ class Worker:
             exc = QueryFailed(f"the call ended its worker (exit status {code}; out of "
                               f"memory?) and was stopped", "narrow it (filter by region, run "
                               "or signal), or aggregate")
-        self._spawn()  # the next call finds a worker that has had time to start
+        self.spawn()  # the next call finds a worker that has had time to start
         return _envelope(exc), True

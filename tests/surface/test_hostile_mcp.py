@@ -36,6 +36,14 @@ def _doc(result: Any) -> dict[str, Any]:
     return dict(json.loads(result.content[0].text))
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _server_pid(store: str) -> int:
     """The `argus mcp STORE` process among this process's children."""
     for pid in os.listdir("/proc"):
@@ -66,9 +74,12 @@ async def _corpus(store: str, errlog: Path) -> tuple[list[str], list[tuple[float
                                 errlog=err) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
-            restarted = False
-            calls = [("query", c.sql) for c in corpus()] + [("query", q) for q in SLOW_OPERATOR]
-            calls += [(tool, c.sql) for c in corpus() if c.family == "write"
+            restarted = True  # the first call may wait for the worker's start
+            # The mcp client cannot send lone surrogates (its serializer refuses them):
+            # test_malformed_json_rpc_gets_json_rpc_errors sends them on the raw wire.
+            cases = [c for c in corpus() if _utf8(c.sql)]
+            calls = [("query", c.sql) for c in cases] + [("query", q) for q in SLOW_OPERATOR]
+            calls += [(tool, c.sql) for c in cases if c.family == "write"
                       for tool in ("check", "explain")]
             for tool, sql in calls:
                 t0 = time.monotonic()
@@ -97,6 +108,7 @@ def test_mcp_corpus_writes_nothing_and_stays_in_time(hostile_store: str,
     bad, times = anyio.run(_corpus, hostile_store, tmp_path / "stderr")
     assert bad == []
     slowest = max(times)
+    print(f"\n{len(times)} timed MCP calls, slowest {slowest[0]:.2f} s: {slowest[1][:60]!r}")
     assert slowest[0] <= BOUND_S, f"slowest {slowest[0]:.2f} s: {slowest[1][:80]!r}"
     assert fingerprint(hostile_store) == before
     assert "Traceback" not in (tmp_path / "stderr").read_text()
