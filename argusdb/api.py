@@ -66,14 +66,23 @@ def valid_timeout(value: Any, name: str = "timeout") -> float:
     return seconds
 
 
+#: Longest query text: the checker's work grows with it, and no question needs more.
+MAX_SQL_CHARS = 32_768
+
+
 def valid_sql(sql: Any) -> str:
-    """``sql`` as query text: a str that is valid Unicode (encodable as UTF-8).
+    """``sql`` as query text: a str that is valid Unicode (encodable as UTF-8), at most
+    ``MAX_SQL_CHARS`` characters.
 
     Raises:
-        UsageError: not text, invalid UTF-8 (a lone surrogate), or a NUL character.
+        UsageError: not text, too long, invalid UTF-8 (a lone surrogate), or a NUL character.
     """
     if not isinstance(sql, str):
         raise UsageError(f"the query must be text (str), not {type(sql).__name__}")
+    if len(sql) > MAX_SQL_CHARS:
+        raise UsageError(f"the query is {len(sql):,} characters long, more than "
+                         f"{MAX_SQL_CHARS:,}; ask a shorter question (put long value lists "
+                         f"in a subquery over the store)")
     try:
         sql.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -122,6 +131,9 @@ class Connection:
         except BaseException:
             self.store.close()
             raise
+        #: What questions run on: the store itself when read-only, else a read-only view of
+        #: it (no check or query writes, not even the checker's metadata summaries).
+        self._questions = self.store if read_only else self.store.reader()
 
     def _require_fresh(self) -> None:
         try:
@@ -156,7 +168,7 @@ class Connection:
 
     def check(self, sql: str) -> list[Finding]:
         """Findings of the compatibility checker for ``sql`` (empty when it may run)."""
-        return checker.check(valid_sql(sql), self.store)
+        return checker.check(valid_sql(sql), self._questions)
 
     def query(self, sql: str, limit: int | None = None) -> pa.Table:
         """Check ``sql`` and run it read-only; raises QueryRefused with the findings if refused.
@@ -178,11 +190,11 @@ class Connection:
                               ) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
-        report = checker.analyse(valid_sql(sql), self.store)
+        report = checker.analyse(valid_sql(sql), self._questions)
         if not report.ok:
             raise QueryRefused(report.findings)
         rows = self.max_rows if limit is None else max(0, min(int(limit), self.max_rows))
-        table, cut = self.store.stream_select(report.executable, self.timeout_s, rows,
+        table, cut = self._questions.stream_select(report.executable, self.timeout_s, rows,
                                               self.max_bytes)
         if cut and limit is None:
             raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query, or ask "
@@ -195,7 +207,7 @@ class Connection:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
-        return checker.explain(valid_sql(sql), self.store)
+        return checker.explain(valid_sql(sql), self._questions)
 
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,

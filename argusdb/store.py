@@ -217,6 +217,14 @@ class Store:
                              f"Create one with 'argus init'.")
         return st
 
+    def reader(self) -> Store:
+        """A read-only view of this store over the same connection, for questions on a
+        read-write store: the checker treats it as read-only (its metadata summaries go to
+        TEMP tables, never into the file), and it follows this store's write generation."""
+        view = _ReaderView(self.path, self.con, read_only=True)
+        view.writer = self
+        return view
+
     def close(self) -> None:
         self.con.close()
 
@@ -271,6 +279,10 @@ class Store:
         it. Ingest keeps working: it hands Arrow batches over in memory.
         """
         if self._locked:
+            return
+        row = self.con.execute("SELECT current_setting('lock_configuration')").fetchone()
+        if row and row[0]:  # another Store object over this connection locked it already
+            self._locked = True
             return
         for stmt in ("SET temp_directory = ''",  # before external access goes: it needs it
                      "SET autoinstall_known_extensions = false",
@@ -464,3 +476,20 @@ class Store:
         finally:
             self.con.unregister("_argus_batch")
         return batch.num_rows
+
+
+class _ReaderView(Store):
+    """See :meth:`Store.reader`: closing it leaves the connection to its writer."""
+
+    writer: Store
+
+    @property
+    def generation(self) -> int:
+        return self.writer.generation
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        pass  # set by Store.__init__; the writer's count is the one that matters
+
+    def close(self) -> None:
+        pass

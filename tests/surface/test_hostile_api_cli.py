@@ -47,6 +47,9 @@ def test_corpus_writes_nothing_crashes_never_and_stays_in_time(hostile_store: st
     """Run in tmp_path: any file a query managed to write would land there."""
     before = fingerprint(hostile_store)
     out = _drive(hostile_store, mode, tmp_path)
+    slowest = max(out["times"])
+    print(f"\n{mode}: {len(out['times'])} queries, slowest {slowest[0]:.2f} s ({slowest[1]}: "
+          f"{slowest[2][:50]!r})")
     assert out["crashes"] == []
     _check_times(out["times"])
     assert fingerprint(hostile_store) == before
