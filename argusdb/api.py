@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,12 +191,19 @@ class Connection:
                               ) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
+        start = time.monotonic()
         report = checker.analyse(valid_sql(sql), self._questions)
         if not report.ok:
             raise QueryRefused(report.findings)
         rows = self.max_rows if limit is None else max(0, min(int(limit), self.max_rows))
-        table, cut = self._questions.stream_select(report.executable, self.timeout_s, rows,
-                                              self.max_bytes)
+        # The time limit covers the whole question: what the check took is not left to run.
+        left = self.timeout_s - (time.monotonic() - start)
+        if left <= 0:
+            raise QueryFailed(f"the query ran longer than {self.timeout_s:g} s (in the "
+                              f"checker) and was stopped", "ask a shorter, simpler question "
+                              "or raise the time limit (--timeout)")
+        table, cut = self._questions.stream_select(report.executable, left, rows,
+                                                   self.max_bytes, limit_s=self.timeout_s)
         if cut and limit is None:
             raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query, or ask "
                               "for the first rows only (limit=N, 'argus query --limit N')")

@@ -308,14 +308,16 @@ class Store:
         return table
 
     def stream_select(self, sql: str, timeout_s: float, max_rows: int = MAX_ROWS,
-                      max_bytes: int = MAX_BYTES) -> tuple[pa.Table, str | None]:
+                      max_bytes: int = MAX_BYTES, limit_s: float | None = None
+                      ) -> tuple[pa.Table, str | None]:
         """Run one user SELECT on a locked-down cursor in a read-only transaction.
 
         DuckDB's own parser must agree that ``sql`` is exactly one SELECT statement (a second
         opinion after the checker's). The transaction is READ ONLY, so nothing the query calls
         can write (not even a sequence, which a rollback would not undo), and it is rolled
         back. The answer is read from DuckDB's Arrow stream batch by batch and stops at
-        ``max_rows`` rows or ``max_bytes`` bytes; the watchdog interrupts it at ``timeout_s``.
+        ``max_rows`` rows or ``max_bytes`` bytes; the watchdog interrupts it at ``timeout_s``
+        (what is left of the caller's time limit ``limit_s``, which the error names).
 
         Returns:
             The answer (at most ``max_rows`` rows), and None or why it was cut short.
@@ -351,7 +353,8 @@ class Store:
                 rows += batch.num_rows
             return pa.Table.from_batches(batches, schema=reader.schema), cut
 
-        result: tuple[pa.Table, str | None] = self._guarded(sql, timeout_s, fetch)
+        result: tuple[pa.Table, str | None] = self._guarded(sql, timeout_s, fetch,
+                                                            limit_s=limit_s)
         return result
 
     @contextmanager
@@ -375,7 +378,8 @@ class Store:
         return self._guarded(sql, timeout_s, fetch, cursor)
 
     def _guarded(self, sql: str, timeout_s: float, fetch: Any,
-                 cursor: duckdb.DuckDBPyConnection | None = None) -> Any:
+                 cursor: duckdb.DuckDBPyConnection | None = None,
+                 limit_s: float | None = None) -> Any:
         """Run ``sql`` in a READ ONLY transaction that is rolled back, under the time limit."""
         cur = cursor or self.con.cursor()
         try:
@@ -384,7 +388,8 @@ class Store:
                 try:
                     return fetch(cur.execute(sql))
                 except duckdb.InterruptException as exc:
-                    raise QueryFailed(f"the query ran longer than {timeout_s:g} s and was "
+                    shown = limit_s or timeout_s
+                    raise QueryFailed(f"the query ran longer than {shown:g} s and was "
                                       f"stopped", "narrow it (filter by region, run or signal) "
                                       "or raise the time limit (--timeout)") from exc
                 except duckdb.Error as exc:
