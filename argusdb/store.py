@@ -58,7 +58,7 @@ class _Watchdog:
     there, so no question outlives its time limit by more than a second.
     """
 
-    GRACE_S = 0.6
+    GRACE_S = 0.3
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
