@@ -1,7 +1,13 @@
 """The Python API: ``argusdb.connect(path)``.
 
+Questions never write: every query, check and explanation runs in a READ ONLY DuckDB
+transaction that is rolled back (also on a read-write connection, where ingests happen), and
+none of them refreshes materializations. Those are refreshed where their inputs change (every
+ingest) and when a read-write connection opens; a read-only connection to a stale store is
+refused with the command that refreshes it.
+
 Example:
-    >>> db = argusdb.connect("argus.duckdb")
+    >>> db = argusdb.connect("argus.duckdb", read_only=True)
     >>> db.query("SELECT signal, count(*) FROM evidence GROUP BY signal")
     >>> db.check("SELECT median(value) FROM evidence")       # [Finding(code='AR01', ...)]
     >>> db.explain("SELECT * FROM version_diff('duration', 'a1', 'b2')")["program_versions"]
@@ -9,45 +15,136 @@ Example:
 
 from __future__ import annotations
 
+import math
+import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from argusdb import checker, materialize
-from argusdb.errors import Finding
+from argusdb.errors import Finding, QueryFailed, QueryRefused, StoreError, UsageError
 from argusdb.ingest import IngestResult, ingest_path
 from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store import MAX_BYTES, MAX_ROWS, Store, deadline, set_overrun_handler
+
+__all__ = ["Connection", "cap_process_memory", "connect", "deadline", "set_overrun_handler",
+           "valid_sql", "valid_timeout"]
+
+
+def cap_process_memory(max_bytes: int) -> None:
+    """Cap this process's address space (Linux ``RLIMIT_AS``), never raising an existing cap.
+
+    DuckDB's ``memory_limit`` bounds its buffers, not the lists and strings one expression
+    builds (``range(1e9)`` is 8 GB); under this cap such an allocation fails as DuckDB's
+    "Out of Memory Error" instead of growing the process until the kernel kills something.
+    For processes that exist to answer questions (the CLI, the MCP worker); a library caller
+    decides for its own process.
+    """
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def valid_timeout(value: Any, name: str = "timeout") -> float:
+    """``value`` as a time limit in seconds: a positive finite number.
+
+    Raises:
+        UsageError: anything else (``nan``, ``inf``, ``1e309``, zero, negative, text).
+    """
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
+        raise UsageError(f"{name} must be a positive, finite number of seconds, not {value!r}; "
+                         f"e.g. 30")
+    return seconds
+
+
+#: Longest query text: the checker's work grows with it, and no question needs more.
+MAX_SQL_CHARS = 32_768
+
+
+def valid_sql(sql: Any) -> str:
+    """``sql`` as query text: a str that is valid Unicode (encodable as UTF-8), at most
+    ``MAX_SQL_CHARS`` characters.
+
+    Raises:
+        UsageError: not text, too long, invalid UTF-8 (a lone surrogate), or a NUL character.
+    """
+    if not isinstance(sql, str):
+        raise UsageError(f"the query must be text (str), not {type(sql).__name__}")
+    if len(sql) > MAX_SQL_CHARS:
+        raise UsageError(f"the query is {len(sql):,} characters long, more than "
+                         f"{MAX_SQL_CHARS:,}; ask a shorter question (put long value lists "
+                         f"in a subquery over the store)")
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = sql.count("\n", 0, exc.start) + 1
+        raise UsageError(f"the query is not valid UTF-8 (an undecodable byte or lone "
+                         f"surrogate at character {exc.start + 1}, line {line}); write it "
+                         f"in UTF-8") from None
+    if "\x00" in sql:
+        raise UsageError(f"the query contains a NUL character (at character "
+                         f"{sql.index(chr(0)) + 1}); remove it")
+    return sql
 
 
 class Connection:
     """A connection to one store; user SQL is checked before it runs, read-only.
 
-    Materialized views (attribution, derivation) are refreshed before a question is checked,
-    so neither the checker's metadata nor the answer rests on stale rows.
-
     Args:
         path: the store file.
         create: make the store when missing.
-        read_only: open the file read-only (DuckDB then refuses every write itself); a stale
-            store is first refreshed through a short read-write opening.
-        timeout_s: time limit of one query, seconds.
+        read_only: open the file read-only (DuckDB then refuses every write itself, and other
+            read-only processes may open it too). A store whose materializations are stale is
+            refused: open it read-write once (``argus conserve STORE``) to refresh them.
+        timeout_s: time limit of one query, seconds (a positive finite number).
+        max_rows: the most rows one answer may have (:meth:`query` raises beyond it).
+        max_bytes: the most bytes one answer may have.
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
-                 timeout_s: float = checker.TIMEOUT_S) -> None:
-        if read_only:
-            self.store = Store.open(path, read_only=True)
-            if any(materialize.stale(self.store)):
-                self.store.close()
-                with Store.open(path) as rw:
-                    materialize.ensure_fresh(rw)
-                    checker.refresh_metadata(rw)
-                self.store = Store.open(path, read_only=True)
-        else:
-            self.store = Store.open(path, create=create)
-        self.timeout_s = timeout_s
+                 timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
+                 max_bytes: int = MAX_BYTES) -> None:
+        self.timeout_s = valid_timeout(timeout_s)
+        self.max_rows = int(max_rows)
+        self.max_bytes = int(max_bytes)
+        if read_only and create:
+            raise UsageError(f"{path}: a store cannot be created read-only; drop read_only "
+                             f"or create it first with 'argus init {path}'")
+        self.store = Store.open(path, create=create, read_only=read_only)
+        try:
+            if read_only:
+                self._require_fresh()
+            else:
+                # The writer refreshes: a store built by an older argusdb, or written by a
+                # path that skipped the refresh, is brought up to date before any question.
+                materialize.ensure_fresh(self.store)
+                checker.refresh_metadata(self.store)
+        except BaseException:
+            self.store.close()
+            raise
+        #: What questions run on: the store itself when read-only, else a read-only view of
+        #: it (no check or query writes, not even the checker's metadata summaries).
+        self._questions = self.store if read_only else self.store.reader()
+
+    def _require_fresh(self) -> None:
+        try:
+            materialize.ensure_fresh(self.store)  # read-only: raises when stale, never writes
+        except StoreError as exc:
+            p = self.store.path
+            raise StoreError(f"{p}: its attribution or derivation was built from other inputs "
+                             f"or by another argusdb version, and a read-only connection never "
+                             f"writes. Refresh it once read-write ('argus conserve {p}' or "
+                             f"argusdb.connect('{p}')), then open it read-only.") from exc
 
     def close(self) -> None:
         self.store.close()
@@ -60,40 +157,70 @@ class Connection:
 
     def ingest(self, path: str | Path, program: str | Path | None = None,
                options: dict[str, str] | None = None) -> IngestResult:
-        """Ingest one artefact (see :func:`argusdb.ingest.ingest_path`)."""
+        """Ingest one artefact (see :func:`argusdb.ingest.ingest_path`); the ingest refreshes
+        the materializations in its own transaction, and the checker's metadata after it."""
+        if self.store.read_only:
+            raise UsageError(f"{self.store.path} is open read-only; open it with "
+                             f"argusdb.connect(path) to ingest")
         src = ProgramSource.from_path(program) if program else None
-        return ingest_path(self.store, path, src, options)
+        result = ingest_path(self.store, path, src, options)
+        checker.refresh_metadata(self.store)
+        return result
 
     def check(self, sql: str) -> list[Finding]:
         """Findings of the compatibility checker for ``sql`` (empty when it may run)."""
-        materialize.ensure_fresh(self.store)
-        return checker.check(sql, self.store)
+        return checker.check(valid_sql(sql), self._questions)
 
-    def query(self, sql: str) -> pa.Table:
+    def query(self, sql: str, limit: int | None = None) -> pa.Table:
         """Check ``sql`` and run it read-only; raises QueryRefused with the findings if refused.
+
+        Args:
+            sql: one SELECT.
+            limit: return at most this many rows (like SQL's LIMIT); None: the whole answer,
+                which must fit in ``max_rows`` rows and ``max_bytes`` bytes.
 
         Raises:
             QueryRefused: the checker refused it (``.findings`` says why and what to do).
-            QueryFailed: DuckDB rejected it or it ran past the time limit.
+            QueryFailed: DuckDB rejected it, it ran past the time limit, or (without
+                ``limit``) its answer is larger than the connection's caps.
         """
-        materialize.ensure_fresh(self.store)
-        return checker.execute(sql, self.store, self.timeout_s)
+        table, _ = self.query_with_provenance(sql, limit)
+        return table
 
-    def query_with_provenance(self, sql: str) -> tuple[pa.Table, dict[str, Any]]:
-        """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer."""
-        materialize.ensure_fresh(self.store)
-        table, report = checker.execute_report(sql, self.store, self.timeout_s)
-        return table, report.provenance()
+    def query_with_provenance(self, sql: str, limit: int | None = None
+                              ) -> tuple[pa.Table, dict[str, Any]]:
+        """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
+        with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
+        start = time.monotonic()
+        report = checker.analyse(valid_sql(sql), self._questions)
+        if not report.ok:
+            raise QueryRefused(report.findings)
+        rows = self.max_rows if limit is None else max(0, min(int(limit), self.max_rows))
+        # The time limit covers the whole question: what the check took is not left to run.
+        left = self.timeout_s - (time.monotonic() - start)
+        if left <= 0:
+            raise QueryFailed(f"the query ran longer than {self.timeout_s:g} s (in the "
+                              f"checker) and was stopped", "ask a shorter, simpler question "
+                              "or raise the time limit (--timeout)")
+        table, cut = self._questions.stream_select(report.executable, left, rows,
+                                                   self.max_bytes, limit_s=self.timeout_s)
+        if cut and limit is None:
+            raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query, or ask "
+                              "for the first rows only (limit=N, 'argus query --limit N')")
+        prov = report.provenance()
+        prov["truncated"] = cut
+        return table, prov
 
     def explain(self, sql: str) -> dict[str, Any]:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
-        materialize.ensure_fresh(self.store)
-        return checker.explain(sql, self.store)
+        return checker.explain(valid_sql(sql), self._questions)
 
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,
-            timeout_s: float = checker.TIMEOUT_S) -> Connection:
+            timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
+            max_bytes: int = MAX_BYTES) -> Connection:
     """Open the store at ``path`` (``create=True`` makes it when missing)."""
-    return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s)
+    return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
+                      max_rows=max_rows, max_bytes=max_bytes)

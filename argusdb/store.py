@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,9 @@ _KEYED = {
 #: Leading keywords of library SQL that only reads (does not bump the write generation).
 _READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMMARIZE",
                     "EXPLAIN"})
+#: Caps of one user answer: rows, and bytes of its Arrow batches.
+MAX_ROWS = 1_000_000
+MAX_BYTES = 256 * 2**20
 
 
 def _first_line(exc: BaseException) -> str:
@@ -47,45 +50,128 @@ def _first_line(exc: BaseException) -> str:
 
 
 class _Watchdog:
-    """One daemon thread per store that interrupts cursors past their deadline.
+    """One daemon thread per process that interrupts cursors past their deadline.
 
-    It polls every ``TICK_S`` instead of being notified: waking a thread per query costs
-    milliseconds on a busy host, and a time limit does not need better than 0.1 s precision.
+    Shared by every store of the process (a thread per store leaked one per connection).
+    It sleeps until the nearest deadline, so it costs nothing while no query runs. A query
+    still running ``GRACE_S`` after its interrupt (a single operator, such as ``list_sort``
+    of a huge list, checks for interrupts only between vectors) is handed to the process's
+    overrun handler (:func:`set_overrun_handler`): the CLI and the MCP worker end the process
+    there, so no question outlives its time limit by more than a second.
     """
 
-    TICK_S = 0.1
+    GRACE_S = 0.3
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._deadlines: dict[int, tuple[float, Any]] = {}
+        self._cond = threading.Condition()
+        #: key -> (deadline, cursor, interrupted already)
+        self._deadlines: dict[int, tuple[float, Any, bool]] = {}
         self._thread: threading.Thread | None = None
+        self._next_key = 0
 
     @contextmanager
     def limit(self, cur: Any, timeout_s: float) -> Iterator[None]:
-        key = id(cur)
-        with self._lock:
-            self._deadlines[key] = (time.monotonic() + timeout_s, cur)
-            if self._thread is None:
+        with self._cond:
+            self._next_key += 1
+            key = self._next_key
+            self._deadlines[key] = (time.monotonic() + timeout_s, cur, False)
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="argus-query-watchdog")
                 self._thread.start()
+            self._cond.notify()
         try:
             yield
         finally:
-            with self._lock:
+            with self._cond:
                 self._deadlines.pop(key, None)
 
     def _run(self) -> None:
         while True:
-            time.sleep(self.TICK_S)
-            now = time.monotonic()
-            with self._lock:
-                due = [(k, c) for k, (d, c) in self._deadlines.items() if d <= now]
-                for k, _ in due:
-                    del self._deadlines[k]
-            for _, cur in due:
-                with suppress(Exception):
-                    cur.interrupt()
+            with self._cond:
+                now = time.monotonic()
+                due = [(k, c, hit) for k, (d, c, hit) in self._deadlines.items() if d <= now]
+                for k, c, hit in due:
+                    if hit:
+                        del self._deadlines[k]
+                    else:  # interrupted now; overrun if still here GRACE_S later
+                        self._deadlines[k] = (now + self.GRACE_S, c, True)
+                if not due:
+                    wait = min((d for d, _, _ in self._deadlines.values()), default=None)
+                    self._cond.wait(None if wait is None else max(wait - now, 0.005))
+                    continue
+            for _, cur, hit in due:
+                if not hit:
+                    with suppress(Exception):
+                        cur.interrupt()
+                elif _OVERRUN is not None:
+                    _OVERRUN()
+
+
+_WATCHDOG = _Watchdog()
+_OVERRUN: Callable[[], None] | None = None
+
+
+class _Deadline:
+    """A watchdog entry with nothing to interrupt: only the overrun handler acts on it."""
+
+    def interrupt(self) -> None:
+        pass
+
+
+def deadline(timeout_s: float) -> AbstractContextManager[None]:
+    """A hard deadline for a whole call (opening, checking, running, printing): past
+    ``timeout_s`` plus the watchdog's grace the overrun handler runs, if one is set."""
+    return _WATCHDOG.limit(_Deadline(), timeout_s)
+
+
+def set_overrun_handler(handler: Callable[[], None] | None) -> Callable[[], None] | None:
+    """What to do when a query ignores its interrupt for ``_Watchdog.GRACE_S`` seconds.
+
+    Processes that exist to answer one caller (the CLI, the MCP server's worker) end
+    themselves there; a library caller keeps the default (None: wait for the operator).
+    """
+    global _OVERRUN
+    previous, _OVERRUN = _OVERRUN, handler
+    return previous
+
+
+#: Connection settings of every store: never load or fetch an extension (a file that is
+#: not a DuckDB database must not trigger a download of a scanner for its format).
+_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+           "allow_community_extensions": False}
+#: DuckDB writes its magic bytes at offset 8 of every database file.
+_MAGIC = (8, b"DUCK")
+
+
+def _not_a_store(p: Path) -> str | None:
+    """What the file at ``p`` is, when it is not a DuckDB database (None when it is one)."""
+    try:
+        with p.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not head:
+        return None  # an empty file: DuckDB makes it a new database
+    if head[_MAGIC[0]:_MAGIC[0] + len(_MAGIC[1])] == _MAGIC[1]:
+        return None
+    if head.startswith(b"SQLite format 3"):
+        return "is a SQLite database, not an argusdb store"
+    return "is not an argusdb store (not a DuckDB database file)"
+
+
+def _open_error(path: str, exc: Exception) -> StoreError:
+    text = _first_line(exc)
+    if "WAL" in str(exc) or "write-ahead" in str(exc).lower() or "replay" in str(exc).lower():
+        return StoreError(f"{path}: its write-ahead log {path}.wal is damaged ({text}). The "
+                          f"store itself is intact up to its last checkpoint: move the log "
+                          f"aside (mv {path}.wal {path}.wal.damaged) and open it again; the "
+                          f"transactions only in the log are lost, so re-ingest the newest "
+                          f"runs ('argus runs {path}' lists what is there).")
+    return StoreError(f"{path}: cannot open as a DuckDB store ({text}). Check that no other "
+                      "process writes it, close other connections to it in this process "
+                      "(a store is open read-only or read-write, not both), and that it "
+                      "is an argusdb store.")
 
 
 class Store:
@@ -103,7 +189,9 @@ class Store:
         self.generation = 0
         #: The checker's metadata of this connection (argusdb.store_metadata), made on use.
         self.checker_metadata: Any = None
-        self._watchdog = _Watchdog()
+        self._watchdog = _WATCHDOG
+        #: DuckDB's memory limit once locked down (see :meth:`lock_down`).
+        self.memory_limit = "4GB"
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -118,13 +206,13 @@ class Store:
             raise StoreError(f"{path}: no such store. Create it with 'argus init {path}'.")
         if p.exists() and p.is_dir():
             raise StoreError(f"{path}: is a directory. Name a store file, e.g. {p}/argus.duckdb.")
+        if p.exists() and (what := _not_a_store(p)):
+            raise StoreError(f"{path}: {what}. Name an argusdb store, or create one with "
+                             f"'argus init NEW.duckdb'.")
         try:
-            con = duckdb.connect(str(p), read_only=read_only)
+            con = duckdb.connect(str(p), read_only=read_only, config=dict(_CONFIG))
         except duckdb.Error as exc:
-            raise StoreError(f"{path}: cannot open as a DuckDB store ({exc}). Check that no other "
-                             "process writes it, close other connections to it in this process "
-                             "(a store is open read-only or read-write, not both), and that it "
-                             "is an argusdb store.") from exc
+            raise _open_error(str(path), exc) from exc
         st = cls(str(p), con, read_only)
         if not read_only:
             st.ensure_schema()
@@ -132,6 +220,14 @@ class Store:
             raise StoreError(f"{path}: not an argusdb store (no 'run' table). "
                              f"Create one with 'argus init'.")
         return st
+
+    def reader(self) -> Store:
+        """A read-only view of this store over the same connection, for questions on a
+        read-write store: the checker treats it as read-only (its metadata summaries go to
+        TEMP tables, never into the file), and it follows this store's write generation."""
+        view = _ReaderView(self.path, self.con, read_only=True)
+        view.writer = self
+        return view
 
     def close(self) -> None:
         self.con.close()
@@ -182,7 +278,7 @@ class Store:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     # -- user queries (sandboxed) -----------------------------------------------------------
-    def lock_down(self, memory_limit: str = "4GB", threads: int = 2) -> None:
+    def lock_down(self, memory_limit: str | None = None, threads: int = 2) -> None:
         """Lock this database instance for user queries (idempotent; cannot be undone).
 
         External access (files, URLs, extensions) is disabled, spilling to disk is off, memory
@@ -191,22 +287,47 @@ class Store:
         """
         if self._locked:
             return
+        row = self.con.execute("SELECT current_setting('lock_configuration')").fetchone()
+        if row and row[0]:  # another Store object over this connection locked it already
+            self._locked = True
+            return
         for stmt in ("SET temp_directory = ''",  # before external access goes: it needs it
                      "SET autoinstall_known_extensions = false",
                      "SET autoload_known_extensions = false",
                      "SET allow_community_extensions = false",
                      "SET enable_external_access = false",
-                     f"SET memory_limit = '{memory_limit}'",
+                     f"SET memory_limit = '{memory_limit or self.memory_limit}'",
                      f"SET threads = {int(threads)}",
                      "SET lock_configuration = true"):
             self.con.execute(stmt)
         self._locked = True
 
     def run_select(self, sql: str, timeout_s: float) -> pa.Table:
-        """Run one user SELECT on a locked-down cursor, in a transaction that is rolled back.
+        """Run one user SELECT (see :meth:`stream_select`); the whole answer, within the caps.
+
+        Raises:
+            QueryFailed: DuckDB rejected or interrupted the query, or its answer is larger
+                than ``MAX_ROWS`` rows or ``MAX_BYTES`` bytes.
+        """
+        table, cut = self.stream_select(sql, timeout_s)
+        if cut:
+            raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query")
+        return table
+
+    def stream_select(self, sql: str, timeout_s: float, max_rows: int = MAX_ROWS,
+                      max_bytes: int = MAX_BYTES, limit_s: float | None = None
+                      ) -> tuple[pa.Table, str | None]:
+        """Run one user SELECT on a locked-down cursor in a read-only transaction.
 
         DuckDB's own parser must agree that ``sql`` is exactly one SELECT statement (a second
-        opinion after the checker's); a timer interrupts the query after ``timeout_s``.
+        opinion after the checker's). The transaction is READ ONLY, so nothing the query calls
+        can write (not even a sequence, which a rollback would not undo), and it is rolled
+        back. The answer is read from DuckDB's Arrow stream batch by batch and stops at
+        ``max_rows`` rows or ``max_bytes`` bytes; the watchdog interrupts it at ``timeout_s``
+        (what is left of the caller's time limit ``limit_s``, which the error names).
+
+        Returns:
+            The answer (at most ``max_rows`` rows), and None or why it was cut short.
 
         Raises:
             QueryFailed: DuckDB rejected or interrupted the query.
@@ -220,7 +341,34 @@ class Store:
         if len(stmts) != 1 or stmts[0].type != duckdb.StatementType.SELECT:
             raise QueryFailed("DuckDB reads this as something other than one SELECT",
                               "ask one read-only SELECT question")
-        return self._guarded(sql, timeout_s, lambda cur: cur.to_arrow_table())
+
+        def fetch(cur: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str | None]:
+            reader = cur.to_arrow_reader(batch_size=min(max(max_rows, 1) + 1, 65536))
+            batches: list[pa.RecordBatch] = []
+            rows = size = 0
+            cut: str | None = None
+            for batch in reader:
+                if rows + batch.num_rows > max_rows:
+                    batches.append(batch.slice(0, max_rows - rows))
+                    cut = f"the answer has more than {max_rows:,} rows"
+                    break
+                size += batch.nbytes
+                if size > max_bytes:
+                    cut = f"the answer is larger than {max_bytes / 2**20:g} MiB"
+                    break
+                batches.append(batch)
+                rows += batch.num_rows
+            return pa.Table.from_batches(batches, schema=reader.schema), cut
+
+        result: tuple[pa.Table, str | None] = self._guarded(sql, timeout_s, fetch,
+                                                            limit_s=limit_s)
+        return result
+
+    @contextmanager
+    def time_limit(self, timeout_s: float) -> Iterator[None]:
+        """Interrupt this store's library SQL (reports, diffs) after ``timeout_s``."""
+        with self._watchdog.limit(self.con, timeout_s):
+            yield
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A new cursor (its own session: TEMP tables live as long as it does)."""
@@ -232,22 +380,23 @@ class Store:
 
         def fetch(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
             names = [d[0] for d in cur.description or []]
-            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchmany(MAX_ROWS)]
 
-        return self._guarded(sql, timeout_s, fetch, cursor, rollback=False)
+        return self._guarded(sql, timeout_s, fetch, cursor)
 
     def _guarded(self, sql: str, timeout_s: float, fetch: Any,
                  cursor: duckdb.DuckDBPyConnection | None = None,
-                 rollback: bool = True) -> Any:
+                 limit_s: float | None = None) -> Any:
+        """Run ``sql`` in a READ ONLY transaction that is rolled back, under the time limit."""
         cur = cursor or self.con.cursor()
         try:
-            if rollback:
-                cur.execute("BEGIN TRANSACTION")
+            cur.execute("BEGIN TRANSACTION READ ONLY")
             with self._watchdog.limit(cur, timeout_s):
                 try:
                     return fetch(cur.execute(sql))
                 except duckdb.InterruptException as exc:
-                    raise QueryFailed(f"the query ran longer than {timeout_s:g} s and was "
+                    shown = limit_s or timeout_s
+                    raise QueryFailed(f"the query ran longer than {shown:g} s and was "
                                       f"stopped", "narrow it (filter by region, run or signal) "
                                       "or raise the time limit (--timeout)") from exc
                 except duckdb.Error as exc:
@@ -255,9 +404,8 @@ class Store:
                                       "fix the query; 'argus explain' shows what it reads"
                                       ) from exc
         finally:
-            if rollback:
-                with suppress(duckdb.Error):
-                    cur.execute("ROLLBACK")
+            with suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
             if cursor is None:
                 cur.close()
 
@@ -355,3 +503,20 @@ class Store:
         finally:
             self.con.unregister("_argus_batch")
         return batch.num_rows
+
+
+class _ReaderView(Store):
+    """See :meth:`Store.reader`: closing it leaves the connection to its writer."""
+
+    writer: Store
+
+    @property
+    def generation(self) -> int:
+        return self.writer.generation
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        pass  # set by Store.__init__; the writer's count is the one that matters
+
+    def close(self) -> None:
+        pass

@@ -27,7 +27,7 @@ def _open(db: Connection | str | Path) -> Iterator[Connection]:
     if isinstance(db, Connection):
         yield db
         return
-    with connect(db) as conn:
+    with connect(db, read_only=True) as conn:
         yield conn
 
 

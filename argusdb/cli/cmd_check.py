@@ -7,11 +7,11 @@ import json
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors
+from argusdb.cli.output import SQL_COMMAND, handle_errors, sql_text
 from argusdb.errors import QueryRefused
 
 
-@click.command("check")
+@click.command("check", context_settings=SQL_COMMAND)
 @click.argument("store")
 @click.argument("sql")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -23,8 +23,9 @@ def command(store: str, sql: str, as_json: bool) -> None:
 
     Example: argus check argus.duckdb "SELECT median(value) FROM evidence"
     """
+    text = sql_text(sql)
     with connect(store, read_only=True) as db:
-        findings = db.check(sql)
+        findings = db.check(text)
     if findings:
         raise QueryRefused(findings)
     if as_json:

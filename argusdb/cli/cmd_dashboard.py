@@ -26,6 +26,6 @@ def command(store: str, out_dir: str, signals: tuple[str, ...], variants: bool) 
     Example: argus dashboard argus.duckdb --out dash/
     """
     check_output_path(out_dir, folder=True)
-    with connect(store) as db:
+    with connect(store, read_only=True) as db:
         page = build(db, out_dir, list(signals) or None, variants)
     click.echo(str(page))

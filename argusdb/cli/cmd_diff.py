@@ -36,7 +36,7 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     Example: argus diff argus.duckdb --region matmul/matmul_kernel --from variant=naive
     --to variant=tiled --signal duration
     """
-    with connect(store) as db:
+    with connect(store, read_only=True) as db:
         result = diff(db, region, before, after, list(signals) or None, min_effect=min_effect,
                       alpha=alpha)
     if as_json:

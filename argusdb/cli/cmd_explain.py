@@ -7,10 +7,10 @@ import json
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors
+from argusdb.cli.output import SQL_COMMAND, handle_errors, sql_text
 
 
-@click.command("explain")
+@click.command("explain", context_settings=SQL_COMMAND)
 @click.argument("store")
 @click.argument("sql")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -23,8 +23,9 @@ def command(store: str, sql: str, as_json: bool) -> None:
 
     Example: argus explain argus.duckdb "SELECT * FROM version_diff('duration', 'A', 'B')"
     """
+    text = sql_text(sql)
     with connect(store, read_only=True) as db:
-        prov = db.explain(sql)
+        prov = db.explain(text)
     if as_json:
         click.echo(json.dumps(prov, default=str))
     else:

@@ -40,7 +40,7 @@ def command(store: str, out: str, fmt: str, run_id: str | None, version: str | N
     if not need[1]:
         raise UsageError(f"--format {fmt} needs {need[0]}")
     check_output_path(out)
-    with connect(store) as db:
+    with connect(store, read_only=True) as db:
         if fmt == "perfetto":
             doc: object = export.perfetto_trace(db, str(run_id))
             n = len(doc["traceEvents"])  # type: ignore[index]

@@ -6,30 +6,54 @@ import click
 
 from argusdb.answers.sufficiency import empty_answer
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, output_options, print_table
+from argusdb.cli.output import (
+    SQL_COMMAND,
+    Seconds,
+    handle_errors,
+    hard_time_limit,
+    output_options,
+    print_table,
+    sql_text,
+)
+
+#: Rows printed unless --limit says otherwise.
+DEFAULT_LIMIT = 10_000
 
 
-@click.command("query")
+@click.command("query", context_settings=SQL_COMMAND)
 @click.argument("store")
 @click.argument("sql")
-@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
-              help="Stop the query after this many seconds.")
+@click.option("--timeout", "timeout_s", type=Seconds(), default=30.0, show_default=True,
+              help="Stop the query after this many seconds (a positive number).")
+@click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT,
+              show_default=True, help="Print at most this many rows (the answer says when "
+              "it was cut).")
 @output_options
 @handle_errors
-def command(store: str, sql: str, timeout_s: float, as_json: bool, as_csv: bool) -> None:
+def command(store: str, sql: str, timeout_s: float, limit: int, as_json: bool,
+            as_csv: bool) -> None:
     """Check SQL against the compatibility rules, then run it read-only over STORE.
 
-    --json adds the constructs and acknowledgements the query used. Exit codes: 0 answered,
-    1 refused by the checks (each error has code, message, line, col, remedy), 2 usage or
-    input error, 3 no evidence (the query names a region with no stored evidence of the
-    signal: the error gives the 'argus observe' request that would produce it).
+    SQL may start with a comment ('-- why'), or be '-' to read it from stdin; 'argus query
+    STORE -- SQL' also works. The answer is streamed and cut at --limit rows (and 256 MiB);
+    --json then says "truncated". --json adds the constructs and acknowledgements the query
+    used. Exit codes: 0 answered, 1 refused by the checks (each error has code, message,
+    line, col, remedy), 2 usage or input error, or the time limit, 3 no evidence (the query
+    names a region with no stored evidence of the signal: the error gives the 'argus observe'
+    request that would produce it).
 
     Example: argus query argus.duckdb "SELECT * FROM version_diff('duration', 'A', 'B')"
     """
-    with connect(store, read_only=True, timeout_s=timeout_s) as db:
-        table, prov = db.query_with_provenance(sql)
-        if (gap := empty_answer(db, sql, table)) is not None:
+    text = sql_text(sql)
+    with hard_time_limit(timeout_s, as_json), \
+            connect(store, read_only=True, timeout_s=timeout_s) as db:
+        table, prov = db.query_with_provenance(text, limit=limit)
+        if (gap := empty_answer(db, text, table)) is not None:
             raise gap  # no evidence of the region it names: say so, with the observe request
     rows = [tuple(r.values()) for r in table.to_pylist()]
     extra = {k: prov[k] for k in ("constructs", "acknowledgements") if prov[k]}
+    if prov["truncated"]:
+        extra["truncated"] = prov["truncated"]
+        click.echo(f"note: {prov['truncated']}; printed the first {table.num_rows:,} "
+                   f"(raise --limit, or aggregate)", err=True)
     print_table(table.column_names, rows, as_json, as_csv, extra=extra)

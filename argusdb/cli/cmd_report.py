@@ -36,7 +36,7 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
 
     Example: argus report argus.duckdb --region matmul/matmul_kernel --json
     """
-    with connect(store) as db:
+    with connect(store, read_only=True) as db:
         rep = report(db, region, list(versions) or None, signals=list(signals) or None,
                      max_entropy_bits=max_entropy, max_unattributed=max_unattributed)
     if as_json:

@@ -9,6 +9,8 @@ from argusdb import checker, demo
 from argusdb.api import connect
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.checker.resolve import catalog_objects
+from argusdb.ingest import ingest_path
+from argusdb.regions import ProgramSource
 from argusdb.store_metadata import StoreMetadata
 from tests.conftest import DEMO, KERNELS
 
@@ -72,3 +74,18 @@ def test_memory_metadata_is_a_metadata() -> None:
         ["AR01"]
     assert checker.check("SELECT median(value) FROM evidence WHERE program_version = 'a'",
                          meta) == []
+
+
+def test_stale_summary_on_a_read_only_store_is_rebuilt_in_memory(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    with connect(path, create=True) as db:
+        db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
+                  dict(demo.OPTIONS))
+        checker.refresh_metadata(db.store)
+    with connect(path) as db:  # a writer that never refreshes the checker's summaries
+        ingest_path(db.store, DEMO / "softmax" / "softmax.cupti.jsonl",
+                    ProgramSource.from_path(KERNELS / "softmax.py"),
+                    {**demo.OPTIONS, "num_warps": "8"})
+    with connect(path, read_only=True) as db:
+        assert [f.code for f in db.check(Q)] == ["AR01"]
+        assert StoreMetadata.of(db.store).summary("evidence")[0] == "temp._argus_meta_evidence"
