@@ -33,11 +33,15 @@ class Connection:
         read_only: open the file read-only (DuckDB then refuses every write itself); a stale
             store is first refreshed through a short read-write opening.
         timeout_s: time limit of one query, seconds.
+        as_of: answer as the store stood at this snapshot (number) or time (ISO, UTC);
+            read-only.
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
-                 timeout_s: float = checker.TIMEOUT_S) -> None:
-        if read_only:
+                 timeout_s: float = checker.TIMEOUT_S, as_of: str | None = None) -> None:
+        if as_of is not None:
+            self.store = Store.open(path, read_only=True, as_of=str(as_of))
+        elif read_only:
             self.store = Store.open(path, read_only=True)
             if any(materialize.stale(self.store)):
                 self.store.close()
@@ -94,6 +98,8 @@ class Connection:
 
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,
-            timeout_s: float = checker.TIMEOUT_S) -> Connection:
-    """Open the store at ``path`` (``create=True`` makes it when missing)."""
-    return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s)
+            timeout_s: float = checker.TIMEOUT_S, as_of: str | None = None) -> Connection:
+    """Open the store at ``path`` (a DuckDB file or a ``ducklake:`` URI; ``create=True`` makes
+    it when missing; ``as_of`` a snapshot number or time opens it as it stood then)."""
+    return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
+                      as_of=as_of)

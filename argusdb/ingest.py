@@ -112,6 +112,16 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
 def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = None,
                 options: dict[str, str] | None = None,
                 variant: VariantOf | None = None, task_id: str | None = None) -> IngestResult:
+    """Ingest one artefact as one run, atomically and idempotently (see :func:`_ingest_once`);
+    on a shared store an attempt that another writer's commit overtook runs again."""
+    result: IngestResult = store.retrying(
+        lambda: _ingest_once(store, path, program, options, variant, task_id))
+    return result
+
+
+def _ingest_once(store: Store, path: str | Path, program: ProgramSource | None = None,
+                 options: dict[str, str] | None = None,
+                 variant: VariantOf | None = None, task_id: str | None = None) -> IngestResult:
     """Ingest one artefact as one run, atomically and idempotently.
 
     With ``variant`` the program version is bound to its parent and transform task

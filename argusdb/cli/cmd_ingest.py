@@ -26,11 +26,15 @@ from argusdb.variants import VariantOf
 @click.option("--transform", help="Transform that made the variant, e.g. "
                                   "'forced_wait:softmax/softmax_fwd/load' (with --parent-version).")
 @click.option("--transform-task", help="Task that made the variant (default 'x-<version>').")
+@click.option("--lock-timeout", type=float, default=None, metavar="S",
+              help="Wait at most S seconds for another process's lock on the store "
+                   "(default: ARGUS_LOCK_TIMEOUT, else 120).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
             options: tuple[str, ...], parent_version: str | None, transform: str | None,
-            transform_task: str | None, as_json: bool) -> None:
+            transform_task: str | None, as_json: bool, lock_timeout: float | None = None
+            ) -> None:
     """Ingest artefacts (kind detected from content), each as one run, atomically.
 
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
@@ -43,7 +47,7 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
         if parent_version and transform else None
     program = ProgramSource.from_path(program_path) if program_path else None
     results = []
-    with Store.open(store, create=True) as st:
+    with Store.open(store, create=True, lock_timeout=lock_timeout) as st:
         for p in paths:
             r = ingest_path(st, p, program, opts, variant)
             results.append(r)
