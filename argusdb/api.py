@@ -46,7 +46,7 @@ class Connection:
             if any(materialize.stale(self.store)):
                 self.store.close()
                 with Store.open(path) as rw:
-                    materialize.ensure_fresh(rw)
+                    rw.retrying(lambda: materialize.ensure_fresh(rw))
                     checker.refresh_metadata(rw)
                 self.store = Store.open(path, read_only=True)
         else:

@@ -118,10 +118,11 @@ def extension_files() -> list[Path]:
     return out
 
 
-def _lake_connect(lu: LakeUri, read_only: bool, as_of: str | None = None
-                  ) -> duckdb.DuckDBPyConnection:
+def _lake_connect(lu: LakeUri, read_only: bool, as_of: str | None = None,
+                  create: bool = False) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                              "autoload_known_extensions": False})
+    con.execute("SET enable_progress_bar = false")
     for f in extension_files():
         con.execute(f"LOAD {_q(str(f))}")
     opts = []
@@ -135,12 +136,16 @@ def _lake_connect(lu: LakeUri, read_only: bool, as_of: str | None = None
                     f"SNAPSHOT_TIME {_q(parse_time(spec).isoformat(sep=' ') + '+00')}")
     if read_only or as_of is not None:
         opts.append("READ_ONLY")
+    elif not create:
+        opts.append("CREATE_IF_NOT_EXISTS false")
     try:
         con.execute(f"ATTACH {_q('ducklake:' + lu.catalog)} AS lake ({', '.join(opts)})")
     except duckdb.Error as exc:
         con.close()
         text = str(exc)
-        if "data_path is not set" in text:
+        if "explicitly disabled" in text:
+            fix = f"no argusdb store there yet. Create it with: argus init {_q(lu.uri)}"
+        elif "data_path is not set" in text:
             fix = "add data_path=DIR to the URI to create the store there"
         elif "does not exist" in text or "creating a new DuckLake" in text:
             fix = f"create it first with: argus init {_q(lu.uri)} (with data_path=DIR)"
@@ -159,7 +164,7 @@ def open_shared(uri: str, create: bool = False, read_only: bool = False,
     """Open (with ``create``, make) the shared store ``uri``; ``as_of`` opens it read-only as
     it stood at that DuckLake snapshot number or time."""
     lu = LakeUri.parse(uri)
-    lake = _lake_connect(lu, read_only, as_of)
+    lake = _lake_connect(lu, read_only, as_of, create)
     st = SharedStore(lu, lake, read_only or as_of is not None)
     try:
         st.open_lake(create and as_of is None)
@@ -174,6 +179,7 @@ class SharedStore(Store):
 
     def __init__(self, lu: LakeUri, lake: duckdb.DuckDBPyConnection, read_only: bool) -> None:
         work = duckdb.connect(":memory:")
+        work.execute("SET enable_progress_bar = false")
         work.execute("ATTACH ':memory:' AS argus_base")
         super().__init__(lu.uri, work, read_only)
         self.lake = lake
@@ -181,6 +187,7 @@ class SharedStore(Store):
         #: The DuckLake snapshot the working copy holds.
         self.lake_snapshot = -1
         self._cols: dict[str, list[str]] = {}
+        self._attempting = False
         self.ensure_schema(0)
         self.read_only = read_only
 
@@ -274,7 +281,7 @@ class SharedStore(Store):
                 self.con.register("_argus_lake", data)
                 try:
                     if not self.read_only:
-                        self.con.execute(f"CREATE OR REPLACE TABLE argus_base.{t} AS "
+                        self.con.execute(f"CREATE OR REPLACE TABLE argus_base._base_{t} AS "
                                          f"SELECT * FROM _argus_lake")
                     if tables is None:
                         self.con.execute(f"DELETE FROM main.{t}")
@@ -304,6 +311,8 @@ class SharedStore(Store):
         with self._lock:
             if self._current() != self.lake_snapshot:
                 self.load()
+                if self._attempting:   # what the attempt read before this point is stale
+                    raise StoreConflict(f"{self.path}: another writer committed first")
             self.con.execute("BEGIN")
             self._new_runs = []
             try:
@@ -322,14 +331,18 @@ class SharedStore(Store):
         changed: list[str] = []
         self.lake.execute("BEGIN")
         try:
+            if self._current() != self.lake_snapshot:
+                # Committed after the copy was loaded: this write was computed on a stale copy.
+                raise duckdb.TransactionException("Transaction conflict: the store moved")
             for t in schema_tables():
                 cols = ", ".join(f'"{c}"' for c in self._columns(t))
-                added = self.con.execute(f"SELECT {cols} FROM main.{t} EXCEPT ALL "
-                                         f"SELECT {cols} FROM argus_base.{t}").to_arrow_table()
+                added = self.con.execute(
+                    f"SELECT {cols} FROM main.{t} EXCEPT ALL "
+                    f"SELECT {cols} FROM argus_base._base_{t}").to_arrow_table()
                 same = " AND ".join(f'b."{c}" IS NOT DISTINCT FROM m."{c}"'
                                     for c in self._columns(t))
                 gone = [r for (r,) in self.con.execute(
-                    f"SELECT b._rid FROM argus_base.{t} b ANTI JOIN main.{t} m ON {same}"
+                    f"SELECT b._rid FROM argus_base._base_{t} b ANTI JOIN main.{t} m ON {same}"
                 ).fetchall()]
                 if gone:
                     self.lake.execute(f"DELETE FROM lake.{t} WHERE rowid IN "
@@ -371,10 +384,15 @@ class SharedStore(Store):
     def retrying(self, attempt: Callable[[], Any]) -> Any:
         """Run ``attempt()`` until it commits without a conflict (jittered back-off)."""
         for i in range(MAX_ATTEMPTS):
+            if self._current() != self.lake_snapshot:
+                self.load()
+            self._attempting = True
             try:
                 return attempt()
             except StoreConflict:
                 time.sleep(random.uniform(0, min(0.05 * (i + 1), 1.0)))
+            finally:
+                self._attempting = False
         raise StoreError(f"{self.path}: {MAX_ATTEMPTS} attempts conflicted with other writers; "
                          "run the command again")
 
