@@ -1,10 +1,10 @@
 """The catalog: documented SQL modules of ``schema/`` and ``queries/``.
 
-A module is a ``.sql`` file; its path (``queries/attribution/region.sql`` →
-``attribution.region``) is its name. A module only declares tables, views and macros. The comment
+A module is a ``.sql`` file; its path (``queries/attribution/split.sql`` →
+``attribution.split``) is its name. A module only declares tables, views and macros. The comment
 block above each ``CREATE`` describes the object; the ``--`` comment above each column line
 describes that column (meaning, unit, provenance). The store copies these into DuckDB with
-``COMMENT ON`` so ``duckdb_columns()`` and ``argus describe`` show them, and a test fails on an
+``COMMENT ON`` so ``duckdb_columns()`` and ``argus schema`` show them, and a test fails on an
 undocumented column.
 
 Example:

@@ -95,12 +95,15 @@ def jit_functions(src: ProgramSource) -> list[ast.FunctionDef]:
 
 def _markers(src: ProgramSource) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    toks = tokenize.generate_tokens(io.StringIO(src.text).readline)
-    for tok in toks:
-        if tok.type == tokenize.COMMENT:
-            m = _MARKER.match(tok.string)
-            if m:
-                out.append((tok.start[0], m.group(1)))
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(src.text).readline):
+            if tok.type == tokenize.COMMENT:
+                m = _MARKER.match(tok.string)
+                if m:
+                    out.append((tok.start[0], m.group(1)))
+    except (tokenize.TokenError, SyntaxError) as exc:
+        raise InputError(src.name, f"not valid Python ({exc})",
+                         "pass a Triton kernel source file") from exc
     return out
 
 
@@ -110,9 +113,10 @@ def parse_regions(src: ProgramSource) -> list[Region]:
     Raises:
         InputError: the file is not Python, or a region name repeats inside one kernel.
     """
+    functions = jit_functions(src)  # a SyntaxError is reported before tokenizing
     markers = _markers(src)
     regions: list[Region] = []
-    for fn in jit_functions(src):
+    for fn in functions:
         start, end = fn.lineno, fn.end_lineno or fn.lineno
         kid = f"{src.stem}/{fn.name}"
         regions.append(Region(kid, src.stem, fn.name, None, start, end))

@@ -6,7 +6,7 @@ import click
 
 from argusdb.answers.dashboard import build
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors
+from argusdb.cli.output import check_output_path, handle_errors
 
 
 @click.command("dashboard")
@@ -25,6 +25,7 @@ def command(store: str, out_dir: str, signals: tuple[str, ...], variants: bool) 
 
     Example: argus dashboard argus.duckdb --out dash/
     """
+    check_output_path(out_dir, folder=True)
     with connect(store) as db:
         page = build(db, out_dir, list(signals) or None, variants)
     click.echo(str(page))

@@ -7,6 +7,7 @@ import click
 from argusdb import demo
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, print_table
+from argusdb.errors import UsageError
 
 
 @click.command("demo")
@@ -15,6 +16,11 @@ from argusdb.cli.output import handle_errors, print_table
 def command(store: str) -> None:
     """Ingest the shipped H200 artefacts into STORE and print answers from them."""
     with connect(store, create=True) as db:
+        foreign = demo.foreign_runs(db.store)
+        if foreign:
+            raise UsageError(f"{store}: holds {foreign} runs that are not demo recordings; "
+                             "the demo would mix its versions into them. pass a new path, "
+                             "e.g. 'argus demo argus-demo.duckdb'")
         results = demo.build(db.store)
         for r in results:
             state = "already in store" if r.already else f"{sum(r.rows.values())} rows"

@@ -8,7 +8,7 @@ import click
 
 from argusdb.answers import export
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors
+from argusdb.cli.output import check_output_path, handle_errors
 from argusdb.errors import UsageError
 
 
@@ -39,6 +39,7 @@ def command(store: str, out: str, fmt: str, run_id: str | None, version: str | N
             "parquet": ("--query", sql)}[fmt]
     if not need[1]:
         raise UsageError(f"--format {fmt} needs {need[0]}")
+    check_output_path(out)
     with connect(store) as db:
         if fmt == "perfetto":
             doc: object = export.perfetto_trace(db, str(run_id))

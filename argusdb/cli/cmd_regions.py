@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from argusdb.cli.output import handle_errors, print_table
+from argusdb.errors import InputError
 from argusdb.regions import ProgramSource, parse_regions
 
 
@@ -15,11 +16,16 @@ from argusdb.regions import ProgramSource, parse_regions
 def command(source_file: str, as_json: bool) -> None:
     """List the regions of SOURCE_FILE ('# region <name>' markers in @triton.jit functions)."""
     regions = parse_regions(ProgramSource.from_path(source_file))
+    if not regions:
+        raise InputError(source_file, "declares no @triton.jit function, so it has no regions",
+                         "pass the Python file that defines the kernel (regions are "
+                         "'# region <name>' comments inside it)")
     if as_json:
         import json
 
-        click.echo(json.dumps([{"region_id": r.region_id, "start_line": r.start_line,
-                                "end_line": r.end_line} for r in regions]))
+        click.echo(json.dumps({"ok": True, "regions": [
+            {"region_id": r.region_id, "start_line": r.start_line, "end_line": r.end_line}
+            for r in regions]}))
         return
     print_table(["region_id", "start_line", "end_line"],
                 [(r.region_id, r.start_line, r.end_line) for r in regions])

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from argusdb.errors import ArgusError
+from argusdb.errors import ArgusError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,6 +44,32 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def check_output_path(path: str, *, folder: bool = False) -> None:
+    """Refuse an output path that cannot be written, before any work is done.
+
+    Args:
+        path: the file (or, with ``folder``, the directory) a command will write.
+        folder: the path names a directory that is created when missing.
+
+    Raises:
+        UsageError: the parent folder is missing, or a file stands where a folder must go
+            (or a folder where a file must go).
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    if folder:
+        if p.exists() and not p.is_dir():
+            raise UsageError(f"{path}: is a file, and --out names the folder to write into. "
+                             "pass a folder path (it is created when missing)")
+        return
+    if p.is_dir():
+        raise UsageError(f"{path}: is a folder. pass the path of the file to write")
+    if not p.parent.is_dir():
+        raise UsageError(f"{path}: the folder {p.parent} does not exist. create it first "
+                         "or pass a path in an existing folder")
+
+
 def _errors(exc: ArgusError) -> list[dict[str, Any]]:
     findings = getattr(exc, "findings", None)
     if findings:
@@ -65,17 +91,58 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], as_json: 
         w.writerow(columns)
         w.writerows(rows)
         return
+    print_text_table(columns, rows)
+
+
+def print_text_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """An aligned table for people (``rich``): numbers right-aligned, counts as integers with
+    thousands separators, NULL spelled out, never wrapped or cut (pipe it to ``less -S``)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     cells = [[_fmt(v) for v in r] for r in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
-    click.echo("  ".join("-" * w for w in widths))
+    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows)
+               for i in range(len(columns))]
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold",
+                  padding=(0, 1, 0, 1))
+    for name, num in zip(columns, numeric, strict=True):
+        table.add_column(Text(name), justify="right" if num else "left", no_wrap=True)
     for r in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+        table.add_row(*(Text(c) for c in r))  # cells are data, never markup
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    console = Console(width=max(80, sum(widths) + 2 * len(widths) + 2), highlight=False,
+                      soft_wrap=False, force_terminal=False, color_system=None)
+    with console.capture() as cap:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()))
+
+
+def _is_number(v: Any) -> bool:
+    from decimal import Decimal
+
+    return isinstance(v, int | float | Decimal) and not isinstance(v, bool)
 
 
 def _fmt(v: Any) -> str:
+    """A cell as a person reads it: 40,198,100 rather than 4.01981e+07."""
     if v is None:
         return "NULL"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if _is_number(v):  # DECIMAL columns (round(), sums of decimals)
+        v = float(v)
     if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
+        if v != v or v in (float("inf"), float("-inf")):
+            return str(v)
+        if v.is_integer() and abs(v) < 1e15:
+            return f"{int(v):,}"
+        if abs(v) >= 1e15 or (v != 0 and abs(v) < 1e-4):
+            return f"{v:.4g}"
+        if abs(v) >= 100:
+            return f"{v:,.1f}"
+        return f"{v:.4g}"
+    text = str(v)
+    return text if len(text) <= 120 and "\n" not in text else text.replace("\n", " ")[:117] + "..."

@@ -57,6 +57,29 @@ def artefacts(kernel: str) -> list[Path]:
     return sorted(p for s in SUFFIXES if (p := DATA / kernel / f"{kernel}{s}").is_file())
 
 
+def foreign_runs(store: Store) -> int:
+    """How many runs of ``store`` did not come from the demo's recordings.
+
+    ``argus demo`` refuses a store holding any: the demo's versions would sit beside the user's
+    own and every unfiltered question would mix them.
+    """
+    import hashlib
+    import json
+
+    if not store.has_table("run"):
+        return 0
+    shas = [hashlib.sha256(p.read_bytes()).hexdigest() for k in KERNELS for p in artefacts(k)]
+    sources = [ProgramSource.from_path(DATA / "kernels" / f"{k}.py").sha256 for k in KERNELS]
+    options = json.dumps({k: v for k, v in OPTIONS.items() if k != "target"}, sort_keys=True)
+    row = store.rows(
+        "SELECT count(*) AS n FROM run r LEFT JOIN program_version p USING (program_version) "
+        "WHERE NOT list_contains(?, r.artefact_sha256) "
+        "   OR NOT list_contains(?, coalesce(p.source_sha256, '')) "
+        "   OR coalesce(p.options::VARCHAR, '') <> ? OR p.parent_version IS NOT NULL",
+        [shas, sources, options])
+    return int(row[0]["n"])
+
+
 def build(store: Store) -> list[IngestResult]:
     """Ingest every demo artefact (idempotent: a second build writes nothing)."""
     out = []

@@ -53,8 +53,10 @@ def test_bad_option_is_usage_error(tmp_path: Path) -> None:
 def test_regions_json(tmp_path: Path) -> None:
     code, out, _ = run("regions", str(KERNELS / "softmax.py"), "--json")
     assert code == 0
+    doc = json.loads(out)
+    assert doc["ok"] is True
     assert {"region_id": "softmax/softmax_fwd/load", "start_line": 12,
-            "end_line": 13} in json.loads(out)
+            "end_line": 13} in doc["regions"]
 
 
 def test_demo_answers(tmp_path: Path) -> None:

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from argusdb import catalog
+from argusdb.cli import main
+
+
+def test_schema_lists_public_objects_with_docs() -> None:
+    r = CliRunner().invoke(main, ["schema", "--json"])
+    assert r.exit_code == 0
+    doc = json.loads(r.stdout)
+    names = {o["name"] for o in doc["objects"]}
+    assert {"evidence", "run", "program_version"} <= names
+    assert not any(n.startswith("_") for n in names)
+    assert all(o["description"] for o in doc["objects"] if o["kind"] != "macro")
+
+
+def test_schema_of_one_table_shows_every_documented_column() -> None:
+    r = CliRunner().invoke(main, ["schema", "evidence"])
+    assert r.exit_code == 0
+    for col in catalog.all_objects()["evidence"].columns:
+        assert col in r.stdout
+    assert "unit" in r.stdout
+
+
+def test_schema_misspelt_name_suggests() -> None:
+    r = CliRunner().invoke(main, ["schema", "evidense"])
+    assert r.exit_code == 2 and "did you mean 'evidence'" in r.stderr
