@@ -72,6 +72,11 @@ CASES: list[tuple[str, ...]] = [
     ("demo", "{text}"),
     ("demo", "{store}"),
     ("variant-check", "{text}", "v", "--parent", "p", "--rel-err", "0"),
+    ("copy", "{text}", "{missing}"),
+    ("copy", "{store}", "{store}"),
+    ("copy", "{store}", "{text}"),
+    ("runs", "{store}", "--as-of", "zz"),
+    ("query", "{store}", "SELECT 1", "--as-of", "999"),
     ("observe", "{syntax}", "--region", "broken/k/a", "--signals", "duration", "--dry-run"),
     ("observe", "{readme}", "--region", "x/y", "--signals", "duration", "--dry-run"),
 ]
