@@ -67,8 +67,8 @@ def test_commands_take_a_store_uri(shared_uri: str, tmp_path: Path) -> None:
     res = cli.invoke(main, ["diff", shared_uri, "--region", "softmax/softmax_fwd", "--from",
                             version, "--to", version, "--json"])
     assert res.exit_code == 0, res.output
-    res = cli.invoke(main, ["export", shared_uri, str(tmp_path / "x"), "--format", "parquet",
-                            "--run", runs[0][0]])
+    res = cli.invoke(main, ["export", shared_uri, str(tmp_path / "x.json"), "--format",
+                            "perfetto", "--run", runs[0][0]])
     assert res.exit_code == 0, res.output
     res = cli.invoke(main, ["dashboard", shared_uri, "--out", str(tmp_path / "dash")])
     assert res.exit_code == 0, res.output
