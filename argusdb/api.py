@@ -109,18 +109,23 @@ class Connection:
         timeout_s: time limit of one query, seconds (a positive finite number).
         max_rows: the most rows one answer may have (:meth:`query` raises beyond it).
         max_bytes: the most bytes one answer may have.
+        as_of: answer as the store stood at this snapshot (number) or time (ISO, UTC);
+            read-only.
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
                  timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
-                 max_bytes: int = MAX_BYTES) -> None:
+                 max_bytes: int = MAX_BYTES, as_of: str | None = None) -> None:
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = int(max_rows)
         self.max_bytes = int(max_bytes)
         if read_only and create:
             raise UsageError(f"{path}: a store cannot be created read-only; drop read_only "
                              f"or create it first with 'argus init {path}'")
-        self.store = Store.open(path, create=create, read_only=read_only)
+        if as_of is not None:
+            read_only = True  # a snapshot is answered, never written
+        self.store = Store.open(path, create=create, read_only=read_only,
+                                as_of=None if as_of is None else str(as_of))
         try:
             if read_only:
                 self._require_fresh()
@@ -220,7 +225,8 @@ class Connection:
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,
             timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
-            max_bytes: int = MAX_BYTES) -> Connection:
-    """Open the store at ``path`` (``create=True`` makes it when missing)."""
+            max_bytes: int = MAX_BYTES, as_of: str | None = None) -> Connection:
+    """Open the store at ``path`` (a DuckDB file or a ``ducklake:`` URI; ``create=True`` makes
+    it when missing; ``as_of`` a snapshot number or time opens it as it stood then)."""
     return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
-                      max_rows=max_rows, max_bytes=max_bytes)
+                      max_rows=max_rows, max_bytes=max_bytes, as_of=as_of)

@@ -396,18 +396,24 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
     """
     if prepared is None:
         prepared = prepare(paths, program, options, launch, artefacts)
-    plans, options = prepared.plans, prepared.options
-    results: list[IngestResult] = []
-    with store.transaction():
-        for pl in plans:
-            results.append(_write(store, pl, program, options, variant, task_id))
-            if progress is not None:
-                progress(results[-1])
-        # Attribution and derivation commit with the runs that change their inputs (one
-        # refresh for the command; versions without a program cost attribution nothing).
-        if any(not r.already for r in results):
-            materialize.refresh(store)
-    return results
+    plans, opts = prepared.plans, prepared.options
+
+    def attempt() -> list[IngestResult]:
+        results: list[IngestResult] = []
+        with store.transaction():
+            for pl in plans:
+                results.append(_write(store, pl, program, opts, variant, task_id))
+                if progress is not None:
+                    progress(results[-1])
+            # Attribution and derivation commit with the runs that change their inputs (one
+            # refresh for the command; versions without a program cost attribution nothing).
+            if any(not r.already for r in results):
+                materialize.refresh(store)
+        return results
+
+    # On a shared store an attempt that another writer's commit overtook runs again.
+    done: list[IngestResult] = store.retrying(attempt)
+    return done
 
 
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:

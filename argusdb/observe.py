@@ -112,7 +112,7 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
     own = isinstance(store, str | Path)
     st: Store | None
     if isinstance(store, str | Path):
-        exists = Path(store).exists()
+        exists = str(store).startswith("ducklake:") or Path(store).exists()
         st = Store.open(store, create=not dry_run) if exists or not dry_run else None
     else:
         st = store

@@ -12,6 +12,9 @@ Example:
 from __future__ import annotations
 
 import json
+import os
+import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +27,33 @@ import pyarrow as pa
 
 from argusdb import catalog
 from argusdb.errors import ArgusError, QueryFailed, StoreError
+
+#: Version of ``schema/`` this release writes. A store records its own in ``store_meta``; a store
+#: without that table but with ``run`` is version 1 (the first release). See
+#: :mod:`argusdb.store_versions` for the migrations.
+SCHEMA_VERSION = 2
+#: Seconds a writer (or reader) waits for another process's lock on an embedded store; the
+#: environment variable ARGUS_LOCK_TIMEOUT overrides it.
+LOCK_TIMEOUT_S = 120.0
+#: Prefix of a shared store's URI (see :mod:`argusdb.store_shared`).
+SHARED_PREFIX = "ducklake:"
+
+
+def lock_timeout_s() -> float:
+    """The lock wait limit: ARGUS_LOCK_TIMEOUT (seconds) when set, else LOCK_TIMEOUT_S."""
+    raw = os.environ.get("ARGUS_LOCK_TIMEOUT")
+    if raw is None:
+        return LOCK_TIMEOUT_S
+    try:
+        return max(0.0, float(raw))
+    except ValueError as exc:
+        raise StoreError(f"ARGUS_LOCK_TIMEOUT={raw!r} is not a number of seconds. Set it to "
+                         "e.g. 120, or unset it.") from exc
+
+
+def _pending_path(path: Path) -> Path:
+    """Marker of committed runs not yet checkpointed from the WAL into the store file."""
+    return path.with_name(path.name + ".argus-pending")
 
 #: Key columns the store adds to collector batches, per table.
 _KEYED = {
@@ -174,6 +204,34 @@ def _open_error(path: str, exc: Exception) -> StoreError:
                       "is an argusdb store.")
 
 
+def _connect_waiting(p: Path, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyConnection:
+    """Connect, waiting up to ``timeout_s`` while another process holds the file's lock."""
+    deadline = time.monotonic() + timeout_s
+    told = False
+    pause = 0.01
+    while True:
+        try:
+            return duckdb.connect(str(p), read_only=read_only, config=dict(_CONFIG))
+        except duckdb.Error as exc:
+            text = str(exc)
+            locked = "Could not set lock" in text or "Conflicting lock" in text
+            if locked and time.monotonic() < deadline:
+                if not told:
+                    holder = text.split("Conflicting lock is held in", 1)[-1].strip() \
+                        if "Conflicting lock is held in" in text else "another process"
+                    sys.stderr.write(f"argus: {p} is locked by {holder}; waiting up to "
+                                     f"{timeout_s:g} s (ARGUS_LOCK_TIMEOUT)\n")
+                    told = True
+                time.sleep(pause * (0.5 + random.random()))
+                pause = min(pause * 1.5, 0.2)
+                continue
+            if locked:
+                raise StoreError(f"{p}: still locked by another process after {timeout_s:g} s. "
+                                 "Wait for it to finish, or raise ARGUS_LOCK_TIMEOUT (seconds)."
+                                 ) from exc
+            raise _open_error(str(p), exc) from exc
+
+
 class Store:
     """An argusdb store (DuckDB file)."""
 
@@ -192,15 +250,34 @@ class Store:
         self._watchdog = _WATCHDOG
         #: DuckDB's memory limit once locked down (see :meth:`lock_down`).
         self.memory_limit = "4GB"
+        #: Runs added by the open transaction (see :meth:`transaction`).
+        self._new_runs: list[str] = []
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path, create: bool = False, read_only: bool = False) -> Store:
+    def open(cls, path: str | Path, create: bool = False, read_only: bool = False,
+             as_of: str | None = None, lock_timeout: float | None = None) -> Store:
         """Open a store; with ``create`` make it (and its tables) when missing.
 
+        ``path`` is a DuckDB file (the embedded store) or a ``ducklake:`` URI (a shared store,
+        :mod:`argusdb.store_shared`). ``as_of`` (a snapshot number or an ISO timestamp) opens the
+        store as it stood then, read-only. Another process's lock is waited for, up to
+        ``lock_timeout`` seconds (default :func:`lock_timeout_s`).
+
         Raises:
-            StoreError: the file is missing (without ``create``), locked, or not a store.
+            StoreError: the file is missing (without ``create``), locked past the wait, not a
+                store, of a newer schema, or its write-ahead log lost a committed run.
         """
+        if str(path).startswith(SHARED_PREFIX):
+            from argusdb import store_shared
+
+            return store_shared.open_shared(str(path), create=create, read_only=read_only,
+                                            as_of=as_of)
+        if as_of is not None:
+            from argusdb import store_versions
+
+            with cls.open(path, read_only=True, lock_timeout=lock_timeout) as src:
+                return store_versions.as_of(src, as_of)
         p = Path(path)
         if not create and not p.exists():
             raise StoreError(f"{path}: no such store. Create it with 'argus init {path}'.")
@@ -209,16 +286,29 @@ class Store:
         if p.exists() and (what := _not_a_store(p)):
             raise StoreError(f"{path}: {what}. Name an argusdb store, or create one with "
                              f"'argus init NEW.duckdb'.")
-        try:
-            con = duckdb.connect(str(p), read_only=read_only, config=dict(_CONFIG))
-        except duckdb.Error as exc:
-            raise _open_error(str(path), exc) from exc
+        con = _connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
+                               else lock_timeout)
         st = cls(str(p), con, read_only)
-        if not read_only:
-            st.ensure_schema()
-        elif not st.has_table("run"):
-            raise StoreError(f"{path}: not an argusdb store (no 'run' table). "
-                             f"Create one with 'argus init'.")
+        try:
+            st._check_pending()
+            version = st.schema_version()
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{path}: written by a newer argusdb (store schema {version}; "
+                                 f"this release reads schema {SCHEMA_VERSION} and older). "
+                                 "Upgrade argusdb to open it.")
+            if version == 0 and (read_only or not create):
+                raise StoreError(f"{path}: not an argusdb store (no 'run' table). "
+                                 f"Create one with 'argus init'.")
+            if read_only and version < SCHEMA_VERSION:
+                # An older store migrates through a short read-write opening, then reopens.
+                st.close()
+                cls.open(p, lock_timeout=lock_timeout).close()
+                return cls.open(p, read_only=True, lock_timeout=lock_timeout)
+            if not read_only:
+                st.ensure_schema(version)
+        except BaseException:
+            st.close()
+            raise
         return st
 
     def reader(self) -> Store:
@@ -228,6 +318,69 @@ class Store:
         view = _ReaderView(self.path, self.con, read_only=True)
         view.writer = self
         return view
+
+    @classmethod
+    def in_memory(cls, label: str) -> Store:
+        """An empty store in memory (snapshots, copies), named ``label`` in messages."""
+        st = cls(label, duckdb.connect(":memory:", config=dict(_CONFIG)))
+        st.ensure_schema(0)
+        return st
+
+    def load_arrow(self, table: str, data: pa.Table) -> None:
+        """Append ``data`` (columns named as the table's) to ``table``, by column name."""
+        self.con.register("_argus_load", data)
+        try:
+            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _argus_load")
+        finally:
+            self.con.unregister("_argus_load")
+        self.generation += 1
+
+    def reset_run_seq(self) -> None:
+        """Restart the run sequence after the highest run_seq held (after a bulk load)."""
+        row = self.con.execute("SELECT coalesce(max(run_seq), 0) + 1 FROM run").fetchone()
+        start = int(row[0]) if row else 1
+        self.con.execute(f"CREATE OR REPLACE SEQUENCE run_seq_gen START {start}")
+
+    def schema_version(self) -> int:
+        """The store's schema version: 0 for an empty database (a new store).
+
+        Raises:
+            StoreError: the database holds tables but is not an argusdb store.
+        """
+        if self.has_table("store_meta"):
+            row = self.con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'"
+                                   ).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: its store_meta table names no schema_version; "
+                                 "it was not written by argusdb. Use a new store file.")
+            return int(row[0])
+        if self.has_table("run"):
+            return 1
+        row = self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary"
+                               ).fetchone()
+        if row and row[0]:
+            raise StoreError(f"{self.path}: a DuckDB database that is not an argusdb store (it "
+                             "has tables, none of them 'run'). argusdb leaves it untouched; "
+                             "name a new store file.")
+        return 0
+
+    def _check_pending(self) -> None:
+        """Refuse a store whose WAL lost runs that were committed (see :meth:`transaction`)."""
+        marker = _pending_path(Path(self.path))
+        if not marker.exists():
+            return
+        runs = [r for r in marker.read_text().split() if r]
+        missing = [r for r in runs if not (self.has_table("run") and self.run_exists(r))]
+        if missing:
+            raise StoreError(
+                f"{self.path}: committed run(s) {', '.join(missing)} are missing: the write-ahead "
+                f"log ({Path(self.path).name}.wal) that held them did not replay (it is damaged, "
+                "truncated or was removed). The store file holds every run committed before "
+                f"them. To accept that loss, delete {marker.name} and ingest those artefacts "
+                "again.")
+        if not self.read_only:
+            self.con.execute("CHECKPOINT")
+            marker.unlink(missing_ok=True)
 
     def close(self) -> None:
         self.con.close()
@@ -246,13 +399,17 @@ class Store:
                                ).fetchone()
         return bool(row and row[0])
 
-    def ensure_schema(self) -> None:
-        """Create missing tables, (re)create views and macros, and copy the docs in."""
+    def ensure_schema(self, version: int = SCHEMA_VERSION) -> None:
+        """Create missing tables, (re)create views and macros, and copy the docs in; a store of
+        an older schema ``version`` is migrated in the same transaction."""
+        from argusdb import store_versions
+
         try:
             self.con.execute("BEGIN")
             for mod in catalog.schema_modules():
                 self.con.execute(mod.text)
             self.con.execute("CREATE SEQUENCE IF NOT EXISTS run_seq_gen START 1")
+            store_versions.migrate(self, version)
             for mod in catalog.query_modules():
                 self.con.execute(mod.text)
             for stmt in catalog.comment_statements():
@@ -261,6 +418,9 @@ class Store:
         except duckdb.Error as exc:
             self.con.execute("ROLLBACK")
             raise StoreError(f"{self.path}: cannot create the argusdb schema ({exc}).") from exc
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
 
     # -- reading ---------------------------------------------------------------------------
     def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
@@ -416,16 +576,55 @@ class Store:
     # -- writing ---------------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One transaction; rolled back on any exception (including KeyboardInterrupt)."""
+        """One transaction; rolled back on any exception (including KeyboardInterrupt).
+
+        A transaction that adds runs also records a snapshot (``store_snapshot``), and once it
+        has committed the WAL is checkpointed into the store file, so losing the WAL cannot lose
+        the run; until then a marker names the runs, and :meth:`open` refuses a store whose WAL
+        did not give them back.
+        """
         with self._lock:
             self.con.execute("BEGIN")
+            self._new_runs = []
             try:
                 yield self.con
+                self._before_commit()
             except BaseException:
                 self.con.execute("ROLLBACK")
+                self._new_runs = []
                 raise
             self.con.execute("COMMIT")
             self.generation += 1
+            self._after_commit()
+
+    def _before_commit(self) -> None:
+        if self._new_runs:
+            self.con.execute(
+                "INSERT INTO store_snapshot SELECT coalesce((SELECT max(snapshot_id) FROM "
+                "store_snapshot), 0) + 1, now()::TIMESTAMP, (SELECT max(run_seq) FROM run), "
+                "'ingest', ?", [self._new_runs])
+
+    def _after_commit(self) -> None:
+        runs, self._new_runs = self._new_runs, []
+        if not runs or not Path(self.path).is_file():
+            return
+        marker = _pending_path(Path(self.path))
+        with open(marker, "w") as fh:
+            fh.write("\n".join(runs) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        with suppress(duckdb.Error):   # another cursor's open transaction: the next one does
+            self.con.execute("CHECKPOINT")
+            marker.unlink(missing_ok=True)
+
+    def retrying(self, attempt: Any) -> Any:
+        """Run ``attempt()`` (one whole write); a shared store reruns it on a commit conflict."""
+        return attempt()
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        """The store's snapshots, oldest first (``argus runs --snapshots``)."""
+        return self.rows("SELECT snapshot_id, committed_at, run_seq_max, kind, run_ids "
+                         "FROM store_snapshot ORDER BY snapshot_id")
 
     def next_run_seq(self) -> int:
         row = self.con.execute("SELECT nextval('run_seq_gen')").fetchone()
@@ -435,6 +634,8 @@ class Store:
     def insert_row(self, table: str, row: dict[str, Any]) -> None:
         """Insert one row given as a dict; dicts and lists are stored as JSON."""
         self.generation += 1
+        if table == "run":
+            self._new_runs.append(str(row["run_id"]))
         cols = list(row)
         vals = [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
                 for v in row.values()]

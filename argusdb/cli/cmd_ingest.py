@@ -27,11 +27,15 @@ from argusdb.variants import VariantOf
 @click.option("--transform", help="Transform that made the variant, e.g. "
                                   "'forced_wait:softmax/softmax_fwd/load' (with --parent-version).")
 @click.option("--transform-task", help="Task that made the variant (default 'x-<version>').")
+@click.option("--lock-timeout", type=float, default=None, metavar="S",
+              help="Wait at most S seconds for another process's lock on the store "
+                   "(default: ARGUS_LOCK_TIMEOUT, else 120).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
             options: tuple[str, ...], parent_version: str | None, transform: str | None,
-            transform_task: str | None, as_json: bool) -> None:
+            transform_task: str | None, as_json: bool, lock_timeout: float | None = None
+            ) -> None:
     """Ingest artefacts (kind detected from content), each as one run, all in one transaction.
 
     With --program, the artefacts share the GPU target any of them states (a conflict is
@@ -59,7 +63,7 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     # Every artefact is read and checked before the store is opened: a refused one leaves the
     # store untouched, byte for byte, and refuses the whole command.
     prepared = prepare(files, program, opts)
-    with Store.open(store, create=True) as st:
+    with Store.open(store, create=True, lock_timeout=lock_timeout) as st:
         # One transaction for the whole command: a conflict or a corrupt file writes nothing.
         try:
             results = ingest_paths(st, list(files), program, opts, variant,

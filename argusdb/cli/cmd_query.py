@@ -28,10 +28,13 @@ DEFAULT_LIMIT = 10_000
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT,
               show_default=True, help="Print at most this many rows (the answer says when "
               "it was cut).")
+@click.option("--as-of", "as_of", metavar="SNAPSHOT|TIME",
+              help="Answer as the store stood at this snapshot ('argus runs --snapshots') or "
+                   "ISO time (UTC), attribution included.")
 @output_options
 @handle_errors
 def command(store: str, sql: str, timeout_s: float, limit: int, as_json: bool,
-            as_csv: bool) -> None:
+            as_csv: bool, as_of: str | None = None) -> None:
     """Check SQL against the compatibility rules, then run it read-only over STORE.
 
     SQL may start with a comment ('-- why'), or be '-' to read it from stdin; 'argus query
@@ -46,7 +49,7 @@ def command(store: str, sql: str, timeout_s: float, limit: int, as_json: bool,
     """
     text = sql_text(sql)
     with hard_time_limit(timeout_s, as_json), \
-            connect(store, read_only=True, timeout_s=timeout_s) as db:
+            connect(store, read_only=True, timeout_s=timeout_s, as_of=as_of) as db:
         table, prov = db.query_with_provenance(text, limit=limit)
         if (gap := empty_answer(db, text, table)) is not None:
             raise gap  # no evidence of the region it names: say so, with the observe request

@@ -1,0 +1,29 @@
+"""``argus copy SRC DST``: copy a store into a new one of either kind (file or shared URI)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from argusdb.cli.output import handle_errors
+from argusdb.store_copy import copy_store
+
+
+@click.command("copy")
+@click.argument("src")
+@click.argument("dst")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@handle_errors
+def command(src: str, dst: str, as_json: bool) -> None:
+    """Copy every table of store SRC into DST, a new store (embedded file or ducklake: URI).
+
+    Example: argus copy argus.duckdb 'ducklake:postgres:dbname=argus host=127.0.0.1
+    data_path=/srv/argus/lake'
+    """
+    counts = copy_store(src, dst)
+    if as_json:
+        click.echo(json.dumps({"ok": True, "rows": counts}))
+    else:
+        click.echo(f"copied {counts.get('run', 0)} runs, "
+                   f"{sum(counts.values())} rows in {len(counts)} tables: {src} -> {dst}")

@@ -1,0 +1,240 @@
+"""The embedded store: waiting for locks, the WAL, schema versions and migration."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from argusdb import demo
+from argusdb.api import connect
+from argusdb.cli import main
+from argusdb.errors import StoreError
+from argusdb.ingest import ingest_path
+from argusdb.regions import ProgramSource
+from argusdb.store import SCHEMA_VERSION, Store
+from tests.conftest import DEMO, KERNELS, ROOT
+
+V1 = ROOT / "tests" / "data" / "store" / "v1-softmax.duckdb.gz"
+CUPTI = DEMO / "softmax" / "softmax.cupti.jsonl"
+SOFTMAX = KERNELS / "softmax.py"
+
+
+def _hold(db: Path, seconds: float) -> subprocess.Popen[str]:
+    """A process that holds the store's write lock for ``seconds``."""
+    code = (f"import duckdb, time\nc = duckdb.connect({str(db)!r})\nprint('held', flush=True)\n"
+            f"time.sleep({seconds})\nc.close()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_writer_waits_for_the_lock_then_lands(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    Store.open(db, create=True).close()
+    proc = _hold(db, 1.5)
+    t0 = time.monotonic()
+    res = CliRunner().invoke(main, ["ingest", str(db), str(CUPTI), "--program", str(SOFTMAX)])
+    waited = time.monotonic() - t0
+    proc.wait()
+    assert res.exit_code == 0, res.output
+    assert "locked by" in res.output and "waiting up to" in res.output
+    assert waited >= 0.5
+    with Store.open(db, read_only=True) as st:
+        assert st.sql("SELECT count(*) FROM run").fetchone() == (1,)
+
+
+def test_writer_gives_up_after_the_timeout_with_a_message(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    Store.open(db, create=True).close()
+    proc = _hold(db, 3)
+    try:
+        res = CliRunner().invoke(main, ["ingest", str(db), str(CUPTI), "--lock-timeout", "0.3"])
+        assert res.exit_code == 2
+        assert "still locked by another process after 0.3 s" in res.output
+        assert "ARGUS_LOCK_TIMEOUT" in res.output
+        assert "Traceback" not in res.output
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_reader_waits_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "r.duckdb"
+    with Store.open(db, create=True) as st:
+        ingest_path(st, CUPTI, ProgramSource.from_path(SOFTMAX))
+    proc = _hold(db, 1.0)
+    monkeypatch.setenv("ARGUS_LOCK_TIMEOUT", "30")
+    res = CliRunner().invoke(main, ["runs", str(db), "--json"])
+    proc.wait()
+    assert res.exit_code == 0, res.output
+    assert '"run_id"' in res.output
+
+
+def _committed_in_wal(db: Path) -> str:
+    """Ingest in a process that dies after COMMIT and before the checkpoint: the run is only in
+    the WAL, and the pending marker names it."""
+    Store.open(db, create=True).close()
+    code = (
+        "import os\nfrom argusdb.store import Store\nfrom argusdb.ingest import ingest_path\n"
+        "from argusdb.regions import ProgramSource\n"
+        "Store._after_commit_orig = Store._after_commit\n"
+        "def dying(self):\n"
+        "    import duckdb\n"
+        "    runs = list(self._new_runs)\n"
+        "    p = self.path + '.argus-pending'\n"
+        "    open(p, 'w').write('\\n'.join(runs))\n"
+        "    print(runs[0], flush=True); os._exit(0)\n"
+        "Store._after_commit = dying\n"
+        f"st = Store.open({str(db)!r})\n"
+        "st.con.execute(\"SET checkpoint_threshold = '10GB'\")\n"
+        f"ingest_path(st, {str(CUPTI)!r}, ProgramSource.from_path({str(SOFTMAX)!r}))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    assert (db.parent / (db.name + ".wal")).stat().st_size > 0
+    return out.stdout.strip()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "removed", "emptied"])
+def test_a_wal_that_loses_a_committed_run_is_refused(tmp_path: Path, damage: str) -> None:
+    db = tmp_path / "d.duckdb"
+    run = _committed_in_wal(db)
+    wal = db.parent / (db.name + ".wal")
+    if damage == "truncated":
+        os.truncate(wal, wal.stat().st_size // 2)
+    elif damage == "removed":
+        wal.unlink()
+    else:
+        os.truncate(wal, 0)
+    for ro in (True, False):
+        with pytest.raises(StoreError, match=f"committed run.*{run}.*did not replay"):
+            Store.open(db, read_only=ro)
+    res = CliRunner().invoke(main, ["runs", str(db)])
+    assert res.exit_code == 2 and "write-ahead log" in res.output
+
+
+def test_a_corrupt_wal_is_named(tmp_path: Path) -> None:
+    db = tmp_path / "c.duckdb"
+    _committed_in_wal(db)
+    wal = db.parent / (db.name + ".wal")
+    n = wal.stat().st_size
+    with open(wal, "r+b") as fh:
+        fh.seek(n // 2)
+        b = fh.read(1)
+        fh.seek(n // 2)
+        fh.write(bytes([b[0] ^ 0xFF]))
+    with pytest.raises(StoreError, match=r"write-ahead log \(c.duckdb.wal\) does not replay"):
+        Store.open(db)
+
+
+def test_an_intact_wal_replays_and_is_checkpointed(tmp_path: Path) -> None:
+    db = tmp_path / "i.duckdb"
+    run = _committed_in_wal(db)
+    with Store.open(db) as st:
+        assert st.run_exists(run)
+    assert not (db.parent / (db.name + ".argus-pending")).exists()
+    with Store.open(db, read_only=True) as st:
+        assert st.snapshots()[-1]["run_ids"] == [run]
+
+
+def test_each_ingest_is_checkpointed(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    with Store.open(db, create=True) as st:
+        ingest_path(st, CUPTI, ProgramSource.from_path(SOFTMAX))
+        wal = db.parent / (db.name + ".wal")
+        assert not wal.exists() or wal.stat().st_size == 0
+        assert not (db.parent / (db.name + ".argus-pending")).exists()
+
+
+def test_not_a_store(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n" * 10)
+    with pytest.raises(StoreError, match="not a DuckDB database"):
+        Store.open(text, create=True)
+    with pytest.raises(StoreError, match="is a directory"):
+        Store.open(tmp_path, create=True)
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE sales (x INTEGER)")
+    con.close()
+    before = other.read_bytes()
+    for kw in ({"create": True}, {"read_only": True}, {}):
+        with pytest.raises(StoreError, match="not an argusdb store"):
+            Store.open(other, **kw)  # type: ignore[arg-type]
+    assert other.read_bytes() == before
+    res = CliRunner().invoke(main, ["ingest", str(text), str(CUPTI)])
+    assert res.exit_code == 2 and "not a DuckDB database" in res.output
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "n.duckdb"
+    Store.open(db, create=True).close()
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'",
+                [str(SCHEMA_VERSION + 1)])
+    con.close()
+    for ro in (True, False):
+        with pytest.raises(StoreError, match=f"newer argusdb \\(store schema "
+                                             f"{SCHEMA_VERSION + 1}"):
+            Store.open(db, read_only=ro)
+
+
+def _answers(path: str | Path) -> list[list[dict[str, object]]]:
+    with connect(path, read_only=True) as db:
+        return [db.query(q).to_pylist() for q in (demo.QUESTION, demo.REGION_BREAKDOWN)]
+
+
+def test_v1_store_migrates_and_answers_identically(tmp_path: Path) -> None:
+    """A store written by the release before schema versions (tests/data/store) opens,
+    migrates in one transaction and answers the README's demo questions as a new store does."""
+    old = tmp_path / "v1.duckdb"
+    with gzip.open(V1) as src, open(old, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    con = duckdb.connect(str(old), read_only=True)
+    tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    con.close()
+    assert "run" in tables and "store_meta" not in tables
+    got = _answers(old)   # a read-only opening migrates through a short writable one
+    with Store.open(old, read_only=True) as st:
+        assert st.schema_version() == SCHEMA_VERSION
+        snaps = st.snapshots()
+        runs = st.sql("SELECT run_id FROM run ORDER BY run_seq").fetchall()
+    assert [s["run_ids"] for s in snaps] == [[r] for (r,) in runs]
+    assert {s["kind"] for s in snaps} == {"migrated"}
+    fresh = tmp_path / "fresh.duckdb"
+    with Store.open(fresh, create=True) as st:
+        prog = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
+        for p in demo.artefacts("softmax"):
+            ingest_path(st, p, prog, dict(demo.OPTIONS))
+    assert got == _answers(fresh)
+    assert got[0] == [{"region_id": "softmax/softmax_fwd", "launches": 20, "median_us": 32.544,
+                       "min_us": 32.223, "max_us": 34.848}]
+    assert len(got[1]) == 4
+
+
+def test_failed_migration_leaves_the_old_store(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    old = tmp_path / "v1.duckdb"
+    with gzip.open(V1) as src, open(old, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    from argusdb import store_versions
+
+    def broken(store: Store, version: int) -> None:
+        store.con.execute("INSERT INTO store_meta VALUES ('schema_version', '2')")
+        raise StoreError("migration step failed")
+
+    monkeypatch.setattr(store_versions, "migrate", broken)
+    with pytest.raises(StoreError, match="migration step failed"):
+        Store.open(old)
+    con = duckdb.connect(str(old), read_only=True)
+    assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'store_meta'"
+                       ).fetchone() == (0,)
+    con.close()
