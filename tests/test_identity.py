@@ -18,7 +18,7 @@ from argusdb.cli import main
 from argusdb.ingest import ingest_path, ingest_paths
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
-from tests.conftest import DATA
+from tests.conftest import DATA, ROOT
 
 KINETO = DATA / "kineto" / "benchmark_result_924719_1679055439_trace.json.gz"
 NSYS = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
@@ -194,7 +194,7 @@ def test_the_instruction_fingerprint_tells_compiles_apart_and_agrees_across_tool
     db = str(tmp_path / "v.duckdb")
     r = CliRunner().invoke(main, ["ingest", db, str(gpu / "softmax.default.source.csv"),
                                   str(gpu / "softmax.default.fw_load.sass"), "--program",
-                                  str(DATA.parent.parent / "gpu" / "kernels" / "softmax.py")])
+                                  str(ROOT / "tools" / "h200" / "kernels" / "softmax.py")])
     assert r.exit_code == 2 and "different machine code for softmax_fwd" in r.output
     assert "softmax.default.fw_load.sass" in r.output
     assert not Path(db).exists()  # checked before the store is opened

@@ -197,7 +197,7 @@ def test_a_scope_asked_but_not_delivered_is_insufficient(observed: str, tmp_path
 
 
 async def _tools(store: str) -> dict[str, Any]:
-    server = build_server(store)
+    server, worker = build_server(store)
     out = {}
     for name, args in (
             ("report", {"region": REDUCE, "signals": ["inst_executed"]}),
@@ -206,6 +206,7 @@ async def _tools(store: str) -> dict[str, Any]:
                               f"'{REDUCE}' AND signal = 'duration'"})):
         res = await server.call_tool(name, args)
         out[f"{name}:{args.get('signals', ['q'])[0]}"] = json.loads(res.content[0].text)
+    worker.close()
     return out
 
 

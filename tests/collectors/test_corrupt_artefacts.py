@@ -130,7 +130,9 @@ def test_every_shipped_artefact_still_ingests() -> None:
         if reader.kind in ("ncu.report", "ncu.details_csv"):
             continue
         art = reader.read(path)
-        assert sum(b.num_rows for _, b in art.batches()) > 0, path
+        rows = sum(b.num_rows for _, b in art.batches())
+        # Triton IR yields call sites only: a kernel that inlines no library code has none.
+        assert rows > 0 or art.kind.startswith("triton."), path
         kinds[art.kind] = kinds.get(art.kind, 0) + 1
     assert set(kinds) == {"nvdisasm.sass", "triton.ptx", "triton.ttgir", "triton.ttir",
                           "cupti.activity_jsonl", "ncu.source_csv", "ncu.raw_csv",
