@@ -18,15 +18,16 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from argusdb import checker, materialize
 from argusdb.errors import Finding, QueryFailed, QueryRefused, StoreError, UsageError
-from argusdb.ingest import IngestResult, ingest_path
-from argusdb.regions import ProgramSource
 from argusdb.store import MAX_BYTES, MAX_ROWS, Store, deadline, set_overrun_handler
+
+if TYPE_CHECKING:
+    from argusdb.ingest import IngestResult
 
 __all__ = ["Connection", "cap_process_memory", "connect", "deadline", "set_overrun_handler",
            "valid_sql", "valid_timeout"]
@@ -167,6 +168,9 @@ class Connection:
         if self.store.read_only:
             raise UsageError(f"{self.store.path} is open read-only; open it with "
                              f"argusdb.connect(path) to ingest")
+        from argusdb.ingest import ingest_path  # the collectors load with the first ingest
+        from argusdb.regions import ProgramSource
+
         src = ProgramSource.from_path(program) if program else None
         result = ingest_path(self.store, path, src, options)
         checker.refresh_metadata(self.store)

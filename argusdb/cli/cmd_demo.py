@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from argusdb import demo
+from argusdb import checker, demo
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, print_table
 from argusdb.errors import UsageError
@@ -22,6 +22,7 @@ def command(store: str) -> None:
                              "the demo would mix its versions into them. pass a new path, "
                              "e.g. 'argus demo argus-demo.duckdb'")
         results = demo.build(db.store)
+        checker.refresh_metadata(db.store)  # a later 'argus query' reads the stored summary
         for r in results:
             state = "already in store" if r.already else f"{sum(r.rows.values())} rows"
             click.echo(f"ingested {r.path.split('/')[-1]} ({r.kind}): {state}", err=True)
