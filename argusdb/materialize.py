@@ -81,15 +81,35 @@ def _attribution_state(store: Store) -> dict[str, _Version]:
                       "FROM attribution_input_state").fetchall()}
 
 
+#: The runs derivation may read (``queries/derivation/``): those of forced-wait variants and
+#: their parents (exposed latency), forced-wait and ``torchdist`` runs (exposed
+#: communication), and runs of a multi-process launch (clock offsets). A run of none of these
+#: kinds cannot change a derived value, so adding one rebuilds nothing.
+DERIVATION_RUNS = """
+    SELECT run_id, run_seq FROM run
+    WHERE forced_wait OR collector = 'torchdist' OR launch_group IS NOT NULL
+       OR rank IS NOT NULL
+       OR program_version IN (SELECT program_version FROM program_version
+                              WHERE parent_version IS NOT NULL
+                              UNION ALL SELECT parent_version FROM program_version
+                              WHERE parent_version IS NOT NULL)
+"""
+
+
 def _derivation_state(store: Store, versions: dict[str, _Version]) -> str:
-    """Fingerprint of derivation's inputs: every run (variants and parents, launch groups,
-    forced-wait pairs: any may be read), the attribution state, variant checks and module SQL."""
+    """Fingerprint of derivation's inputs: the runs it may read (:data:`DERIVATION_RUNS`), the
+    attribution state, variant checks and module SQL."""
     checks = store.sql("SELECT string_agg(concat_ws(':', variant_version, parent_version, "
                        "rel_err, tolerance, passed, checked_at), ',' ORDER BY ALL) "
                        "FROM variant_check").fetchone()
     runs = store.sql("SELECT md5(coalesce(string_agg(run_id, ',' ORDER BY run_seq), '')) "
-                     "FROM run").fetchone()
-    doc = "|".join([*(f"{v}={s.static}" for v, s in sorted(versions.items())),
+                     f"FROM ({DERIVATION_RUNS})").fetchone()
+    # the versions a probe names (variants and parents): their spans bind the probes
+    probed = {str(v) for (v,) in store.sql(
+        "SELECT program_version FROM program_version WHERE parent_version IS NOT NULL "
+        "UNION SELECT parent_version FROM program_version WHERE parent_version IS NOT NULL"
+    ).fetchall()}
+    doc = "|".join([*(f"{v}={s.static}" for v, s in sorted(versions.items()) if v in probed),
                     str(runs[0] if runs else ""), str(checks[0] if checks else ""),
                     _code_sha("derivation")])
     return hashlib.md5(doc.encode()).hexdigest()

@@ -42,7 +42,7 @@ from argusdb.regions import ProgramSource  # noqa: E402
 from argusdb.store import Store  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu"
-MATMUL = ROOT / "gpu" / "kernels" / "matmul.py"
+MATMUL = ROOT / "tools" / "h200" / "kernels" / "matmul.py"
 REGION = "matmul/matmul_kernel"
 CONFIGS = ("bk64_s3", "bk32_s1", "bn256_s3")
 #: Source-page replicas per transaction while building.
