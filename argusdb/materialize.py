@@ -219,6 +219,7 @@ def refresh(store: Store) -> RefreshReport:
             "run_seq_built": max(state.run_seqs, default=0), "n_rows": n, "built_at": now})
         report.attribution_rows += n
     report.rebuilt_versions = sorted(plan)
+    _note(store, whole, now)
     derivation = _derivation_state(store, current)
     if _built_derivation(store) != derivation:
         store.sql("DELETE FROM derived_evidence")
@@ -233,6 +234,19 @@ def refresh(store: Store) -> RefreshReport:
         report.derivation_rebuilt = True
     _record_token(store)
     return report
+
+
+def _note(store: Store, whole: list[str], now: datetime) -> None:
+    """Record, in the refresh's transaction, the versions whose attribution was rebuilt whole
+    (``materialization`` rows named 'rebuilt'): the checker's summary refresh re-reads their
+    attributed rows and clears the rows. Runs attributed on their own are the runs the summary
+    has not seen yet; nothing else changes attributed rows."""
+    for version in whole:
+        store.sql("DELETE FROM materialization WHERE name = 'rebuilt' AND program_version = ?",
+                  [version])
+        store.insert_row("materialization", {
+            "name": "rebuilt", "program_version": version, "fingerprint": "",
+            "runs_fingerprint": "", "run_seq_built": 0, "n_rows": 0, "built_at": now})
 
 
 def _inputs_token(store: Store) -> str:

@@ -399,7 +399,17 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
     # the new runs' observed rows, and the attributed/derived rows of their versions (all
     # of them when the runs are not named: a materialization may have rebuilt any)
     parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'"]
-    if runs is None:
+    if runs is None and incremental:
+        # Attribution adds the new runs' rows, or rebuilds a version whole and says so
+        # (materialization rows 'rebuilt'); derivation is small and re-read whole.
+        whole = [r[0] for r in cur.execute("SELECT program_version FROM materialization "
+                                           "WHERE name = 'rebuilt'").fetchall()]
+        parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class IN ('observed', "
+                 f"'attributed')", "evidence_class = 'derived'"]
+        if whole:
+            parts.append(f"program_version IN ({quoted(whole)}) AND run_id NOT IN "
+                         f"({quoted(run_list)}) AND evidence_class = 'attributed'")
+    elif runs is None:
         parts.append("evidence_class IN ('attributed', 'derived')")
     else:
         versions = [r[0] for r in cur.execute(
@@ -415,6 +425,8 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
                 cur.execute(f"INSERT INTO {name} {meta._summary_columns(relation, which)[1]}")
         else:
             cur.execute(f"CREATE OR REPLACE TABLE {name} AS {build}")
+        if runs is None and store.has_table("materialization"):
+            cur.execute("DELETE FROM materialization WHERE name = 'rebuilt'")  # read above
         cur.execute("CREATE TABLE IF NOT EXISTS main._argus_meta_stamp "
                     "(relation VARCHAR PRIMARY KEY, fingerprint VARCHAR)")
         cur.execute("INSERT OR REPLACE INTO main._argus_meta_stamp VALUES (?, ?)",
