@@ -223,9 +223,12 @@ def refresh(store: Store) -> RefreshReport:
     derivation = _derivation_state(store, current)
     if _built_derivation(store) != derivation:
         store.sql("DELETE FROM derived_evidence")
-        store.sql("INSERT INTO derived_evidence SELECT * FROM _derived_evidence_build")
-        row = store.sql("SELECT count(*) FROM derived_evidence").fetchone()
-        report.derived_rows = int(row[0]) if row else 0
+        report.derived_rows = 0
+        read = store.sql(f"SELECT count(*) FROM ({DERIVATION_RUNS})").fetchone()
+        if read and read[0]:  # no run derivation may read: it derives nothing
+            store.sql("INSERT INTO derived_evidence SELECT * FROM _derived_evidence_build")
+            row = store.sql("SELECT count(*) FROM derived_evidence").fetchone()
+            report.derived_rows = int(row[0]) if row else 0
         store.sql("DELETE FROM materialization WHERE name = 'derivation'")
         store.insert_row("materialization", {
             "name": "derivation", "program_version": WHOLE, "fingerprint": derivation,
