@@ -11,6 +11,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -400,9 +401,17 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
 
     def attempt() -> list[IngestResult]:
         results: list[IngestResult] = []
-        with store.transaction():
+        with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool:
             pending = _Pending()
-            for pl in plans:
+            # A small file's next neighbour is parsed (Python) while this one is inserted
+            # (DuckDB, without the GIL); a large file streams its batches as it is read.
+            ahead = [pool.submit(_parsed, pl) if _small(pl) else None for pl in plans[:1]]
+            for i, pl in enumerate(plans):
+                if i + 1 < len(plans):
+                    nxt = plans[i + 1]
+                    ahead.append(pool.submit(_parsed, nxt) if _small(nxt) else None)
+                pending.parsed = ahead[i]
+                ahead[i] = None
                 results.append(_write(store, pl, program, opts, variant, task_id, pending))
                 if progress is not None:
                     progress(results[-1])
@@ -447,6 +456,21 @@ def _known(path: Path) -> bool:
     return bool(head.strip()) and any(r.sniff(path, head) for r in readers())
 
 
+#: Files up to this size are parsed ahead of their turn, whole (bounded: one file ahead).
+PARSE_AHEAD_BYTES = 16 << 20
+
+
+def _small(pl: _Planned) -> bool:
+    try:
+        return pl.path.stat().st_size <= PARSE_AHEAD_BYTES
+    except OSError:
+        return False
+
+
+def _parsed(pl: _Planned) -> list[tuple[str, pa.RecordBatch]]:
+    return list(pl.art.batches())
+
+
 @dataclass
 class _Pending:
     """Rows of one command written at its end (one statement per table, not one per file),
@@ -456,6 +480,8 @@ class _Pending:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     run_ids: set[str] = field(default_factory=set)
     versions: set[str] = field(default_factory=set)
+    #: The batches of the artefact being written, parsed ahead (None: read them now).
+    parsed: Future[list[tuple[str, pa.RecordBatch]]] | None = None
 
 
 def _version_row(store: Store, version: str, program: ProgramSource | None,
@@ -538,7 +564,8 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
     other_rows: dict[str, int] = {}
     stem = program.stem if program else None
     try:
-        for table, batch in art.batches():
+        for table, batch in (pending.parsed.result() if pending.parsed is not None
+                             else art.batches()):
             dest = _TABLES[table]
             if other_keys is not None and "kernel" in batch.schema.names \
                     and table not in _RANK_TABLES:
