@@ -210,6 +210,12 @@ def _compile_sm90_files(path: str, cfg: harness.Config, out: str, tag: str) -> d
 def interpret_env() -> None:
     """The CPU dry mode: Triton's interpreter, with the numpy >= 2.4 index shim."""
     os.environ["TRITON_INTERPRET"] = "1"
+    interpreter_shim()
+
+
+def interpreter_shim() -> None:
+    """Let Triton 3.6's interpreter run ``range()`` over runtime ints with numpy >= 2.4 (it
+    turns a 1-element array into an index with ``int(array)``, which numpy 2.4 refuses)."""
     import triton.runtime.interpreter as interp
 
     if getattr(interp, "_argus_ab_shimmed", False):

@@ -14,7 +14,9 @@ over its interleaved re-timings (see :mod:`bench.ab.run`) of each re-timing run'
 duration, read from the store (``evidence``, signal ``duration``, one value per launch).
 CI: 95 % Student t over seeds (mean of the per-seed
 speed-ups). A kernel counts as improved by an arm when every seed's verified speed-up is
-above 1.01. Geomean over kernels of the per-kernel mean speed-up.
+above 1.01. Geomean over kernels of the per-kernel mean speed-up. Evidence over latency: per
+(kernel, seed) the evidence arm's speed-up over the latency arm's (same seed, same random
+stream), geomean with a 95 % t interval on the logs, and how many pairs differ by over 1 %.
 """
 
 from __future__ import annotations
@@ -185,7 +187,21 @@ def summarize(dirs: list[Path]) -> dict[str, Any]:
                       for f in ("candidates", "evidence", "candidates_within_budget",
                                 "evidence_within_budget")}
         totals[arm] = t
-    return {"kernels": kernels, "totals": totals}
+    paired: dict[str, Any] = {}
+    for setting in SETTINGS:
+        logs, wins, losses = [], 0, 0
+        for k in kernels.values():
+            a = k["arms"]["latency"][setting]
+            b = k["arms"]["evidence"][setting]
+            for x, y in zip(a["speedups"], b["speedups"], strict=False):
+                r = y / x
+                logs.append(math.log(r))
+                wins += r > IMPROVED
+                losses += r < 1 / IMPROVED
+        m, lo, hi = t_ci(logs) if logs else (math.nan, math.nan, math.nan)
+        paired[setting] = {"geomean_ratio": math.exp(m), "ci": [math.exp(lo), math.exp(hi)],
+                           "pairs": len(logs), "evidence_ahead": wins, "latency_ahead": losses}
+    return {"kernels": kernels, "totals": totals, "evidence_over_latency": paired}
 
 
 def _within(runs: dict[tuple[str, int], list[dict[str, Any]]], arm: str) -> float:
@@ -225,6 +241,14 @@ def markdown(s: dict[str, Any]) -> str:
             lines.append(f"| {arm} | {setting} | {t[setting]['geomean_speedup']:.4f} | "
                          f"{t[setting]['kernels_improved']} / {t[setting]['kernels']} | "
                          f"{t['gpu_s']['candidates']:.2f} | {t['gpu_s']['evidence']:.2f} |")
+    lines.append("")
+    lines.append("| setting | evidence / latency speed-up, geomean over (kernel, seed) [95 % CI] "
+                 "| pairs | evidence ahead > 1 % | latency ahead > 1 % |")
+    lines.append("| --- | --- | --- | --- | --- |")
+    for setting, p in s["evidence_over_latency"].items():
+        lines.append(f"| {setting} | {p['geomean_ratio']:.4f} [{p['ci'][0]:.4f}, "
+                     f"{p['ci'][1]:.4f}] | {p['pairs']} | {p['evidence_ahead']} | "
+                     f"{p['latency_ahead']} |")
     return "\n".join(lines) + "\n"
 
 
