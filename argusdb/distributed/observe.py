@@ -212,7 +212,7 @@ def _evidence(st: Store, p: Plan) -> Any:
 
 
 def _report(st: Store, p: Plan, results: list[LaunchOutcome], answer: Any) -> dict[str, Any]:
-    tasks = [{"id": r.task_id, "action": r.action, "run": p.task(r.task_id).run,
+    tasks: list[dict[str, Any]] = [{"id": r.task_id, "action": r.action, "run": p.task(r.task_id).run,
               "status": r.status, "wall_s": r.wall_s, "gpu_s": r.gpu_s, "reuse": None,
               "runs": r.run_ids, "params": p.task(r.task_id).params, "detail": r.detail}
              for r in results]
@@ -221,10 +221,10 @@ def _report(st: Store, p: Plan, results: list[LaunchOutcome], answer: Any) -> di
                        "list_contains(?, task_id) GROUP BY ALL ORDER BY ALL",
                        [[t.id for t in p.tasks]]):
         counts.setdefault(row["signal"], {})[row["evidence_class"]] = row["n"]
-    failed = [{"task": t["id"], "action": t["action"], "status": t["status"],
-               "error": t["detail"].get("error") or t["detail"].get("reason"),
-               "evidence_stored": {"runs": t["runs"], "program_version": None}}
-              for t in tasks if t["status"] not in OK_STATUSES]
+    failed = [{"task": r.task_id, "action": r.action, "status": r.status,
+               "error": r.detail.get("error") or r.detail.get("reason"),
+               "evidence_stored": {"runs": r.run_ids, "program_version": r.program_version}}
+              for r in results if r.status not in OK_STATUSES]
     dist = answer(st, p.request, tasks)
     for t in tasks:
         t.pop("params")

@@ -1,0 +1,176 @@
+"""``argus observe ... -- torchrun``: the plan on a CPU, and real gloo launches of 2 and 4 ranks
+observed end to end (launch, per-rank ingest, answers, refusals)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from argusdb.cli import main
+from argusdb.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+XL = ROOT / "tools" / "h200" / "xlayer"
+SMALL = ["--steps", "5", "--warmup", "1", "--tokens", "64", "--hidden", "32", "--ffn", "64",
+         "--chunks", "2"]
+
+
+def torchrun(n: int, *extra: str, version: str = "serial") -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n),
+            "--standalone", *extra, "tp_block.py", "--version", version, *SMALL]
+
+
+def observe(args: list[str], command: list[str]) -> tuple[int, str]:
+    out = CliRunner().invoke(main, ["observe", *args, "--", *command])
+    return out.exit_code, out.output
+
+
+@pytest.fixture(autouse=True)
+def _in_program_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(XL)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+@pytest.mark.parametrize("n", [2, 4, 3])
+def test_dry_run_plans_one_launch_per_mode_for_any_n(n: int) -> None:
+    code, out = observe(["--region", "tp_block/step", "--signals",
+                         "duration,exposed_communication", "--dry-run", "--json"], torchrun(n))
+    assert code == 0, out
+    doc = json.loads(out[out.index("{"):])
+    by = {t["action"]: t for t in doc["tasks"]}
+    assert list(by) == ["torchrun_command", "dist_events", "collectives_forced_sync",
+                        "dist_profiler", "dist_forced", "dist_overlap"]
+    for action, mode in (("dist_events", "events"), ("dist_forced", "forced"),
+                         ("dist_profiler", "profiler")):
+        t = by[action]
+        assert t["params"]["mode"] == mode and t["params"]["world_size"] == n
+        assert t["params"]["ranks"] == list(range(n))
+        assert len(t["params"]["artefacts"]) == n and t["params"]["launch_group"].endswith(mode)
+    # the perturbed variant feeds the forced launch; the clean launch answers duration of a step
+    assert by["collectives_forced_sync"]["id"] in by["dist_forced"]["depends_on"]
+    assert "duration" in by["dist_events"]["params"]["signals"]
+    argv = by["torchrun_command"]["params"]["argv"]
+    i = argv.index("argusdb.distributed.bootstrap")
+    assert argv[i - 1] == "-m" and argv[i + 1] == "tp_block.py"
+    assert doc["request"]["distributed"]["world_size"] == n
+
+
+def test_dry_run_kernel_region_plans_a_cupti_launch_and_no_forced_one() -> None:
+    code, out = observe(["--region", "tp_block/bias_gelu_kernel", "--signals", "duration",
+                         "--dry-run", "--json"], torchrun(2))
+    assert code == 0, out
+    doc = json.loads(out[out.index("{"):])
+    actions = [t["action"] for t in doc["tasks"]]
+    assert "dist_cupti" in actions and "dist_forced" not in actions
+    assert doc["request"]["distributed"]["target"] == "kernel"
+
+
+@pytest.mark.parametrize(("args", "command", "needle"), [
+    (["--region", "tp_block/step", "--signals", "inst_executed"], torchrun(2),
+     "not collected from a torchrun program"),
+    (["--region", "nosuch/step", "--signals", "step_time"], torchrun(2),
+     "not a Triton region of nosuch.py"),
+    (["--region", "tp_block/step", "--signals", "step_time"],
+     torchrun(2, "--nnodes", "2"), "observe launches one node"),
+    (["--region", "tp_block/step", "--signals", "step_time"],
+     torchrun(2, "--no-python"), "--no-python"),
+    (["--region", "tp_block/step", "--signals", "step_time", "--scope", "warp=each"],
+     torchrun(2), "per rank"),
+])
+def test_requests_that_cannot_be_planned_exit_2(args: list[str], command: list[str],
+                                                needle: str) -> None:
+    code, out = observe([*args, "--dry-run"], command)
+    assert code == 2 and needle in out and "Traceback" not in out, out
+
+
+@pytest.mark.slow
+def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    code, out = observe(["--region", "tp_block/step", "--signals",
+                         "duration,exposed_communication,collective_duration,host_ops",
+                         "--store", str(store), "--option", "version=serial", "--json"],
+                        torchrun(2))
+    assert code == 0, out
+    rep = json.loads(out[out.index('{"plan_id"'):])
+    assert rep["ok"] and not rep["failed"]
+    d = rep["distributed"]["signals"]
+    assert all(v["verdict"] == "sufficient" for v in d.values())
+    assert [r["rank"] for r in d["duration"]["per_rank"]] == [0, 1]
+    assert all(r["n"] == 5 for r in d["duration"]["per_rank"])  # steps 1..5 (0 is warm-up)
+    with Store.open(store, read_only=True) as st:
+        runs = st.rows("SELECT r.rank, r.launch_group, r.timing_clean, r.forced_wait, "
+                       "r.torch_profiler, t.plan_id FROM run AS r JOIN task AS t "
+                       "USING (task_id) ORDER BY r.launch_group, r.rank")
+        plan = rep["plan_id"]
+        assert {(r["launch_group"], r["rank"]) for r in runs} == {
+            (f"{plan}.{m}", k) for m in ("events", "forced", "profiler") for k in (0, 1)}
+        clean = {r["launch_group"]: r["timing_clean"] for r in runs}
+        assert clean == {f"{plan}.events": True, f"{plan}.forced": False,
+                         f"{plan}.profiler": False}
+        # step time as an answer comes from the clean launch only, and equals its spans
+        steps = st.rows("SELECT rank, median(dur_ns) AS m FROM interval_event WHERE "
+                        "launch_group = ? AND kind = 'step' AND step >= 1 GROUP BY rank "
+                        "ORDER BY rank", [f"{plan}.events"])
+        assert [s["m"] for s in steps] == [r["median_dur_ns"]
+                                           for r in d["duration"]["per_rank"]]
+        # host ops per rank from the profiler launch; collectives keyed (pg, seq, op) on both
+        hosts = st.rows("SELECT rank, count(*) AS n FROM rank_interval WHERE kind = 'host_op' "
+                        "AND launch_group = ? GROUP BY rank ORDER BY rank", [f"{plan}.profiler"])
+        assert [h["rank"] for h in hosts] == [0, 1] and all(h["n"] > 0 for h in hosts)
+        keys = st.rows("SELECT pg, seq, op, count(DISTINCT c.rank) AS ranks FROM collective AS c "
+                       "JOIN run AS r USING (run_id) WHERE r.launch_group = ? GROUP BY ALL",
+                       [f"{plan}.events"])
+        assert keys and all(k["ranks"] == 2 for k in keys)
+        # the derived value, per rank, from the forced variant paired with the clean runs
+        der = st.rows("SELECT r.rank FROM derived_evidence AS e JOIN run AS r USING (run_id) "
+                      "WHERE e.signal = 'exposed_communication' ORDER BY r.rank")
+        assert [x["rank"] for x in der] == [0, 1]
+        # clock alignment stored as evidence with its error
+        off = st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'clock_offset'")
+        assert off[0]["n"] >= 2
+        costs = st.rows("SELECT task_id, status, wall_s FROM task WHERE plan_id = ? AND "
+                        "kind = 'collect'", [plan])
+        assert len(costs) == 3 and all(c["status"] == "done" and c["wall_s"] > 0.5
+                                       for c in costs)
+
+
+@pytest.mark.slow
+def test_four_ranks_live_kernel_duration_is_insufficient_without_cuda(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    code, out = observe(["--region", "tp_block/bias_gelu_kernel", "--signals",
+                         "duration,step_time", "--store", str(store), "--json"], torchrun(4))
+    assert code == 1, out  # one asked signal could not be answered here
+    rep = json.loads(out[out.index('{"plan_id"'):])
+    sig = rep["distributed"]["signals"]
+    assert sig["duration"]["verdict"] == "insufficient"
+    assert "no NVIDIA GPU" in sig["duration"]["why"] and sig["duration"]["per_rank"] == []
+    assert sig["step_time"]["verdict"] == "sufficient"
+    assert [r["rank"] for r in sig["step_time"]["per_rank"]] == [0, 1, 2, 3]
+    crit = [r for r in rep["distributed"]["critical_rank"] if r["is_critical"]]
+    assert len(crit) == 1
+    with Store.open(store, read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM kernel_launch") == [{"n": 0}]
+        assert st.rows("SELECT status FROM task WHERE task_id LIKE '%dist_cupti'") == [
+            {"status": "insufficient"}]
+
+
+@pytest.mark.slow
+def test_a_failing_program_stores_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise SystemExit('bad input shape')\n")
+    store = tmp_path / "s.duckdb"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
+           "--standalone", str(bad)]
+    code, out = observe(["--region", "bad/step", "--signals", "step_time", "--store",
+                         str(store), "--json"], cmd)
+    assert code == 1, out
+    rep = json.loads(out[out.index('{"plan_id"'):])
+    assert rep["failed"][0]["action"] == "dist_events"
+    assert "torchrun exited" in rep["failed"][0]["error"]
+    with Store.open(store, read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
