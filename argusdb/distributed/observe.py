@@ -212,10 +212,10 @@ def _evidence(st: Store, p: Plan) -> Any:
 
 
 def _report(st: Store, p: Plan, results: list[LaunchOutcome], answer: Any) -> dict[str, Any]:
-    tasks: list[dict[str, Any]] = [{"id": r.task_id, "action": r.action, "run": p.task(r.task_id).run,
-              "status": r.status, "wall_s": r.wall_s, "gpu_s": r.gpu_s, "reuse": None,
-              "runs": r.run_ids, "params": p.task(r.task_id).params, "detail": r.detail}
-             for r in results]
+    tasks: list[dict[str, Any]] = [
+        {"id": r.task_id, "action": r.action, "run": p.task(r.task_id).run, "status": r.status,
+         "wall_s": r.wall_s, "gpu_s": r.gpu_s, "reuse": None, "runs": r.run_ids,
+         "params": p.task(r.task_id).params, "detail": r.detail} for r in results]
     counts: dict[str, dict[str, int]] = {}
     for row in st.rows("SELECT signal, evidence_class, count(*) AS n FROM evidence WHERE "
                        "list_contains(?, task_id) GROUP BY ALL ORDER BY ALL",
