@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from argusdb.answers.report import MAX_ENTROPY_BITS, report
 from argusdb.answers.sufficiency import MAX_UNATTRIBUTED_SHARE
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import check_output_path, handle_errors, print_table
+from argusdb.errors import UsageError
 
 
 @click.command("report")
@@ -24,10 +26,16 @@ from argusdb.cli.output import handle_errors, print_table
 @click.option("--max-unattributed", type=float, default=MAX_UNATTRIBUTED_SHARE,
               show_default=True, help="Share (0..1) of a kernel's total in _unattributed above "
               "which attributed claims about its regions are insufficient.")
+@click.option("--launch-group", default=None, help="Distributed programs: show this launch "
+              "group's ranks only (default: every launch group of the region's program).")
+@click.option("--timeline", default=None, metavar="FILE.svg", help="Distributed programs: write "
+              "steps 1-2 of the launch group (default: the first timing-clean one) as an SVG, "
+              "one lane per rank and stream.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
-            max_entropy: float, max_unattributed: float, as_json: bool) -> None:
+            max_entropy: float, max_unattributed: float, launch_group: str | None,
+            timeline: str | None, as_json: bool) -> None:
     """Report every claim about REGION for an agent: value, evidence class, provenance
     (versions, runs, tasks), ambiguity notes, repeat statistics and a policy verdict.
 
@@ -36,11 +44,29 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
 
     Example: argus report argus.duckdb --region matmul/matmul_kernel --json
     """
+    from argusdb.distributed import views
+
+    if timeline is not None:
+        check_output_path(timeline)
     with connect(store, read_only=True) as db:
         rep = report(db, region, list(versions) or None, signals=list(signals) or None,
                      max_entropy_bits=max_entropy, max_unattributed=max_unattributed)
+        ranks = views.rank_section(db.store, region.split("/", 1)[0])
+        if launch_group is not None:
+            ranks = [g for g in ranks if g["launch_group"] == launch_group]
+            if not ranks:
+                raise UsageError(f"--launch-group {launch_group}: no launch group of that name "
+                                 f"has per-rank steps for program {region.split('/', 1)[0]}")
+        if timeline is not None:
+            if not ranks:
+                raise UsageError(f"--timeline: program {region.split('/', 1)[0]} has no "
+                                 "launch groups (observe it with '-- torchrun ...')")
+            Path(timeline).write_text(views.timeline_svg(db.store, ranks[0]["launch_group"]),
+                                      encoding="utf-8")
+            click.echo(f"wrote {timeline} (launch {ranks[0]['launch_group']})", err=True)
     if as_json:
-        click.echo(json.dumps(rep.to_json(), default=str))
+        click.echo(json.dumps({**rep.to_json(), **({"ranks": ranks} if ranks else {})},
+                              default=str))
         return
     cols = ["program_version", "signal", "value", "unit", "evidence_class", "n", "iqr", "cv",
             "association_entropy", "unattributed_share", "verdict"]
@@ -50,3 +76,5 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
                    f"{', '.join(c.runs)}; {c.signature}", err=True)
     for m in rep.missing:
         click.echo(f"no evidence: {m['signal']}; to produce it: {m['request']}", err=True)
+    for line in views.describe(ranks):
+        click.echo(line)

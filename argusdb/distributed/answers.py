@@ -288,3 +288,17 @@ def describe_observation(dist: dict[str, Any]) -> list[str]:
             lines.append(f"clock: rank {a['rank']} offset {a['offset_ns']:,} ns, error (MAD) "
                          f"{a['error_ns']:,} ns over {a['n_matched']} collectives")
     return lines
+
+
+def collective_rows(store: Store, from_version: str, to_version: str) -> list[dict[str, Any]]:
+    """:func:`collective_diff` where both versions have timing-clean distributed runs, else
+    ``[]`` (a program without launches); NaN ratios become None (JSON has no NaN)."""
+    import math
+
+    have = store.rows("SELECT count(DISTINCT program_version) AS n FROM step_overlap "
+                      "WHERE timing_clean AND list_contains(?, program_version)",
+                      [[from_version, to_version]])
+    if have[0]["n"] < 2:
+        return []
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in collective_diff(store, from_version, to_version)]

@@ -76,3 +76,51 @@ SELECT
 FROM interval_event AS i
 WHERE i.domain = 'trace' AND i.launch_group IS NOT NULL
 GROUP BY i.program_version, i.launch_group, i.run_id, i.rank, i.kind, i.role, i.name;
+
+-- Per run of a launch group: its step summary, its arrivals at collectives and its clock
+-- alignment, one row per rank (what the per-rank report and dashboard show).
+CREATE OR REPLACE VIEW rank_overview AS
+SELECT
+    -- Program version of the run.
+    s.program_version,
+    -- Launch group.
+    s.launch_group,
+    -- Run (this rank's artefact).
+    s.run_id,
+    -- Rank.
+    s.rank,
+    -- Ranks of the launch.
+    s.world_size,
+    -- Collector of the run.
+    s.collector,
+    -- Steps >= 1 of the run.
+    s.n_steps,
+    -- Median step duration, ns (rank_step).
+    s.step_ns,
+    -- Median communication per step, ns.
+    s.comm_ns,
+    -- Median overlap of communication with compute per step, ns.
+    s.overlap_ns,
+    -- Median exposed communication per step (observed), ns.
+    s.exposed_comm_ns,
+    -- Collective instances this rank entered last (critical_rank), or NULL.
+    c.n_last_to_arrive,
+    -- Collective instances compared across ranks, or NULL.
+    c.n_instances,
+    -- Total time this rank waited for others at collectives, ns, or NULL.
+    c.total_wait_ns,
+    -- True for the launch group's critical rank.
+    coalesce(c.is_critical, false) AS is_critical,
+    -- Offset added to this rank's clock to reach the reference rank's, ns (clock_alignment).
+    a.offset_ns AS clock_offset_ns,
+    -- Error of that offset (median absolute deviation over matched collectives), ns.
+    a.error_ns AS clock_error_ns,
+    -- Interference signature of the run.
+    s.signature,
+    -- True when the run's timing is unperturbed.
+    s.timing_clean,
+    -- True for the forced-synchronous variant.
+    s.forced_wait
+FROM rank_step AS s
+LEFT JOIN critical_rank AS c ON c.run_id = s.run_id
+LEFT JOIN clock_alignment AS a ON a.run_id = s.run_id;
