@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -11,7 +10,7 @@ from argusdb.answers.report import MAX_ENTROPY_BITS, report
 from argusdb.answers.sufficiency import MAX_UNATTRIBUTED_SHARE
 from argusdb.api import connect
 from argusdb.cli.output import check_output_path, handle_errors, print_table
-from argusdb.errors import UsageError
+from argusdb.errors import NoEvidence, UsageError
 
 
 @click.command("report")
@@ -48,22 +47,30 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
 
     if timeline is not None:
         check_output_path(timeline)
+    program = region.split("/", 1)[0]
     with connect(store, read_only=True) as db:
-        rep = report(db, region, list(versions) or None, signals=list(signals) or None,
-                     max_entropy_bits=max_entropy, max_unattributed=max_unattributed)
-        ranks = views.rank_section(db.store, region.split("/", 1)[0])
-        if launch_group is not None:
-            ranks = [g for g in ranks if g["launch_group"] == launch_group]
-            if not ranks:
-                raise UsageError(f"--launch-group {launch_group}: no launch group of that name "
-                                 f"has per-rank steps for program {region.split('/', 1)[0]}")
+        ranks = views.rank_section(db.store, program, launch_group)
+        try:
+            rep = report(db, region, list(versions) or None, signals=list(signals) or None,
+                         max_entropy_bits=max_entropy, max_unattributed=max_unattributed)
+        except (NoEvidence, UsageError) as exc:
+            # a distributed program's step or record_function range (<program>/<name>): no
+            # source declares it and no claim is keyed to it; its per-rank rows are the answer
+            if not ranks or region.count("/") != 1:
+                raise
+            rep, no_claims = None, str(exc)
         if timeline is not None:
-            if not ranks:
-                raise UsageError(f"--timeline: program {region.split('/', 1)[0]} has no "
-                                 "launch groups (observe it with '-- torchrun ...')")
-            Path(timeline).write_text(views.timeline_svg(db.store, ranks[0]["launch_group"]),
-                                      encoding="utf-8")
-            click.echo(f"wrote {timeline} (launch {ranks[0]['launch_group']})", err=True)
+            lg = views.write_timeline(db.store, ranks, program, timeline)
+            click.echo(f"wrote {timeline} (launch {lg})", err=True)
+    if rep is None:
+        if as_json:
+            click.echo(json.dumps({"region": region, "claims": [], "no_claims": no_claims,
+                                   "ranks": ranks}, default=str))
+            return
+        click.echo(f"no claims: {no_claims}", err=True)
+        for line in views.describe(ranks):
+            click.echo(line)
+        return
     if as_json:
         click.echo(json.dumps({**rep.to_json(), **({"ranks": ranks} if ranks else {})},
                               default=str))

@@ -26,9 +26,13 @@ ROLE_COLORS = {"compute": "#1f77b4", "communication": "#d62728", "host": "#7f7f7
                "step": "#2ca02c"}
 
 
-def rank_section(store: Store, program: str,
+def rank_section(store: Store, program: str, launch_group: str | None = None,
                  versions: list[str] | None = None) -> list[dict[str, Any]]:
-    """Launch groups of ``program`` with their per-rank rows (clean launches first)."""
+    """Launch groups of ``program`` with their per-rank rows (clean launches first).
+
+    Raises:
+        UsageError: ``launch_group`` is given and is not one of the program's.
+    """
     groups = store.rows(
         "SELECT o.launch_group, any_value(o.program_version) AS program_version, "
         "any_value(o.world_size) AS world_size, any_value(o.collector) AS collector, "
@@ -38,6 +42,17 @@ def rank_section(store: Store, program: str,
         "AND (? IS NULL OR list_contains(?, o.program_version)) GROUP BY o.launch_group "
         "ORDER BY bool_and(o.timing_clean) DESC, bool_and(o.forced_wait), o.launch_group",
         [program, versions, versions])
+    if launch_group is not None:
+        known = [g["launch_group"] for g in groups]
+        groups = [g for g in groups if g["launch_group"] == launch_group]
+        if not groups:
+            import difflib
+
+            close = difflib.get_close_matches(launch_group, known, n=2, cutoff=0.5)
+            raise UsageError(f"--launch-group {launch_group}: no launch group of program "
+                             f"{program} with per-rank steps"
+                             + (f"; did you mean {' or '.join(close)}?" if close else
+                                f"; known: {', '.join(known) or 'none'}"))
     for g in groups:
         g["ranks"] = store.rows(
             "SELECT rank, run_id, n_steps, step_ns, comm_ns, overlap_ns, exposed_comm_ns, "
@@ -50,6 +65,23 @@ def rank_section(store: Store, program: str,
                     "derivation only (perturbed variant)" if g["forced_wait"] else
                     "timeline only (not timing-clean)")
     return groups
+
+
+def write_timeline(store: Store, groups: list[dict[str, Any]], program: str,
+                   path: str) -> str:
+    """Write the timeline SVG of the first of ``groups`` (clean ones come first) to ``path``;
+    returns its launch group.
+
+    Raises:
+        UsageError: the program has no launch groups.
+    """
+    if not groups:
+        raise UsageError(f"--timeline: program {program} has no launch groups with steps "
+                         "(observe it with 'argus observe ... -- torchrun ...')")
+    lg = str(groups[0]["launch_group"])
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(timeline_svg(store, lg))
+    return lg
 
 
 def _window(store: Store, launch_group: str, first_step: int, n_steps: int) -> tuple[int, int]:

@@ -104,3 +104,15 @@ def test_diff_per_collective_with_significance(store: str) -> None:
     # the overlap version chunks the all-reduce in 4: four instances per step
     ar = rows[("collective_duration", "allreduce")]
     assert ar["to_n"] == 4 * ar["from_n"]
+
+
+def test_a_range_without_claims_still_reports_its_ranks(store: str) -> None:
+    # tp_block/mlp is a record_function range: no evidence row is keyed to it, the ranks answer
+    out = CliRunner().invoke(main, ["report", store, "--region", "tp_block/mlp", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output[out.output.index("{"):])
+    assert doc["claims"] == [] and doc["no_claims"]
+    assert {g["launch_group"] for g in doc["ranks"]} >= {"xl-serial-events-1"}
+    # a program with no launches at all is still "no evidence" (exit 3)
+    out = CliRunner().invoke(main, ["report", store, "--region", "other/step"])
+    assert out.exit_code != 0
