@@ -140,15 +140,21 @@ def _plan_id(request: dict[str, Any]) -> str:
 
 def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: Path,
                   store: Store | None = None, *, program: str | Path | None = None,
-                  options: dict[str, str] | None = None, step_mark: str = "step",
+                  options: dict[str, str] | None = None, step_mark: str | None = None,
                   plan_id: str | None = None) -> Plan:
     """Plan the launches that answer ``signals`` of ``region_id`` in a torchrun program.
+
+    ``step_mark`` is the name of the program's step range (``record_function``): default the
+    environment's ``ARGUS_STEP_MARK``, else ``step``.
 
     Raises:
         UsageError: the torchrun command cannot be read (see :func:`torchrun.parse`).
         PlanError: unknown signal or region.
     """
     cmd = parse(command)
+    import os
+
+    step_mark = step_mark or os.environ.get("ARGUS_STEP_MARK") or "step"
     names = list(dict.fromkeys(s.strip() for s in signals if s.strip()))
     if not names:
         raise PlanError("no signals requested: name at least one, e.g. --signals "

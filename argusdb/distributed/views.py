@@ -61,9 +61,14 @@ def rank_section(store: Store, program: str, launch_group: str | None = None,
             [g["launch_group"]])
         crit = [r["rank"] for r in g["ranks"] if r["is_critical"]]
         g["critical_rank"] = crit[0] if crit else None
-        g["use"] = ("step time and overlap" if g["timing_clean"] else
+        steps = any(r["n_steps"] for r in g["ranks"])
+        g["use"] = ("step time and overlap" if g["timing_clean"] and steps else
+                    "kernel and collective timing (no step ranges)" if g["timing_clean"] else
                     "derivation only (perturbed variant)" if g["forced_wait"] else
                     "timeline only (not timing-clean)")
+    # timing-clean launches with steps first (the default timeline), then by name
+    groups.sort(key=lambda g: (not g["timing_clean"], bool(g["forced_wait"]),
+                               g["use"] != "step time and overlap", g["launch_group"]))
     return groups
 
 
@@ -84,20 +89,34 @@ def write_timeline(store: Store, groups: list[dict[str, Any]], program: str,
     return lg
 
 
-def _window(store: Store, launch_group: str, first_step: int, n_steps: int) -> tuple[int, int]:
+def _window(store: Store, launch_group: str, first_step: int,
+            n_steps: int) -> tuple[int, int, str]:
     got = store.rows(
         "SELECT min(aligned_start_ns) AS a, max(aligned_end_ns) AS b FROM interval_event "
         "WHERE launch_group = ? AND kind = 'step' AND domain = 'trace' AND step BETWEEN ? AND ?",
         [launch_group, first_step, first_step + n_steps - 1])
     if got and got[0]["a"] is not None:
-        return int(got[0]["a"]), int(got[0]["b"])
-    got = store.rows("SELECT min(aligned_start_ns) AS a, max(aligned_end_ns) AS b "
-                     "FROM interval_event WHERE launch_group = ? AND domain = 'trace'",
-                     [launch_group])
+        return int(got[0]["a"]), int(got[0]["b"]), \
+            f"steps {first_step}–{first_step + n_steps - 1}"
+    # No step ranges (a CUPTI-only trace): the middle collectives of the lowest rank, as many
+    # instances as two steps would hold at most.
+    got = store.rows(
+        "WITH c AS (SELECT aligned_start_ns AS s, aligned_end_ns AS e, row_number() OVER "
+        "(ORDER BY aligned_start_ns) AS k, count(*) OVER () AS n FROM interval_event "
+        "WHERE launch_group = ? AND kind = 'collective' AND domain = 'trace' AND rank = "
+        "(SELECT min(rank) FROM interval_event WHERE launch_group = ?)) "
+        "SELECT min(s) AS a, max(e) AS b FROM c WHERE k BETWEEN n // 2 AND n // 2 + ?",
+        [launch_group, launch_group, 4 * n_steps])
+    what = "middle collectives (no step ranges)"
+    if not got or got[0]["a"] is None:
+        what = "whole launch"
+        got = store.rows("SELECT min(aligned_start_ns) AS a, max(aligned_end_ns) AS b "
+                         "FROM interval_event WHERE launch_group = ? AND domain = 'trace'",
+                         [launch_group])
     if not got or got[0]["a"] is None:
         raise UsageError(f"launch group {launch_group!r} has no intervals; list launch groups "
                          "with 'argus report STORE --region PROGRAM/step'")
-    return int(got[0]["a"]), int(got[0]["b"])
+    return int(got[0]["a"]), int(got[0]["b"]), what
 
 
 def describe(groups: list[dict[str, Any]]) -> list[str]:
@@ -131,7 +150,7 @@ def timeline_svg(store: Store, launch_group: str, first_step: int = 1,
         raise UsageError(f"the timeline needs matplotlib ({exc}); pip install "
                          "'argusdb[dashboard]', or write the Perfetto trace instead "
                          "(argus launch trace)") from exc
-    a, b = _window(store, launch_group, first_step, n_steps)
+    a, b, what = _window(store, launch_group, first_step, n_steps)
     rows = store.rows(
         "SELECT rank, coalesce(track, kind) AS track, kind, role, name, aligned_start_ns AS s, "
         "aligned_end_ns AS e FROM interval_event WHERE launch_group = ? AND domain = 'trace' "
@@ -155,8 +174,8 @@ def timeline_svg(store: Store, launch_group: str, first_step: int = 1,
     ax.invert_yaxis()
     ax.set_xlim(0, (b - a) / 1e3)
     ax.set_xlabel("µs from the window's start, reference rank's clock (clock_alignment)")
-    ax.set_title(f"{launch_group}: steps {first_step}–{first_step + n_steps - 1}, one lane per "
-                 "rank and track", fontsize=9, loc="left")
+    ax.set_title(f"{launch_group}: {what}, one lane per rank and track", fontsize=9,
+                 loc="left")
     from matplotlib.patches import Patch
 
     ax.legend(handles=[Patch(color=c, label=k) for k, c in ROLE_COLORS.items()], fontsize=7,

@@ -77,31 +77,32 @@ FROM interval_event AS i
 WHERE i.domain = 'trace' AND i.launch_group IS NOT NULL
 GROUP BY i.program_version, i.launch_group, i.run_id, i.rank, i.kind, i.role, i.name;
 
--- Per run of a launch group: its step summary, its arrivals at collectives and its clock
--- alignment, one row per rank (what the per-rank report and dashboard show).
+-- Per run of a launch group: its step summary (NULL where the run has no step ranges, e.g. a
+-- CUPTI-only trace), its arrivals at collectives and its clock alignment, one row per rank
+-- (what the per-rank report and dashboard show).
 CREATE OR REPLACE VIEW rank_overview AS
 SELECT
     -- Program version of the run.
-    s.program_version,
+    r.program_version,
     -- Launch group.
-    s.launch_group,
+    r.launch_group,
     -- Run (this rank's artefact).
-    s.run_id,
+    r.run_id,
     -- Rank.
-    s.rank,
+    r.rank,
     -- Ranks of the launch.
-    s.world_size,
+    r.world_size,
     -- Collector of the run.
-    s.collector,
-    -- Steps >= 1 of the run.
-    s.n_steps,
-    -- Median step duration, ns (rank_step).
+    r.collector,
+    -- Steps >= 1 of the run (0 without step ranges).
+    coalesce(s.n_steps, 0) AS n_steps,
+    -- Median step duration, ns (rank_step), or NULL.
     s.step_ns,
-    -- Median communication per step, ns.
+    -- Median communication per step, ns, or NULL.
     s.comm_ns,
-    -- Median overlap of communication with compute per step, ns.
+    -- Median overlap of communication with compute per step, ns, or NULL.
     s.overlap_ns,
-    -- Median exposed communication per step (observed), ns.
+    -- Median exposed communication per step (observed), ns, or NULL.
     s.exposed_comm_ns,
     -- Collective instances this rank entered last (critical_rank), or NULL.
     c.n_last_to_arrive,
@@ -116,11 +117,16 @@ SELECT
     -- Error of that offset (median absolute deviation over matched collectives), ns.
     a.error_ns AS clock_error_ns,
     -- Interference signature of the run.
-    s.signature,
+    r.signature,
     -- True when the run's timing is unperturbed.
-    s.timing_clean,
+    r.timing_clean,
     -- True for the forced-synchronous variant.
-    s.forced_wait
-FROM rank_step AS s
-LEFT JOIN critical_rank AS c ON c.run_id = s.run_id
-LEFT JOIN clock_alignment AS a ON a.run_id = s.run_id;
+    r.forced_wait
+FROM run AS r
+LEFT JOIN rank_step AS s ON s.run_id = r.run_id
+LEFT JOIN critical_rank AS c ON c.run_id = r.run_id
+LEFT JOIN clock_alignment AS a ON a.run_id = r.run_id
+WHERE r.launch_group IS NOT NULL AND r.rank IS NOT NULL
+    -- a trace's kernels that are not the program's sit in a timeline run of another version
+    AND EXISTS (SELECT 1 FROM interval_event AS i WHERE i.run_id = r.run_id
+                AND i.kind IN ('collective', 'step', 'span'));

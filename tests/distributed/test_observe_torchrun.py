@@ -174,3 +174,50 @@ def test_a_failing_program_stores_nothing(tmp_path: Path) -> None:
     assert "torchrun exited" in rep["failed"][0]["error"]
     with Store.open(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
+
+
+#: An ordinary data-parallel loop, not written for argusdb: gradients all-reduced per step,
+#: a broadcast every other step, its own "work" range; run as a module (torchrun -m).
+DP_PROGRAM = '''
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+w = torch.randn(64, 64)
+for i in range(6):
+    with torch.profiler.record_function("train_step"):
+        with torch.profiler.record_function("work"):
+            g = (torch.randn(128, 64) @ w).sum(0)
+        dist.all_reduce(g)
+        if i % 2 == 0:
+            dist.broadcast(w, src=0)
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow
+def test_an_unseen_module_program_with_its_own_step_name(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    pkg = tmp_path / "dpjob"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "loop.py").write_text(DP_PROGRAM)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ARGUS_STEP_MARK", "train_step")
+    store = tmp_path / "s.duckdb"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "3",
+           "--standalone", "-m", "dpjob.loop"]
+    code, out = observe(["--region", "loop/work", "--signals", "duration,collective_bytes",
+                         "--store", str(store), "--json"], cmd)
+    assert code == 0, out
+    rep = json.loads(out[out.index('{"plan_id"'):])
+    sig = rep["distributed"]["signals"]
+    assert [r["rank"] for r in sig["duration"]["per_rank"]] == [0, 1, 2]
+    assert all(r["name"] == "work" and r["n"] == 5 for r in sig["duration"]["per_rank"])
+    ops = {(r["rank"], r["op"]): r for r in sig["collective_bytes"]["per_rank"]}
+    assert set(ops) == {(k, op) for k in range(3) for op in ("allreduce", "broadcast")}
+    assert ops[(0, "allreduce")]["bytes"] == 64 * 4
+    assert ops[(2, "broadcast")]["bytes"] == 64 * 64 * 4
+    # steps 1..5 of 6 by the program's own step name; broadcasts in steps 2 and 4
+    assert ops[(1, "allreduce")]["n"] == 5 and ops[(1, "broadcast")]["n"] == 2

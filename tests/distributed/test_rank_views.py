@@ -116,3 +116,18 @@ def test_a_range_without_claims_still_reports_its_ranks(store: str) -> None:
     # a program with no launches at all is still "no evidence" (exit 3)
     out = CliRunner().invoke(main, ["report", store, "--region", "other/step"])
     assert out.exit_code != 0
+
+
+def test_a_launch_without_steps_is_listed_and_drawn_around_its_middle_collectives(
+        store: str, tmp_path: Path) -> None:
+    svg = tmp_path / "c.svg"
+    out = CliRunner().invoke(main, ["report", store, "--region", "tp_block/bias_gelu_kernel",
+                                    "--launch-group", "xl-overlap-cupti-1", "--timeline",
+                                    str(svg), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output[out.output.index("{"):])
+    (g,) = doc["ranks"]
+    assert g["use"].startswith("kernel and collective timing") and g["critical_rank"] == 1
+    assert all(r["n_steps"] == 0 and r["step_ns"] is None for r in g["ranks"])
+    text = svg.read_text()
+    assert "middle collectives" in text and "rank 1 · stream:" in text
