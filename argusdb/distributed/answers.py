@@ -169,7 +169,9 @@ def observation(store: Store, request: dict[str, Any],
         if t["status"] != "done":
             why = (t.get("detail") or {}).get("reason") or (t.get("detail") or {}).get("error")
             return None, f"{action} {t['status']}: {why or 'no detail'}"
-        return str(t["params"]["launch_group"]), None
+        # a replayed launch keeps its recorded launch group
+        return str((t.get("detail") or {}).get("launch_group") or t["params"]["launch_group"]), \
+            None
 
     clean, clean_why = group("dist_events")
     out: dict[str, Any] = {}

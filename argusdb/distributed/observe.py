@@ -6,8 +6,9 @@ Each collect task is one ``torchrun`` launch of every rank under the recorder
 as one launch group bound to the task (:func:`argusdb.distributed.ingest.ingest_launch`). A
 launch that fails stores nothing. A ``cupti`` launch on a host without an NVIDIA GPU is not
 started: its task is ``insufficient`` (kernel records need CUPTI), and so is every signal only it
-answers. Every task gets a row in ``task`` with its wall seconds (and GPU seconds: wall × ranks
-on a GPU host).
+answers. With ``ARGUS_DIST_REPLAY=DIR`` every launch is answered from a recorded one
+(``DIR/<mode>/``, see :func:`_replay`) instead. Every task gets a row in ``task`` with its
+wall seconds (and GPU seconds: wall × ranks on a GPU host).
 
 Example:
     >>> p = plan_torchrun("prog/step", ["step_time"], ["torchrun", "--nproc-per-node", "2",
@@ -72,9 +73,36 @@ def _tail(text: str, n: int = 8) -> str:
     return " | ".join(lines[-n:])
 
 
+def _replay(p: Plan, task: Task, store: Store, root: Path, res: LaunchOutcome) -> None:
+    """Answer a launch from a recorded one: ``ARGUS_DIST_REPLAY/<mode>/`` holds every rank's
+    artefact of a launch of that mode (as ``tools/h200/xlayer/run.sh`` records them). The
+    recorded launch keeps its own launch group."""
+    mode = task.params["mode"]
+    folder = root / mode
+    if not folder.is_dir():
+        res.status = "failed"
+        res.detail["error"] = (f"ARGUS_DIST_REPLAY={root}: no recorded {mode} launch "
+                               f"({folder} is missing); nothing stored")
+        return
+    dist = p.request["distributed"]
+    opts = {str(k): str(v) for k, v in (p.request.get("options") or {}).items()}
+    launch = ingest_launch(store, folder, ProgramSource.from_path(dist["source_path"]),
+                           opts or None, task_id=task.id,
+                           world_size=int(task.params["world_size"]))
+    res.run_ids = [r.run_id for r in launch.runs]
+    res.run_ids += [str(r.other["run_id"]) for r in launch.runs if r.other]
+    res.program_version = launch.runs[0].program_version if launch.runs else None
+    res.detail.update({"mode": mode, "launch_group": launch.launch_group,
+                       "replayed_from": str(folder)})
+
+
 def _collect(p: Plan, task: Task, store: Store, workdir: Path, res: LaunchOutcome,
              timeout_s: float | None) -> None:
     mode = task.params["mode"]
+    replay = os.environ.get("ARGUS_DIST_REPLAY")
+    if replay:
+        _replay(p, task, store, Path(replay), res)
+        return
     if mode == "cupti" and not _has_gpu():
         res.status = "insufficient"
         res.detail["reason"] = ("no NVIDIA GPU on this host: kernel records need CUDA and CUPTI "

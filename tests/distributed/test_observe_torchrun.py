@@ -221,3 +221,49 @@ def test_an_unseen_module_program_with_its_own_step_name(tmp_path: Path,
     assert ops[(2, "broadcast")]["bytes"] == 64 * 64 * 4
     # steps 1..5 of 6 by the program's own step name; broadcasts in steps 2 and 4
     assert ops[(1, "allreduce")]["n"] == 5 and ops[(1, "broadcast")]["n"] == 2
+
+
+def replay_dir(tmp_path: Path, version: str) -> Path:
+    """The 2-H200 launches of one version as a replay folder: <mode>/ per recorder mode."""
+    data = ROOT / "tests" / "data" / "gpu" / "xlayer"
+    root = tmp_path / f"replay-{version}"
+    root.mkdir()
+    for mode in ("events", "forced", "profiler", "cupti"):
+        (root / mode).symlink_to(data / f"xl-{version}-{mode}-1")
+    return root
+
+
+def test_replayed_2xh200_launches_answer_kernel_duration_and_exposed_communication(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_DIST_REPLAY", str(replay_dir(tmp_path, "overlap")))
+    store = tmp_path / "s.duckdb"
+    code, out = observe(["--region", "tp_block/bias_gelu_kernel", "--signals",
+                         "duration,exposed_communication", "--store", str(store), "--option",
+                         "version=overlap", "--option", "target=sm_90", "--json"],
+                        torchrun(2, version="overlap"))
+    assert code == 0, out
+    rep = json.loads(out[out.index('{"plan_id"'):])
+    sig = rep["distributed"]["signals"]
+    dur = sig["duration"]
+    assert dur["launch_group"] == "xl-overlap-cupti-1" and dur["verdict"] == "sufficient"
+    assert [r["rank"] for r in dur["per_rank"]] == [0, 1]
+    # 60 measured steps + warm-up: each rank launched bias_gelu_kernel 4 times per step
+    assert all(r["name"] == "bias_gelu_kernel" and r["n"] > 200 for r in dur["per_rank"])
+    ex = sig["exposed_communication"]
+    assert ex["launch_group"] == "xl-overlap-events-1"
+    assert all(200_000 < r["exposed_comm_ns"] < 300_000 for r in ex["per_rank"])  # 252 us
+    assert [r["rank"] for r in ex["derived"]["per_rank"]] == [0, 1]
+    assert rep["distributed"]["critical_rank"][1]["is_critical"]
+
+
+def test_a_replay_of_another_world_size_is_refused_and_nothing_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_DIST_REPLAY", str(replay_dir(tmp_path, "serial")))
+    store = tmp_path / "s.duckdb"
+    code, out = observe(["--region", "tp_block/step", "--signals", "step_time", "--store",
+                         str(store), "--json"], torchrun(4))
+    assert code == 1, out
+    rep = json.loads(out[out.index('{"plan_id"'):])
+    assert "launched with 2 ranks, not 4" in rep["failed"][0]["error"]
+    with Store.open(store, read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
