@@ -30,11 +30,14 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--timeline", default=None, metavar="FILE.svg", help="Distributed programs: write "
               "steps 1-2 of the launch group (default: the first timing-clean one) as an SVG, "
               "one lane per rank and stream.")
+@click.option("--perfetto", default=None, metavar="FILE.json", help="Distributed programs: "
+              "write the same launch group as a Perfetto trace (a process per rank, a thread "
+              "per stream or host thread).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
             max_entropy: float, max_unattributed: float, launch_group: str | None,
-            timeline: str | None, as_json: bool) -> None:
+            timeline: str | None, perfetto: str | None, as_json: bool) -> None:
     """Report every claim about REGION for an agent: value, evidence class, provenance
     (versions, runs, tasks), ambiguity notes, repeat statistics and a policy verdict.
 
@@ -45,8 +48,9 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
     """
     from argusdb.distributed import views
 
-    if timeline is not None:
-        check_output_path(timeline)
+    for out in (timeline, perfetto):
+        if out is not None:
+            check_output_path(out)
     program = region.split("/", 1)[0]
     with connect(store, read_only=True) as db:
         ranks = views.rank_section(db.store, program, launch_group)
@@ -62,6 +66,9 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
         if timeline is not None:
             lg = views.write_timeline(db.store, ranks, program, timeline)
             click.echo(f"wrote {timeline} (launch {lg})", err=True)
+        if perfetto is not None:
+            lg = views.write_perfetto(db.store, ranks, program, perfetto)
+            click.echo(f"wrote {perfetto} (launch {lg})", err=True)
     if rep is None:
         if as_json:
             click.echo(json.dumps({"region": region, "claims": [], "no_claims": no_claims,

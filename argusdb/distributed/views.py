@@ -72,6 +72,13 @@ def rank_section(store: Store, program: str, launch_group: str | None = None,
     return groups
 
 
+def _first(groups: list[dict[str, Any]], program: str, option: str) -> str:
+    if not groups:
+        raise UsageError(f"--{option}: program {program} has no launch groups (observe it with "
+                         "'argus observe ... -- torchrun ...')")
+    return str(groups[0]["launch_group"])
+
+
 def write_timeline(store: Store, groups: list[dict[str, Any]], program: str,
                    path: str) -> str:
     """Write the timeline SVG of the first of ``groups`` (clean ones come first) to ``path``;
@@ -80,12 +87,29 @@ def write_timeline(store: Store, groups: list[dict[str, Any]], program: str,
     Raises:
         UsageError: the program has no launch groups.
     """
-    if not groups:
-        raise UsageError(f"--timeline: program {program} has no launch groups with steps "
-                         "(observe it with 'argus observe ... -- torchrun ...')")
-    lg = str(groups[0]["launch_group"])
+    lg = _first(groups, program, "timeline")
+    svg = timeline_svg(store, lg)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(timeline_svg(store, lg))
+        fh.write(svg)
+    return lg
+
+
+def write_perfetto(store: Store, groups: list[dict[str, Any]], program: str,
+                   path: str) -> str:
+    """Write the first of ``groups`` as Perfetto JSON (:func:`answers.launch_trace`) to
+    ``path``; returns its launch group.
+
+    Raises:
+        UsageError: the program has no launch groups.
+    """
+    import json
+
+    from argusdb.distributed.answers import launch_trace
+
+    lg = _first(groups, program, "perfetto")
+    doc = launch_trace(store, lg)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
     return lg
 
 

@@ -137,6 +137,21 @@ def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
                         "kind = 'collect'", [plan])
         assert len(costs) == 3 and all(c["status"] == "done" and c["wall_s"] > 0.5
                                        for c in costs)
+    # the next plan's costs come from these launches
+    code, out = observe(["--region", "tp_block/step", "--signals", "exposed_communication",
+                         "--store", str(store), "--dry-run", "--json"], torchrun(4))
+    assert code == 0, out
+    est = {t["action"]: t["estimate"] for t in json.loads(out[out.index("{"):])["tasks"]}
+    assert est["dist_events"]["wall_s"] > 0.5 and est["dist_forced"]["from_tasks"] == 1
+
+
+def test_the_python_api_plans_a_torchrun_command() -> None:
+    from argusdb.observe import observe as api_observe
+
+    obs = api_observe("tp_block/step", "step_time", run=torchrun(2), dry_run=True)
+    assert [t.action for t in obs.plan.tasks] == ["torchrun_command", "dist_events",
+                                                  "dist_profiler", "dist_overlap"]
+    assert obs.report["distributed"]["world_size"] == 2 and obs.evidence is None
 
 
 @pytest.mark.slow

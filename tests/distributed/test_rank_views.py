@@ -67,10 +67,18 @@ def test_report_has_a_per_rank_section_per_launch(store: str, tmp_path: Path) ->
     assert text.startswith("<svg") and "rank 0 · stream:" in text and "rank 1 · steps" in text
 
 
-def test_report_text_names_the_critical_rank(store: str) -> None:
+def test_report_text_names_the_critical_rank(store: str, tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
     out = CliRunner().invoke(main, ["report", store, "--region", "tp_block/bias_gelu_kernel",
-                                    "--launch-group", "xl-overlap-events-1"])
+                                    "--launch-group", "xl-overlap-events-1", "--perfetto",
+                                    str(trace)])
     assert out.exit_code == 0, out.output
+    doc = json.loads(trace.read_text())
+    procs = {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    threads = {(e["pid"], e["args"]["name"]) for e in doc["traceEvents"]
+               if e["name"] == "thread_name"}
+    assert procs == {"rank 0", "rank 1"}
+    assert {p for p, _ in threads} == {0, 1} and len(threads) >= 4  # 2 streams per rank
     assert "launch xl-overlap-events-1 (2 ranks" in out.output
     assert "critical rank 1" in out.output
 
