@@ -222,6 +222,14 @@ def observation(store: Store, request: dict[str, Any],
                 "FROM collective_exposure AS x WHERE x.launch_group = ? AND x.timing_clean "
                 "AND (x.step IS NULL OR x.step >= 1) GROUP BY ALL ORDER BY x.rank, x.op",
                 [clean]) if clean else []
+            bw = {(b["rank"], b["op"]): b for b in store.rows(
+                "SELECT rank, op, median(algbw_gbps) AS algbw_gbps, median(busbw_gbps) AS "
+                "busbw_gbps, median(wait_ns) AS median_wait_ns FROM collective_instance "
+                "WHERE launch_group = ? AND collector = 'torchdist' AND (step IS NULL OR "
+                "step >= 1) GROUP BY rank, op", [clean])} if clean else {}
+            for r in rows:  # achieved bandwidth and waiting for the last rank, per rank and op
+                b = bw.get((r["rank"], r["op"]), {})
+                r.update({k: b.get(k) for k in ("algbw_gbps", "busbw_gbps", "median_wait_ns")})
             out[sig] = _verdict(rows, world, clean_why or f"the clean launch {clean} called no "
                                 "torch.distributed collective the recorder wraps",
                                 launch_group=clean)
@@ -267,7 +275,9 @@ def observation(store: Store, request: dict[str, Any],
 def describe_observation(dist: dict[str, Any]) -> list[str]:
     """Text lines of :func:`observation`: a verdict per signal, a value per rank."""
     lines: list[str] = []
-    value_keys = ("step_ns", "exposed_comm_ns", "median_dur_ns", "overlap_ns", "n")
+    keys = {"step_time": "step_ns", "overlap": "overlap_ns",
+            "exposed_communication": "exposed_comm_ns", "collective_duration": "median_dur_ns",
+            "collective_bytes": "bytes", "host_ops": "n", "duration": "median_dur_ns"}
     for sig, ans in dist["signals"].items():
         head = f"{sig}: {ans['verdict']}"
         lines.append(head + (f" ({ans['why']})" if ans.get("why") else "")
@@ -276,10 +286,11 @@ def describe_observation(dist: dict[str, Any]) -> list[str]:
         for part in parts:
             label = part.get("evidence_class", "")
             for r in part["per_rank"]:
-                key = next(k for k in value_keys if k in r)
+                key = keys[sig]
                 what = f" {r['op']}" if "op" in r else ""
                 holds = "" if "holds" not in r else f" holds={r['holds']}"
-                lines.append(f"  rank {r['rank']}{what} {label} {key}={r[key]:,.0f}{holds}")
+                v = "–" if r.get(key) is None else f"{r[key]:,.0f}"
+                lines.append(f"  rank {r['rank']}{what} {label} {key}={v}{holds}")
             if part is not ans and part["verdict"] != "sufficient":
                 lines.append(f"  derived: insufficient ({part.get('why')})")
     crit = [r["rank"] for r in dist.get("critical_rank") or [] if r["is_critical"]]

@@ -13,7 +13,7 @@ wall seconds (and GPU seconds: wall × ranks on a GPU host).
 Example:
     >>> p = plan_torchrun("prog/step", ["step_time"], ["torchrun", "--nproc-per-node", "2",
     ...                   "prog.py"], Path("."))
-    >>> results = execute(p, store, Path("work"), progress=False)
+    >>> results = execute(p, store, Path("work"))
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def _collect(p: Plan, task: Task, store: Store, workdir: Path, res: LaunchOutcom
         res.detail["reason"] = ("no NVIDIA GPU on this host: kernel records need CUDA and CUPTI "
                                 "activity, so no kernel duration is collected (nothing stored)")
         return
-    argv = list(p.task(p.tasks[0].id).params["argv"])
+    argv = list(next(t for t in p.tasks if t.action == "torchrun_command").params["argv"])
     out = workdir / task.id.removeprefix(p.plan_id + ".")
     out.mkdir(parents=True, exist_ok=True)
     cwd = p.request.get("cwd") or "."
@@ -146,9 +146,10 @@ def _synthesize(store: Store, res: LaunchOutcome) -> None:
                        "derivation_rebuilt": rep.derivation_rebuilt})
 
 
-def execute(p: Plan, store: Store, workdir: Path, progress: bool = False,
+def execute(p: Plan, store: Store, workdir: Path,
             timeout_s: float | None = None) -> list[LaunchOutcome]:
-    """Run the plan's tasks in order; a task whose dependency failed is ``skipped``."""
+    """Run the plan's tasks in order (a line per task on stderr); a task whose dependency
+    failed is ``skipped``."""
     failed: set[str] = set()
     results: list[LaunchOutcome] = []
     for n, task in enumerate(p.tasks, start=1):
@@ -183,10 +184,10 @@ def execute(p: Plan, store: Store, workdir: Path, progress: bool = False,
             "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
             "finished_at": datetime.now(UTC).replace(tzinfo=None)})
         results.append(res)
-        if progress:
-            extra = f" {res.detail.get('error') or res.detail.get('reason') or ''}"
-            print(f"[{n}/{len(p.tasks)}] {task.id} {task.action}: {res.status} "
-                  f"({res.wall_s:.2f} s){extra.rstrip()}", file=sys.stderr)
+        # one plain line per task on stderr (no bar: launches are few and long)
+        extra = f" {res.detail.get('error') or res.detail.get('reason') or ''}"
+        print(f"[{n}/{len(p.tasks)}] {task.id} {task.action}: {res.status} "
+              f"({res.wall_s:.2f} s){extra.rstrip()}", file=sys.stderr)
     return results
 
 
@@ -197,6 +198,7 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
                      timeout_s: float | None = None) -> Any:
     """``observe`` for a torchrun command: plan (and unless ``dry_run``) launch, store, answer.
 
+    ``progress`` is taken for ``observe``'s signature: a line per launch is always printed.
     Returns an :class:`argusdb.observe.Observation` whose report has, besides the task table,
     ``distributed``: per signal a per-rank answer with a verdict (:func:`answers.observation`).
     Runs on a CPU too (gloo); what needs CUDA is reported ``insufficient``.
@@ -226,8 +228,7 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
             "created_at": datetime.now(UTC).replace(tzinfo=None)})
         wd = Path(workdir) if workdir else Path(f"{st.path}.runs") / p.plan_id
         wd.mkdir(parents=True, exist_ok=True)
-        results = execute(p, st, wd, sys.stderr.isatty() if progress is None else bool(progress),
-                          timeout_s)
+        results = execute(p, st, wd, timeout_s)
         return Observation(p, _evidence(st, p), _report(st, p, results, observation))
     finally:
         if own and st is not None:
