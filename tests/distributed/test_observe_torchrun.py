@@ -253,9 +253,9 @@ def test_replayed_2xh200_launches_answer_kernel_duration_and_exposed_communicati
     monkeypatch.setenv("ARGUS_DIST_REPLAY", str(replay_dir(tmp_path, "overlap")))
     store = tmp_path / "s.duckdb"
     code, out = observe(["--region", "tp_block/bias_gelu_kernel", "--signals",
-                         "duration,exposed_communication", "--store", str(store), "--option",
-                         "version=overlap", "--option", "target=sm_90", "--json"],
-                        torchrun(2, version="overlap"))
+                         "duration,exposed_communication,collective_duration", "--store",
+                         str(store), "--option", "version=overlap", "--option", "target=sm_90",
+                         "--json"], torchrun(2, version="overlap"))
     assert code == 0, out
     rep = json.loads(out[out.index('{"plan_id"'):])
     sig = rep["distributed"]["signals"]
@@ -269,6 +269,11 @@ def test_replayed_2xh200_launches_answer_kernel_duration_and_exposed_communicati
     assert all(200_000 < r["exposed_comm_ns"] < 300_000 for r in ex["per_rank"])  # 252 us
     assert [r["rank"] for r in ex["derived"]["per_rank"]] == [0, 1]
     assert rep["distributed"]["critical_rank"][1]["is_critical"]
+    coll = {(r["rank"], r["op"]): r for r in sig["collective_duration"]["per_rank"]}
+    ag = coll[(0, "allgather")]  # 64 MiB over NVLink: busbw = algbw / 2 for 2 ranks
+    assert ag["bytes"] == 8192 * 4096 * 2 and 150 < ag["busbw_gbps"] < 300
+    assert ag["busbw_gbps"] == pytest.approx(ag["algbw_gbps"] / 2)
+    assert coll[(1, "allreduce")]["n"] == 4 * 62  # four chunks per step, steps 1..62
 
 
 def test_a_replay_of_another_world_size_is_refused_and_nothing_stored(
