@@ -139,3 +139,12 @@ def test_a_launch_without_steps_is_listed_and_drawn_around_its_middle_collective
     assert all(r["n_steps"] == 0 and r["step_ns"] is None for r in g["ranks"])
     text = svg.read_text()
     assert "middle collectives" in text and "rank 1 · stream:" in text
+
+
+def test_the_checker_guards_the_per_rank_views(store: str) -> None:
+    ok = CliRunner().invoke(main, ["query", store, "SELECT rank, step_ns FROM rank_step WHERE "
+                                   "timing_clean AND launch_group = 'xl-serial-events-1'"])
+    assert ok.exit_code == 0, ok.output
+    # pooling both versions' steps, CUPTI-only and clean runs alike, is refused
+    bad = CliRunner().invoke(main, ["query", store, "SELECT median(step_ns) FROM rank_overview"])
+    assert bad.exit_code == 1 and "AR01" in bad.output
