@@ -34,6 +34,10 @@ def main(argv: list[str]) -> None:
     stem = os.environ.get("ARGUS_DIST_STEM",
                           prog.rsplit(".", 1)[-1] if module else Path(prog).stem)
     group = os.environ.get("ARGUS_LAUNCH_GROUP") or os.environ.get("TORCHELASTIC_RUN_ID", "local")
+    # the launcher stops a launch past its time limit through these (torchrun starts each
+    # worker in a session of its own)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f".rank{os.environ.get('RANK', 0)}.pid").write_text(str(os.getpid()))
     install(mode, out, stem, group)
     sys.argv = list(argv)
     if module:

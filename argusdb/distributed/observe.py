@@ -4,7 +4,8 @@ Each collect task is one ``torchrun`` launch of every rank under the recorder
 (``ARGUS_DIST_MODE`` = the task's mode, ``ARGUS_DIST_OUT`` = its folder, ``ARGUS_LAUNCH_GROUP``
 = its launch group); when it exits 0 and every rank wrote its artefact, the folder is ingested
 as one launch group bound to the task (:func:`argusdb.distributed.ingest.ingest_launch`). A
-launch that fails stores nothing. A ``cupti`` launch on a host without an NVIDIA GPU is not
+launch that fails, or runs past ``ARGUS_DIST_TIMEOUT_S`` seconds (stopped with every rank it
+started), stores nothing. A ``cupti`` launch on a host without an NVIDIA GPU is not
 started: its task is ``insufficient`` (kernel records need CUPTI), and so is every signal only it
 answers. With ``ARGUS_DIST_REPLAY=DIR`` every launch is answered from a recorded one
 (``DIR/<mode>/``, see :func:`_replay`) instead. Every task gets a row in ``task`` with its
@@ -29,7 +30,7 @@ from typing import Any
 
 from argusdb import materialize
 from argusdb.distributed.ingest import ingest_launch
-from argusdb.errors import ArgusError
+from argusdb.errors import ArgusError, UsageError
 from argusdb.planner.plan import Plan, Task
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
@@ -96,6 +97,26 @@ def _replay(p: Plan, task: Task, store: Store, root: Path, res: LaunchOutcome) -
                        "replayed_from": str(folder)})
 
 
+def _stop(proc: subprocess.Popen[bytes], out: Path) -> None:
+    """Stop a launch and every rank it started: SIGTERM to torchrun (its agent stops its
+    workers), SIGKILL to its session after a grace period, then to each rank the recorder
+    registered (``.rank<R>.pid``: torchrun starts workers in sessions of their own)."""
+    import signal
+
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    for f in out.glob(".rank*.pid"):
+        try:
+            os.kill(int(f.read_text()), signal.SIGKILL)
+        except (ProcessLookupError, ValueError, PermissionError):
+            pass
+        f.unlink(missing_ok=True)
+
+
 def _collect(p: Plan, task: Task, store: Store, workdir: Path, res: LaunchOutcome,
              timeout_s: float | None) -> None:
     mode = task.params["mode"]
@@ -112,20 +133,30 @@ def _collect(p: Plan, task: Task, store: Store, workdir: Path, res: LaunchOutcom
     out = workdir / task.id.removeprefix(p.plan_id + ".")
     out.mkdir(parents=True, exist_ok=True)
     cwd = p.request.get("cwd") or "."
-    try:
-        done = subprocess.run(argv, cwd=cwd, env=_env(task, out), capture_output=True,
-                              text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    log = out / "torchrun.log"
+    res.detail.update({"argv": argv, "mode": mode, "launch_group": task.params["launch_group"],
+                       "log": str(log)})
+    # Output to a file, not a pipe: a rank that outlives torchrun cannot block the reading.
+    with open(log, "w", encoding="utf-8") as fh:
+        proc = subprocess.Popen(argv, cwd=cwd, env=_env(task, out), stdout=fh,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop(proc, out)
+            res.status = "failed"
+            res.detail["error"] = (f"the launch ran past {timeout_s:g} s "
+                                   f"(ARGUS_DIST_TIMEOUT_S) and was stopped with its ranks; "
+                                   f"nothing stored; log: {log}")
+            return
+    text = log.read_text(encoding="utf-8", errors="replace")
+    for f in out.glob(".rank*.pid"):
+        f.unlink(missing_ok=True)
+    res.detail["returncode"] = proc.returncode
+    if proc.returncode != 0:
         res.status = "failed"
-        res.detail["error"] = f"the launch ran past {timeout_s} s and was stopped; nothing stored"
-        return
-    (out / "torchrun.log").write_text(done.stdout + done.stderr)
-    res.detail.update({"argv": argv, "returncode": done.returncode, "mode": mode,
-                       "launch_group": task.params["launch_group"]})
-    if done.returncode != 0:
-        res.status = "failed"
-        res.detail["error"] = (f"torchrun exited {done.returncode}: "
-                               f"{_tail(done.stderr or done.stdout)}; nothing stored")
+        res.detail["error"] = (f"torchrun exited {proc.returncode}: {_tail(text)}; nothing "
+                               f"stored; log: {log}")
         return
     dist = p.request["distributed"]
     opts = {str(k): str(v) for k, v in (p.request.get("options") or {}).items()}
@@ -207,6 +238,12 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
     from argusdb.distributed.plan import plan_torchrun
     from argusdb.observe import Observation, _plan_report
 
+    if timeout_s is None and os.environ.get("ARGUS_DIST_TIMEOUT_S"):
+        try:
+            timeout_s = float(os.environ["ARGUS_DIST_TIMEOUT_S"])
+        except ValueError as exc:
+            raise UsageError(f"ARGUS_DIST_TIMEOUT_S={os.environ['ARGUS_DIST_TIMEOUT_S']!r}: "
+                             "expected seconds (e.g. 600)") from exc
     own = isinstance(store, str | Path)
     st: Store | None
     if isinstance(store, str | Path):

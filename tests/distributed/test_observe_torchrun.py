@@ -287,3 +287,40 @@ def test_a_replay_of_another_world_size_is_refused_and_nothing_stored(
     assert "launched with 2 ranks, not 4" in rep["failed"][0]["error"]
     with Store.open(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
+
+
+@pytest.mark.slow
+def test_a_launch_past_its_time_limit_is_stopped_with_its_ranks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hang = tmp_path / "hang.py"
+    hang.write_text("import os, time\n"
+                    "open(os.environ['ARGUS_DIST_OUT'] + f'/pid{os.getpid()}', 'w').close()\n"
+                    "time.sleep(600)\n")
+    monkeypatch.setenv("ARGUS_DIST_TIMEOUT_S", "12")
+    store = tmp_path / "s.duckdb"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+           "--standalone", str(hang)]
+    code, out = observe(["--region", "hang/step", "--signals", "step_time", "--store",
+                         str(store), "--json"], cmd)
+    assert code == 1, out
+    rep = json.loads(out[out.index('{"plan_id"'):])
+    assert "ran past 12 s" in rep["failed"][0]["error"]
+    pids = [int(f.name[3:]) for f in tmp_path.rglob("pid*")]
+    assert len(pids) >= 2  # both ranks had started ...
+    import os
+    import time
+
+    time.sleep(1)
+    for pid in pids:  # ... and none of them is left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    with Store.open(store, read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
+
+
+def test_a_bad_time_limit_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ARGUS_DIST_TIMEOUT_S", "soon")
+    code, out = observe(["--region", "tp_block/step", "--signals", "step_time", "--store",
+                         str(tmp_path / "s.duckdb")], torchrun(2))
+    assert code == 2 and "ARGUS_DIST_TIMEOUT_S" in out
+    assert not (tmp_path / "s.duckdb").exists()
