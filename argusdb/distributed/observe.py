@@ -111,9 +111,12 @@ def _stop(proc: subprocess.Popen[bytes], out: Path) -> None:
         proc.wait()
     for f in out.glob(".rank*.pid"):
         try:
-            os.kill(int(f.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError, PermissionError):
-            pass
+            pid = int(f.read_text())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if b"argusdb.distributed.bootstrap" in cmdline:  # not a pid reused since
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass  # gone already (or no /proc here)
         f.unlink(missing_ok=True)
 
 
@@ -161,7 +164,8 @@ def _collect(p: Plan, task: Task, store: Store, workdir: Path, res: LaunchOutcom
     dist = p.request["distributed"]
     opts = {str(k): str(v) for k, v in (p.request.get("options") or {}).items()}
     launch = ingest_launch(store, out, ProgramSource.from_path(dist["source_path"]), opts or None,
-                           task.params["launch_group"], task_id=task.id)
+                           task.params["launch_group"], task_id=task.id,
+                           world_size=int(task.params["world_size"]))
     res.run_ids = [r.run_id for r in launch.runs]
     # a Kineto trace's kernels that are not the program's sit in a timeline run of their own
     res.run_ids += [str(r.other["run_id"]) for r in launch.runs if r.other]
