@@ -103,6 +103,11 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
     if run is not None:
         command = command_argv(run)
         check_command(command, wd)
+        from argusdb.distributed.torchrun import is_torchrun
+
+        if is_torchrun(command):  # every rank under the recorder: argusdb.distributed
+            return _observe_torchrun(region, names, scope, command, wd, store, source, options,
+                                     dry_run, workdir, progress, budget_s)
         source = source or resolve_source(region, command, wd)
     elif source is None:
         raise UsageError("observe needs a command to run (run=[...] / '-- COMMAND') or a "
@@ -130,6 +135,25 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
     finally:
         if own and st is not None:
             st.close()
+
+
+def _observe_torchrun(region: str, names: list[str], scope: dict[str, str] | None,
+                      command: list[str], wd: Path, store: str | Path | Store | None,
+                      program: str | Path | None, options: dict[str, str] | None, dry_run: bool,
+                      workdir: str | Path | None, progress: bool | None,
+                      budget_s: float | None) -> Observation:
+    if scope and any(v != "all" for v in scope.values()):
+        raise UsageError(f"--scope {scope}: a torchrun observation answers per rank and per "
+                         "step; intra-kernel scopes need the harness form")
+    if budget_s is not None:
+        raise UsageError("--budget-s: a torchrun observation is not trimmed to a budget yet; "
+                         "ask for fewer signals (the dry run lists each launch)")
+    from argusdb.distributed.observe import observe_torchrun
+
+    obs: Observation = observe_torchrun(region, names, command, wd, store, program=program,
+                                        options=options, dry_run=dry_run, workdir=workdir,
+                                        progress=progress)
+    return obs
 
 
 def command_argv(run: Callable[[], Any] | Sequence[str]) -> list[str]:

@@ -58,6 +58,8 @@ class ProgramView:
     claims: list[Claim] = field(default_factory=list)
     series: list[Series] = field(default_factory=list)
     breakdown_version: str = ""
+    #: HTML of the program's distributed launches (per-rank tables and timelines), or "".
+    ranks_html: str = ""
 
 
 def _scale(unit: str | None) -> tuple[float, str | None]:
@@ -148,13 +150,18 @@ def collect(db: Connection, signals: list[str] | None = None,
         for r in has[shown]:
             try:
                 view.claims.extend(report(db, r, [shown], signals=signals).claims)
-            except NoEvidence:
-                continue  # the region has none of the shown signals in that version
+            except (NoEvidence, UsageError):
+                # none of the shown signals in that version; or a program-level region of a
+                # distributed derivation (<program>/step, <program>/launch) no source declares
+                continue
         if len(refs) >= 2:
             try:
                 view.series = trajectory(db, regs, list(refs), signals).series
-            except NoEvidence:
+            except (NoEvidence, UsageError):
                 view.series = []
+        from argusdb.distributed.views import dashboard_section
+
+        view.ranks_html = dashboard_section(db.store, program)
         views.append(view)
     return views
 
@@ -269,6 +276,7 @@ def render(views: list[ProgramView]) -> str:
                      "versions</h3>")
         if not shown:
             parts.append("<p class='note'>no diffs: one version only</p></section>")
+            parts.append(v.ranks_html)
             continue
         parts.append("<table class='diff-table'><tr><th>region</th><th>signal</th>"
                      "<th>from</th><th>to</th><th>from median</th><th>to median</th>"
@@ -290,6 +298,7 @@ def render(views: list[ProgramView]) -> str:
                     f"<td class='num'>{_fmt(p.step_p_value)}</td>"
                     f"<td class='{cls}'>{e(p.step_verdict or '')}</td></tr>")
         parts.append("</table></section>")
+        parts.append(v.ranks_html)
     parts.append("</body></html>")
     return "\n".join(parts)
 

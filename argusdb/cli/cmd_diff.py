@@ -36,11 +36,17 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     Example: argus diff argus.duckdb --region matmul/matmul_kernel --from variant=naive
     --to variant=tiled --signal duration
     """
+    from argusdb.distributed.answers import collective_rows
+
     with connect(store, read_only=True) as db:
         result = diff(db, region, before, after, list(signals) or None, min_effect=min_effect,
                       alpha=alpha)
+        # Distributed programs: per step and per collective, from timing-clean launches.
+        coll = collective_rows(db.store, result.from_ref.program_version,
+                               result.to_ref.program_version)
     if as_json:
-        click.echo(json.dumps(result.to_json()))
+        click.echo(json.dumps({**result.to_json(), **({"collectives": coll} if coll else {})},
+                              default=str))
         return
     cols = ["signal", "from_median", "to_median", "ratio", "ci_low", "ci_high", "p_value",
             "n_from", "n_to", "unattributed_share", "sufficiency", "verdict"]
@@ -52,3 +58,8 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
                    f"{r.standing} ({r.signature}), {r.evidence_class}, {r.scope}", err=True)
     for n in result.notes:
         click.echo(f"note: {n}", err=True)
+    if coll:
+        click.echo("\nper step and per collective (timing-clean launches; ratio = to/from):")
+        cols = ["quantity", "key", "from_n", "to_n", "from_median_ns", "to_median_ns", "ratio",
+                "ci_low", "ci_high", "p_value", "significant"]
+        print_table(cols, [[r[c] for c in cols] for r in coll])

@@ -95,6 +95,11 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
                    for sig, by in rep["evidence"].items())
     click.echo(f"\nevidence: {ev or 'none'}\ncost: {rep['wall_s']:.3g} s wall, "
                f"{rep['gpu_s']:.3g} s GPU")
+    if "distributed" in rep:
+        from argusdb.distributed.answers import describe_observation
+
+        for line in describe_observation(rep["distributed"]):
+            click.echo(line)
     for f in rep["failed"]:
         click.echo(f"failed: {f['task']} ({f['action']}, {f['status']}): {f['error']}; "
                    f"evidence stored: {len(f['evidence_stored']['runs'])} run(s)", err=True)

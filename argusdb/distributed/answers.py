@@ -127,3 +127,191 @@ def collective_diff(store: Store, from_version: str, to_version: str) -> list[di
             "ci_high": t.ci_high, "p_value": t.p_value,
             "significant": bool(t.p_value < ALPHA and not (t.ci_low <= 1.0 <= t.ci_high))})
     return rows
+
+
+def _by_rank(rows: list[dict[str, Any]], world: int) -> tuple[list[dict[str, Any]], list[int]]:
+    """Rows sorted by rank, and the ranks of ``range(world)`` that have none."""
+    have = {int(r["rank"]) for r in rows if r.get("rank") is not None}
+    return sorted(rows, key=lambda r: (r["rank"], str(r.get("name", "")))), \
+        [r for r in range(world) if r not in have]
+
+
+def _verdict(rows: list[dict[str, Any]], world: int, why_none: str,
+             **extra: Any) -> dict[str, Any]:
+    rows, missing = _by_rank(rows, world)
+    if not rows:
+        return {"verdict": "insufficient", "why": why_none, "per_rank": [], **extra}
+    if missing:
+        return {"verdict": "insufficient", "why": f"ranks {missing} have no such rows: "
+                f"{why_none}", "per_rank": rows, **extra}
+    return {"verdict": "sufficient", "per_rank": rows, **extra}
+
+
+def observation(store: Store, request: dict[str, Any],
+                tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per requested signal of a torchrun observation, the per-rank answer and its verdict.
+
+    ``tasks`` are the plan's tasks as run (``action``, ``status``, ``params``, ``detail``).
+    Step time, overlap, exposed communication (observed) and collective durations come from the
+    timing-clean ``dist_events`` launch only; the derived exposed communication from the forced
+    variant's runs; host ops from the profiler launch; kernel durations from the CUPTI launch.
+    A signal without rows is ``insufficient`` with the reason (the task's own where it did not
+    run), never a value.
+    """
+    dist = request["distributed"]
+    world = int(dist["world_size"])
+    by_action = {t["action"]: t for t in tasks}
+
+    def group(action: str) -> tuple[str | None, str | None]:
+        t = by_action.get(action)
+        if t is None:
+            return None, f"the plan has no {action} launch"
+        if t["status"] != "done":
+            why = (t.get("detail") or {}).get("reason") or (t.get("detail") or {}).get("error")
+            return None, f"{action} {t['status']}: {why or 'no detail'}"
+        # a replayed launch keeps its recorded launch group
+        return str((t.get("detail") or {}).get("launch_group") or t["params"]["launch_group"]), \
+            None
+
+    clean, clean_why = group("dist_events")
+    out: dict[str, Any] = {}
+    steps = store.rows(
+        "SELECT rank, run_id, n_steps, step_ns, compute_ns, comm_ns, overlap_ns, "
+        "exposed_comm_ns, signature, timing_clean FROM rank_step WHERE launch_group = ? "
+        "AND timing_clean AND NOT forced_wait ORDER BY rank", [clean]) if clean else []
+    no_steps = clean_why or (f"the clean launch {clean} recorded no steps: wrap the program's "
+                             f"step in torch.profiler.record_function('{dist['step_mark']}') "
+                             f"(or set the step name with ARGUS_STEP_MARK)")
+    for sig in request["signals"]:
+        if sig == "step_time":
+            out[sig] = _verdict([{k: r[k] for k in ("rank", "run_id", "n_steps", "step_ns")}
+                                 for r in steps], world, no_steps, launch_group=clean)
+        elif sig == "overlap":
+            out[sig] = _verdict([{k: r[k] for k in ("rank", "run_id", "n_steps", "compute_ns",
+                                                    "comm_ns", "overlap_ns")} for r in steps],
+                                world, no_steps, launch_group=clean)
+        elif sig == "exposed_communication":
+            ans = _verdict([{k: r[k] for k in ("rank", "run_id", "n_steps", "comm_ns",
+                                               "exposed_comm_ns")} for r in steps],
+                           world, no_steps, launch_group=clean, evidence_class="observed")
+            forced, forced_why = group("dist_forced")
+            derived = store.rows(
+                "SELECT r.rank, e.run_id, e.value AS exposed_comm_ns, e.conditions "
+                "FROM derived_evidence AS e JOIN run AS r ON r.run_id = e.run_id "
+                "WHERE e.signal = 'exposed_communication' AND r.launch_group = ? "
+                "AND e.parent_run_id IN (SELECT run_id FROM run WHERE launch_group = ?) "
+                "ORDER BY r.rank", [forced, clean]) if forced and clean else []
+            import json as _json
+
+            for d in derived:
+                cond = _json.loads(d.pop("conditions") or "{}")
+                d["holds"] = bool(cond.get("holds"))
+                d["dropped_steps"] = len(cond.get("dropped") or [])
+            ans["derived"] = _verdict(
+                derived, world, forced_why or "no forced/clean pair of runs per rank",
+                launch_group=forced, evidence_class="derived")
+            if ans["derived"]["per_rank"] and not all(d["holds"] for d in derived):
+                ans["derived"]["note"] = ("holds is false where the forced drains cost more "
+                                          "than the communication they serialize: read the "
+                                          "observed value")
+            out[sig] = ans
+        elif sig in ("collective_duration", "collective_bytes"):
+            rows = store.rows(
+                "SELECT x.rank, x.op, count(*) AS n, median(x.dur_ns) AS median_dur_ns, "
+                "median(x.exposed_ns) AS median_exposed_ns, max(x.bytes) AS bytes "
+                "FROM collective_exposure AS x WHERE x.launch_group = ? AND x.timing_clean "
+                "AND (x.step IS NULL OR x.step >= 1) GROUP BY ALL ORDER BY x.rank, x.op",
+                [clean]) if clean else []
+            bw = {(b["rank"], b["op"]): b for b in store.rows(
+                "SELECT rank, op, median(algbw_gbps) AS algbw_gbps, median(busbw_gbps) AS "
+                "busbw_gbps, median(wait_ns) AS median_wait_ns FROM collective_instance "
+                "WHERE launch_group = ? AND collector = 'torchdist' AND (step IS NULL OR "
+                "step >= 1) GROUP BY rank, op", [clean])} if clean else {}
+            for r in rows:  # achieved bandwidth and waiting for the last rank, per rank and op
+                b = bw.get((r["rank"], r["op"]), {})
+                r.update({k: b.get(k) for k in ("algbw_gbps", "busbw_gbps", "median_wait_ns")})
+            out[sig] = _verdict(rows, world, clean_why or f"the clean launch {clean} called no "
+                                "torch.distributed collective the recorder wraps",
+                                launch_group=clean)
+        elif sig == "host_ops":
+            prof, why = group("dist_profiler")
+            rows = store.rows(
+                "SELECT rank, count(DISTINCT name) AS distinct_ops, sum(n) AS n, "
+                "any_value(signature) AS signature FROM rank_interval WHERE launch_group = ? "
+                "AND kind = 'host_op' GROUP BY rank ORDER BY rank", [prof]) if prof else []
+            out[sig] = _verdict(rows, world, why or "torch.profiler recorded no host op",
+                                launch_group=prof, timing_clean=False)
+        elif sig == "duration":
+            if dist["target"] == "kernel":
+                grp, why = group("dist_cupti")
+                rows = store.rows(
+                    "SELECT rank, name, sum(n) AS n, median(median_dur_ns) AS median_dur_ns "
+                    "FROM rank_interval WHERE launch_group = ? AND kind = 'kernel' AND "
+                    "starts_with(name, ?) GROUP BY rank, name ORDER BY rank",
+                    [grp, dist["name"]]) if grp else []
+                none = why or f"no kernel named {dist['name']} in the CUPTI records"
+            else:
+                grp, none = clean, clean_why or (
+                    f"the clean launch recorded no range named {dist['name']!r} (a "
+                    f"torch.profiler.record_function range of the program)")
+                rows = store.rows(
+                    "SELECT rank, name, n_measured AS n, median_dur_ns FROM rank_interval "
+                    "WHERE launch_group = ? AND kind IN ('step', 'span') AND name = ? "
+                    "AND timing_clean ORDER BY rank", [clean, dist["name"]]) if clean else []
+            out[sig] = _verdict(rows, world, none, launch_group=grp)
+    extra: dict[str, Any] = {"signals": out}
+    if clean:
+        extra["clock_alignment"] = store.rows(
+            "SELECT rank, ref_rank, offset_ns, error_ns, max_residual_ns, n_matched, method "
+            "FROM clock_alignment WHERE launch_group = ? ORDER BY rank", [clean])
+        extra["critical_rank"] = store.rows(
+            "SELECT rank, n_instances, n_last_to_arrive, total_wait_ns, is_critical "
+            "FROM critical_rank WHERE launch_group = ? AND collector = 'torchdist' "
+            "ORDER BY rank", [clean])
+    extra["answered"] = all(v["verdict"] == "sufficient" for v in out.values())
+    return extra
+
+
+def describe_observation(dist: dict[str, Any]) -> list[str]:
+    """Text lines of :func:`observation`: a verdict per signal, a value per rank."""
+    lines: list[str] = []
+    keys = {"step_time": "step_ns", "overlap": "overlap_ns",
+            "exposed_communication": "exposed_comm_ns", "collective_duration": "median_dur_ns",
+            "collective_bytes": "bytes", "host_ops": "n", "duration": "median_dur_ns"}
+    for sig, ans in dist["signals"].items():
+        head = f"{sig}: {ans['verdict']}"
+        lines.append(head + (f" ({ans['why']})" if ans.get("why") else "")
+                     + (f", launch {ans['launch_group']}" if ans.get("launch_group") else ""))
+        parts = [ans] + ([ans["derived"]] if "derived" in ans else [])
+        for part in parts:
+            label = part.get("evidence_class", "")
+            for r in part["per_rank"]:
+                key = keys[sig]
+                what = f" {r['op']}" if "op" in r else ""
+                holds = "" if "holds" not in r else f" holds={r['holds']}"
+                v = "–" if r.get(key) is None else f"{r[key]:,.0f}"
+                lines.append(f"  rank {r['rank']}{what} {label} {key}={v}{holds}")
+            if part is not ans and part["verdict"] != "sufficient":
+                lines.append(f"  derived: insufficient ({part.get('why')})")
+    crit = [r["rank"] for r in dist.get("critical_rank") or [] if r["is_critical"]]
+    if crit:
+        lines.append(f"critical rank: {crit[0]}")
+    for a in dist.get("clock_alignment") or []:
+        if a["rank"] != a["ref_rank"]:
+            lines.append(f"clock: rank {a['rank']} offset {a['offset_ns']:,} ns, error (MAD) "
+                         f"{a['error_ns']:,} ns over {a['n_matched']} collectives")
+    return lines
+
+
+def collective_rows(store: Store, from_version: str, to_version: str) -> list[dict[str, Any]]:
+    """:func:`collective_diff` where both versions have timing-clean distributed runs, else
+    ``[]`` (a program without launches); NaN ratios become None (JSON has no NaN)."""
+    import math
+
+    have = store.rows("SELECT count(DISTINCT program_version) AS n FROM step_overlap "
+                      "WHERE timing_clean AND list_contains(?, program_version)",
+                      [[from_version, to_version]])
+    if have[0]["n"] < 2:
+        return []
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in collective_diff(store, from_version, to_version)]

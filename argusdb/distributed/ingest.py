@@ -53,8 +53,13 @@ def _files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
 
 def ingest_launch(store: Store, paths: str | Path | Sequence[str | Path],
                   program: ProgramSource | None = None, options: dict[str, str] | None = None,
-                  launch_group: str | None = None) -> LaunchResult:
+                  launch_group: str | None = None, task_id: str | None = None,
+                  world_size: int | None = None) -> LaunchResult:
     """Ingest every rank's artefacts of one launch as runs of one launch group.
+
+    ``world_size``, when given, is the number of ranks the launch must have.
+
+    ``task_id`` binds the runs to the plan task that launched them (``argus observe``).
 
     Raises:
         InputError: no artefact, an artefact without a rank, ranks missing or repeated, world
@@ -85,6 +90,9 @@ def ingest_launch(store: Store, paths: str | Path | Sequence[str | Path],
         raise InputError(str(paths), f"mixes world sizes {sorted(worlds)}",
                          "pass the artefacts of one launch")
     world = worlds.pop()
+    if world_size is not None and world != world_size:
+        raise InputError(str(paths), f"was launched with {world} ranks, not {world_size}",
+                         f"pass a launch of {world_size} ranks")
     for kind in {k for k, _ in seen}:
         ranks = sorted(r for k, r in seen if k == kind)
         if ranks != list(range(world)):
@@ -99,6 +107,6 @@ def ingest_launch(store: Store, paths: str | Path | Sequence[str | Path],
         raise InputError(str(paths), f"states launch group(s) {sorted(groups)}, not "
                          f"{launch_group!r}", "drop the launch group argument or correct it")
     res = LaunchResult(launch_group, world)
-    res.runs = ingest_paths(store, list[str | Path](files), program, options,
+    res.runs = ingest_paths(store, list[str | Path](files), program, options, task_id=task_id,
                             launch={"launch_group": launch_group})
     return res
