@@ -45,6 +45,7 @@ from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, QueryRefused, UsageError
 from argusdb.planner.plan import PlanError
 from argusdb.planner.signals import parse_signal
+from argusdb.shape import INTRA_KERNEL_SCOPE
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -59,7 +60,7 @@ MAX_UNATTRIBUTED_SHARE = 0.05
 MAX_ENTROPY_BITS = 0.5
 
 #: Scope coordinates a plan may ask per instance (``launch`` is the repeat axis, not a scope).
-_ASKED = ("cta", "sm", "warp", "warp_role", "loop_iter")
+_ASKED = INTRA_KERNEL_SCOPE
 
 
 @dataclass(frozen=True)
