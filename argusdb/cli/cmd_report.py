@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from argusdb.answers.report import MAX_ENTROPY_BITS, report
 from argusdb.answers.sufficiency import MAX_UNATTRIBUTED_SHARE
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 
 
 @click.command("report")
@@ -24,10 +22,10 @@ from argusdb.cli.output import handle_errors, print_table
 @click.option("--max-unattributed", type=float, default=MAX_UNATTRIBUTED_SHARE,
               show_default=True, help="Share (0..1) of a kernel's total in _unattributed above "
               "which attributed claims about its regions are insufficient.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
-            max_entropy: float, max_unattributed: float, as_json: bool) -> None:
+            max_entropy: float, max_unattributed: float, as_json: bool, as_csv: bool) -> None:
     """Report every claim about REGION for an agent: value, evidence class, provenance
     (versions, runs, tasks), ambiguity notes, repeat statistics and a policy verdict.
 
@@ -40,11 +38,13 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
         rep = report(db, region, list(versions) or None, signals=list(signals) or None,
                      max_entropy_bits=max_entropy, max_unattributed=max_unattributed)
     if as_json:
-        click.echo(json.dumps(rep.to_json(), default=str))
+        print_json(rep.to_json())
         return
     cols = ["program_version", "signal", "value", "unit", "evidence_class", "n", "iqr", "cv",
             "association_entropy", "unattributed_share", "verdict"]
-    print_table(cols, [[getattr(c, k) for k in cols] for c in rep.claims])
+    print_table(cols, [[getattr(c, k) for k in cols] for c in rep.claims], as_csv=as_csv)
+    if as_csv:
+        return
     for c in rep.claims:
         click.echo(f"{c.program_version} {c.signal}: {c.verdict}: {c.reason}; runs "
                    f"{', '.join(c.runs)}; {c.signature}", err=True)
