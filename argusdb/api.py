@@ -19,16 +19,18 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from argusdb import checker, materialize
 from argusdb.errors import Finding, QueryFailed, QueryRefused, StoreError, UsageError
-from argusdb.ingest import IngestResult, Prepared, ingest_paths
-from argusdb.regions import ProgramSource
 from argusdb.store import MAX_BYTES, MAX_ROWS, Store, deadline, set_overrun_handler
-from argusdb.variants import VariantOf, record_check
+
+if TYPE_CHECKING:  # the collectors load with the first ingest, not with a question
+    from argusdb.ingest import IngestResult, Prepared
+    from argusdb.regions import ProgramSource
+    from argusdb.variants import VariantOf
 
 #: Columns of :meth:`Connection.runs`, in order.
 RUN_COLUMNS = ("run_id", "program_version", "collector", "kind", "artefact_name", "signature",
@@ -195,6 +197,9 @@ class Connection:
             UsageError: the connection is read-only.
             InputError: unknown, corrupt, mismatching or conflicting input; nothing written.
         """
+        from argusdb.ingest import ingest_paths
+        from argusdb.regions import ProgramSource
+
         self._writable("ingest")
         src = program if isinstance(program, ProgramSource) or program is None \
             else ProgramSource.from_path(program)
@@ -219,6 +224,8 @@ class Connection:
             UsageError: the connection is read-only, or the variant is not bound to that
                 parent.
         """
+        from argusdb.variants import record_check
+
         self._writable("record a variant check")
         passed = record_check(self.store, variant_version, parent_version, rel_err, tolerance,
                               task_id)
@@ -232,6 +239,7 @@ class Connection:
         :func:`argusdb.distributed.ingest.ingest_launch`), then refresh the checker's metadata
         as :meth:`ingest_many` does."""
         from argusdb.distributed.ingest import ingest_launch
+        from argusdb.regions import ProgramSource
 
         self._writable("ingest")
         src = ProgramSource.from_path(program) if program else None
