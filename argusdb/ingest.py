@@ -11,6 +11,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -394,11 +395,23 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
 
     def attempt() -> list[IngestResult]:
         results: list[IngestResult] = []
-        with store.transaction():
-            for pl in plans:
-                results.append(_write(store, pl, program, opts, variant, task_id))
+        with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool:
+            pending = _Pending()
+            # A small file's next neighbour is parsed (Python) while this one is inserted
+            # (DuckDB, without the GIL); a large file streams its batches as it is read.
+            ahead = [pool.submit(_parsed, pl) if _small(pl) else None for pl in plans[:1]]
+            for i, pl in enumerate(plans):
+                if i + 1 < len(plans):
+                    nxt = plans[i + 1]
+                    ahead.append(pool.submit(_parsed, nxt) if _small(nxt) else None)
+                pending.parsed = ahead[i]
+                ahead[i] = None
+                results.append(_write(store, pl, program, opts, variant, task_id, pending))
                 if progress is not None:
                     progress(results[-1])
+            # the command's run and task rows, one statement each
+            store.insert_rows("run", pending.runs)
+            store.insert_rows("task", pending.tasks)
             # Attribution and derivation commit with the runs that change their inputs (one
             # refresh for the command; versions without a program cost attribution nothing).
             if any(not r.already for r in results):
@@ -437,9 +450,40 @@ def _known(path: Path) -> bool:
     return bool(head.strip()) and any(r.sniff(path, head) for r in readers())
 
 
+#: Files up to this size are parsed ahead of their turn, whole (bounded: one file ahead).
+PARSE_AHEAD_BYTES = 16 << 20
+
+
+def _small(pl: _Planned) -> bool:
+    try:
+        return pl.path.stat().st_size <= PARSE_AHEAD_BYTES
+    except OSError:
+        return False
+
+
+def _parsed(pl: _Planned) -> list[tuple[str, pa.RecordBatch]]:
+    return list(pl.art.batches())
+
+
+@dataclass
+class _Pending:
+    """Rows of one command written at its end (one statement per table, not one per file),
+    and what the command has written so far."""
+
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    run_ids: set[str] = field(default_factory=set)
+    versions: set[str] = field(default_factory=set)
+    #: The batches of the artefact being written, parsed ahead (None: read them now).
+    parsed: Future[list[tuple[str, pa.RecordBatch]]] | None = None
+
+
 def _version_row(store: Store, version: str, program: ProgramSource | None,
                  options: dict[str, str], target: str | None,
-                 identity: dict[str, Any] | None) -> None:
+                 identity: dict[str, Any] | None, pending: _Pending) -> None:
+    if version in pending.versions:
+        return  # this command wrote it (INSERT OR IGNORE: the first row stays)
+    pending.versions.add(version)
     store.insert_row("program_version", {
         "program_version": version, "program": program.stem if program else None,
         "source_name": program.name if program else None,
@@ -448,10 +492,11 @@ def _version_row(store: Store, version: str, program: ProgramSource | None,
         "options": options, "target": target, "identity": identity})
 
 
-def _run_row(store: Store, pl: _Planned, run_id: str, seq: int, version: str, task_id: str,
-             device: dict[str, Any], meta: dict[str, Any], now: datetime) -> None:
+def _run_row(pending: _Pending, pl: _Planned, run_id: str, seq: int, version: str,
+             task_id: str, device: dict[str, Any], meta: dict[str, Any],
+             now: datetime) -> None:
     art, itf = pl.art, pl.art.interference
-    store.insert_row("run", {
+    pending.runs.append({
         "run_id": run_id, "run_seq": seq, "program_version": version, "task_id": task_id,
         "collector": art.collector, "kind": art.kind, "artefact_name": pl.path.name,
         "artefact_sha256": pl.sha, "tool": art.tool, "tool_version": art.tool_version,
@@ -474,19 +519,21 @@ def _split(batch: pa.RecordBatch, kernels: list[str]) -> tuple[pa.RecordBatch, p
 
 
 def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: dict[str, str],
-           variant: VariantOf | None, task_id: str | None) -> IngestResult:
+           variant: VariantOf | None, task_id: str | None, pending: _Pending) -> IngestResult:
     art = pl.art
     run_id = hashlib.sha256(f"{pl.sha}:{pl.version}".encode()).hexdigest()[:16]
     result = IngestResult(str(pl.path), run_id, pl.version, art.kind)
-    if store.run_exists(run_id):
+    if run_id in pending.run_ids or store.run_exists(run_id):
         result.already = True
         return result
+    pending.run_ids.add(run_id)
     t0 = time.monotonic()
     own_task = task_id is None
     task_id = task_id or f"t-{run_id}"
     seq = store.next_run_seq()
-    _version_row(store, pl.version, program, options, pl.target, pl.identity)
-    if program:
+    first_of_version = pl.version not in pending.versions
+    _version_row(store, pl.version, program, options, pl.target, pl.identity, pending)
+    if program and first_of_version:
         for r in parse_regions(program):
             store.insert_row("region_span", {
                 "program_version": pl.version, "region_id": r.region_id, "kernel": r.kernel,
@@ -502,16 +549,18 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
         # The timeline run belongs to the artefact: ingesting it again for another program
         # version reuses it rather than storing its launches twice.
         other_id = hashlib.sha256(f"{pl.sha}:{pl.other_version}".encode()).hexdigest()[:16]
-        other_new = not store.run_exists(other_id)
+        other_new = other_id not in pending.run_ids and not store.run_exists(other_id)
+        pending.run_ids.add(other_id)
         other_keys = {"run_seq": store.next_run_seq() if other_new else None,
                       "program_version": pl.other_version, "task_id": task_id,
                       "run_id": other_id, "rank": rank}
-        _version_row(store, pl.other_version, None, {}, pl.target, pl.other_identity)
+        _version_row(store, pl.other_version, None, {}, pl.target, pl.other_identity, pending)
     rows: dict[str, int] = {}
     other_rows: dict[str, int] = {}
     stem = program.stem if program else None
     try:
-        for table, batch in art.batches():
+        for table, batch in (pending.parsed.result() if pending.parsed is not None
+                             else art.batches()):
             dest = shape.routes().get(table, table)
             if other_keys is not None and "kernel" in batch.schema.names \
                     and not shape.stays_with_program_run(table):
@@ -534,13 +583,13 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
         meta["other_kernels"] = {"run_id": other_id, "program_version": pl.other_version,
                                  "kernels": len(pl.other or []), "rows": other_rows,
                                  "already_ingested": not other_new}
-    _run_row(store, pl, run_id, seq, pl.version, task_id, device, meta, now)
+    _run_row(pending, pl, run_id, seq, pl.version, task_id, device, meta, now)
     if other_new and other_keys and other_id and pl.other_version:
-        _run_row(store, pl, other_id, other_keys["run_seq"], pl.other_version, task_id, device,
+        _run_row(pending, pl, other_id, other_keys["run_seq"], pl.other_version, task_id, device,
                  {**art.meta, "timeline_of": {"run_id": run_id, "program_version": pl.version,
                                               "program": stem}}, now)
     if own_task:
-        store.insert_row("task", {
+        pending.tasks.append({
             "task_id": task_id, "kind": "collect", "plan_id": None,
             "config": {"ingest": pl.path.name, "collector": art.collector, "kind": art.kind,
                        "options": options},

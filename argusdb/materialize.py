@@ -82,15 +82,35 @@ def _attribution_state(store: Store) -> dict[str, _Version]:
                       "FROM attribution_input_state").fetchall()}
 
 
+#: The runs derivation may read (``queries/derivation/``): those of forced-wait variants and
+#: their parents (exposed latency), forced-wait and ``torchdist`` runs (exposed
+#: communication), and runs of a multi-process launch (clock offsets). A run of none of these
+#: kinds cannot change a derived value, so adding one rebuilds nothing.
+DERIVATION_RUNS = """
+    SELECT run_id, run_seq FROM run
+    WHERE forced_wait OR collector = 'torchdist' OR launch_group IS NOT NULL
+       OR rank IS NOT NULL
+       OR program_version IN (SELECT program_version FROM program_version
+                              WHERE parent_version IS NOT NULL
+                              UNION ALL SELECT parent_version FROM program_version
+                              WHERE parent_version IS NOT NULL)
+"""
+
+
 def _derivation_state(store: Store, versions: dict[str, _Version]) -> str:
-    """Fingerprint of derivation's inputs: every run (variants and parents, launch groups,
-    forced-wait pairs: any may be read), the attribution state, variant checks and module SQL."""
+    """Fingerprint of derivation's inputs: the runs it may read (:data:`DERIVATION_RUNS`), the
+    attribution state, variant checks and module SQL."""
     checks = store.sql("SELECT string_agg(concat_ws(':', variant_version, parent_version, "
                        "rel_err, tolerance, passed, checked_at), ',' ORDER BY ALL) "
                        "FROM variant_check").fetchone()
     runs = store.sql("SELECT md5(coalesce(string_agg(run_id, ',' ORDER BY run_seq), '')) "
-                     "FROM run").fetchone()
-    doc = "|".join([*(f"{v}={s.static}" for v, s in sorted(versions.items())),
+                     f"FROM ({DERIVATION_RUNS})").fetchone()
+    # the versions a probe names (variants and parents): their spans bind the probes
+    probed = {str(v) for (v,) in store.sql(
+        "SELECT program_version FROM program_version WHERE parent_version IS NOT NULL "
+        "UNION SELECT parent_version FROM program_version WHERE parent_version IS NOT NULL"
+    ).fetchall()}
+    doc = "|".join([*(f"{v}={s.static}" for v, s in sorted(versions.items()) if v in probed),
                     str(runs[0] if runs else ""), str(checks[0] if checks else ""),
                     _code_sha("derivation")])
     return hashlib.md5(doc.encode()).hexdigest()
@@ -204,12 +224,16 @@ def refresh(store: Store) -> RefreshReport:
             "run_seq_built": max(state.run_seqs, default=0), "n_rows": n, "built_at": now})
         report.attribution_rows += n
     report.rebuilt_versions = sorted(plan)
+    _note(store, whole, now)
     derivation = _derivation_state(store, current)
     if _built_derivation(store) != derivation:
         store.sql("DELETE FROM derived_evidence")
-        store.sql("INSERT INTO derived_evidence SELECT * FROM _derived_evidence_build")
-        row = store.sql("SELECT count(*) FROM derived_evidence").fetchone()
-        report.derived_rows = int(row[0]) if row else 0
+        report.derived_rows = 0
+        read = store.sql(f"SELECT count(*) FROM ({DERIVATION_RUNS})").fetchone()
+        if read and read[0]:  # no run derivation may read: it derives nothing
+            store.sql("INSERT INTO derived_evidence SELECT * FROM _derived_evidence_build")
+            row = store.sql("SELECT count(*) FROM derived_evidence").fetchone()
+            report.derived_rows = int(row[0]) if row else 0
         store.sql("DELETE FROM materialization WHERE name = 'derivation'")
         store.insert_row("materialization", {
             "name": "derivation", "program_version": WHOLE, "fingerprint": derivation,
@@ -218,6 +242,19 @@ def refresh(store: Store) -> RefreshReport:
         report.derivation_rebuilt = True
     _record_token(store)
     return report
+
+
+def _note(store: Store, whole: list[str], now: datetime) -> None:
+    """Record, in the refresh's transaction, the versions whose attribution was rebuilt whole
+    (``materialization`` rows named 'rebuilt'): the checker's summary refresh re-reads their
+    attributed rows and clears the rows. Runs attributed on their own are the runs the summary
+    has not seen yet; nothing else changes attributed rows."""
+    for version in whole:
+        store.sql("DELETE FROM materialization WHERE name = 'rebuilt' AND program_version = ?",
+                  [version])
+        store.insert_row("materialization", {
+            "name": "rebuilt", "program_version": version, "fingerprint": "",
+            "runs_fingerprint": "", "run_seq_built": 0, "n_rows": 0, "built_at": now})
 
 
 def _inputs_token(store: Store) -> str:

@@ -659,6 +659,22 @@ class Store:
         self.con.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
                          f"({', '.join('?' for _ in cols)})", vals)
 
+    def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """:meth:`insert_row` for many rows: one statement per set of columns."""
+        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(tuple(row), []).append(row)
+        for cols, group in groups.items():
+            self.generation += 1
+            if table == "run":
+                self._new_runs.extend(str(r["run_id"]) for r in group)
+            one = f"({', '.join('?' for _ in cols)})"
+            self.con.execute(
+                f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
+                f"{', '.join(one for _ in group)}",
+                [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
+                 for r in group for v in r.values()])
+
     def append_batch(self, table: str, batch: pa.RecordBatch) -> int:
         """Append ``batch`` to ``table``, by column name; nothing is computed here (ingest
         fills the keys first, :func:`argusdb.shape.keyed`). Returns the rows appended."""

@@ -172,6 +172,7 @@ class StoreMetadata:
         self.cur = store.cursor()
         self._summaries: dict[str, tuple[int, str, frozenset[str]]] = {}
         self._py: dict[str, tuple[int, list[dict[str, Any]] | None]] = {}
+        self._asks: dict[tuple[str, int], int] = {}
         #: Values of IN (subquery) filters, per store generation (the data cannot change
         #: under the same generation).
         self._values: dict[tuple[int, str], list[Any] | None] = {}
@@ -243,7 +244,11 @@ class StoreMetadata:
         """
         name, summary_cols = self.summary(relation)
         in_summary = columns is not None and columns <= summary_cols
-        if in_summary:
+        # The summary is read into Python (and filtered there) from the second question on:
+        # a long-lived connection saves the round trips, a one-question process the read.
+        asks = self._asks[(relation, self.store.generation)] = \
+            self._asks.get((relation, self.store.generation), 0) + 1
+        if in_summary and (asks > 1 or relation in self._py):
             cached = self._python_rows(relation, name)
             if cached is not None:
                 try:
@@ -281,9 +286,10 @@ class StoreMetadata:
         """Columns of ``relation`` as this store has them (it may predate newer columns)."""
         key = (self.store.generation, relation)
         if key not in self._columns:
+            # a literal, not a bound parameter: binding one makes DuckDB's client import pandas
             self._columns[key] = {r[0] for r in self.cur.execute(
-                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
-                "AND schema_name = 'main'", [relation]).fetchall()} or catalog_columns(relation)
+                f"SELECT column_name FROM duckdb_columns() WHERE table_name = {_lit(relation)} "
+                "AND schema_name = 'main'").fetchall()} or catalog_columns(relation)
         return self._columns[key]
 
     def values(self, select_sql: str) -> list[Any] | None:
@@ -320,6 +326,12 @@ class StoreMetadata:
             f"SELECT DISTINCT program_version FROM {name}").fetchall()}
 
 
+def _lit(value: str) -> str:
+    """A SQL string literal (quotes doubled): read paths bind no parameters, since binding one
+    makes DuckDB's Python client import pandas (a third of a small query's start)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def _fingerprint(cur: Any) -> str:
     # Changes with any insert (estimated sizes), any new run and any change of a view's
     # columns, and with the SQL modules of this code; the summaries themselves are left out.
@@ -343,8 +355,8 @@ def _fingerprint(cur: Any) -> str:
 def _stamp(cur: Any, store: Store, relation: str) -> str | None:
     if not store.has_table("_argus_meta_stamp"):
         return None
-    row = cur.execute("SELECT fingerprint FROM main._argus_meta_stamp WHERE relation = ?",
-                      [relation]).fetchone()
+    row = cur.execute("SELECT fingerprint FROM main._argus_meta_stamp "
+                      f"WHERE relation = {_lit(relation)}").fetchone()
     return str(row[0]) if row else None
 
 
@@ -388,7 +400,17 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
     # the new runs' observed rows, and the attributed/derived rows of their versions (all
     # of them when the runs are not named: a materialization may have rebuilt any)
     parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'"]
-    if runs is None:
+    if runs is None and incremental:
+        # Attribution adds the new runs' rows, or rebuilds a version whole and says so
+        # (materialization rows 'rebuilt'); derivation is small and re-read whole.
+        whole = [r[0] for r in cur.execute("SELECT program_version FROM materialization "
+                                           "WHERE name = 'rebuilt'").fetchall()]
+        parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class IN ('observed', "
+                 f"'attributed')", "evidence_class = 'derived'"]
+        if whole:
+            parts.append(f"program_version IN ({quoted(whole)}) AND run_id NOT IN "
+                         f"({quoted(run_list)}) AND evidence_class = 'attributed'")
+    elif runs is None:
         parts.append("evidence_class IN ('attributed', 'derived')")
     else:
         versions = [r[0] for r in cur.execute(
@@ -404,6 +426,8 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
                 cur.execute(f"INSERT INTO {name} {meta._summary_columns(relation, which)[1]}")
         else:
             cur.execute(f"CREATE OR REPLACE TABLE {name} AS {build}")
+        if runs is None and store.has_table("materialization"):
+            cur.execute("DELETE FROM materialization WHERE name = 'rebuilt'")  # read above
         cur.execute("CREATE TABLE IF NOT EXISTS main._argus_meta_stamp "
                     "(relation VARCHAR PRIMARY KEY, fingerprint VARCHAR)")
         cur.execute("INSERT OR REPLACE INTO main._argus_meta_stamp VALUES (?, ?)",

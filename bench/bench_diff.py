@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import argusdb  # noqa: E402
-from argusdb import materialize  # noqa: E402
+from argusdb import checker, materialize  # noqa: E402
 from argusdb.answers.diff import diff  # noqa: E402
 from argusdb.answers.report import report  # noqa: E402
 from argusdb.answers.trajectory import trajectory  # noqa: E402
@@ -42,7 +42,7 @@ from argusdb.regions import ProgramSource  # noqa: E402
 from argusdb.store import Store  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu"
-MATMUL = ROOT / "gpu" / "kernels" / "matmul.py"
+MATMUL = ROOT / "tools" / "h200" / "kernels" / "matmul.py"
 REGION = "matmul/matmul_kernel"
 CONFIGS = ("bk64_s3", "bk32_s1", "bn256_s3")
 #: Source-page replicas per transaction while building.
@@ -87,6 +87,7 @@ def build(path: Path, pages: int, timing: int) -> int:
                 replicate(st, runs["matmul.bk64_s3.source.csv"], min(CHUNK, pages - start),
                           f"p{start:05d}_")
                 materialize.refresh(st)
+        checker.refresh_metadata(st)  # as 'argus ingest' does after writing
         row = st.sql("SELECT (SELECT count(*) FROM observed_evidence) + "
                      "(SELECT sum(n_source_rows) FROM region_attribution)").fetchone()
     finally:

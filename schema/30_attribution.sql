@@ -89,8 +89,10 @@ CREATE TABLE IF NOT EXISTS region_attribution (
 -- anything reads it (attribution: the whole version, or only the runs added since).
 -- Provenance: argusdb.materialize.
 CREATE TABLE IF NOT EXISTS materialization (
-    -- Materialization name: 'attribution', 'derivation', or 'inputs' (a digest of all inputs at
-    -- the last refresh: readers skip the per-version comparison while it is unchanged).
+    -- Materialization name: 'attribution', 'derivation', 'inputs' (a digest of all inputs at
+    -- the last refresh: readers skip the per-version comparison while it is unchanged), or
+    -- 'rebuilt' (the version's attribution was rebuilt whole since the checker's metadata
+    -- summary last read it; argusdb.store_metadata re-reads its rows and deletes the row).
     name VARCHAR NOT NULL,
     -- Program version the state covers ('' for a materialization built as a whole).
     program_version VARCHAR NOT NULL,

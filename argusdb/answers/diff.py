@@ -41,6 +41,7 @@ from argusdb.answers.select import (
     fetch_where,
     lit,
     resolve_version,
+    version_cohorts,
     versions_in,
 )
 from argusdb.answers.sufficiency import (
@@ -128,15 +129,18 @@ class NoiseModel:
     """
 
     def __init__(self, db: Connection, region: str, min_effect: float,
-                 rows: list[dict[str, Any]] | None = None) -> None:
+                 rows: list[dict[str, Any]] | None = None,
+                 found: dict[tuple[str, str, CohortKey], Cohort] | None = None) -> None:
         self.db, self.region, self.min_effect = db, region, min_effect
         self._rows = rows
+        self._found = found  # cohorts(rows), when the caller has them already
         self._spreads: dict[tuple[str, CohortKey], tuple[float, str]] | None = None
 
     def _measure(self) -> dict[tuple[str, CohortKey], tuple[float, str]]:
         rows = self._rows if self._rows is not None else \
             fetch_where(self.db, [f"e.region_id = {lit(self.region)}"])
-        found = cohorts(rows)
+        found = self._found if self._found is not None and self._rows is not None \
+            else cohorts(rows)
         spreads: dict[tuple[str, CohortKey], tuple[float, str]] = {}
         for v in versions_in(rows):  # the first version with the largest spread names it
             for (ver, sig, k), co in found.items():
@@ -200,16 +204,14 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     if signals:
         where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
     region_rows = fetch_where(db, where)
+    found = cohorts(region_rows)
     sides: list[dict[str, list[Cohort]]] = []
     for ref in (ref_a, ref_b):
-        runs = set(ref.runs)
-        rows = [r for r in region_rows if r["program_version"] == ref.program_version
-                and (not runs or r["run_id"] in runs)]
-        if not rows:
-            raise missing(db, region, signals, f"{ref.program_version} ({ref.label})")
         by_signal: dict[str, list[Cohort]] = {}
-        for (_, sig, _), co in cohorts(rows).items():
+        for (_, sig, _), co in version_cohorts(region_rows, found, ref).items():
             by_signal.setdefault(sig, []).append(co)
+        if not by_signal:
+            raise missing(db, region, signals, f"{ref.program_version} ({ref.label})")
         sides.append(by_signal)
     if signals:
         for sig in signals:
@@ -220,7 +222,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     else:
         wanted = sorted(set(sides[0]) & set(sides[1]))
     result = DiffResult(region, ref_a, ref_b)
-    noise = NoiseModel(db, region, min_effect, region_rows)
+    noise = NoiseModel(db, region, min_effect, region_rows, found)
     coverage = Coverage(db, max_unattributed)
     refusals = []
     for sig in wanted:

@@ -12,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +67,44 @@ def _rng() -> np.random.Generator:
     return np.random.default_rng(SEED)
 
 
+def resampled_medians(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``np.median(x[idx], axis=-1)``, bit for bit, without partitioning floats per row.
+
+    Each row's median is an order statistic (or the mean of two) of the values it draws, so it
+    is the value at a middle position of the row's *ranks* sorted; ranks are 16-bit integers,
+    which NumPy sorts by radix (4–10× faster than partitioning 1,800 floats 4,000 times).
+    """
+    n = x.size
+    if n > np.iinfo(np.int16).max or not np.isfinite(x).all():
+        return np.asarray(np.median(x[idx], axis=-1))
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    rank = np.empty(n, dtype=np.int16)
+    rank[order] = np.arange(n, dtype=np.int16)
+    ranks = np.sort(rank[idx], axis=-1, kind="stable")
+    mid = n // 2
+    if n % 2:
+        return np.asarray(xs[ranks[:, mid]])
+    # as np.median: the mean of the two middle values
+    return np.asarray(np.mean(np.stack([xs[ranks[:, mid - 1]], xs[ranks[:, mid]]], axis=-1),
+                              axis=-1))
+
+
+def percentile_ci(samples: Sequence[np.ndarray],
+                  statistic: Callable[..., np.ndarray]) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``statistic`` of the samples' medians, exactly as
+    ``scipy.stats.bootstrap(samples, ..., method='percentile', vectorized=True,
+    rng=default_rng(SEED))`` computes it: the same index draws (sample by sample, all
+    resamples at once), the same medians (:func:`resampled_medians`), the same quantiles."""
+    rng = _rng()
+    medians = [resampled_medians(s, rng.integers(0, s.size, (N_RESAMPLES, s.size)))
+               for s in samples]
+    theta = statistic(*medians)
+    alpha = np.asarray((1 - CONFIDENCE) / 2, dtype=theta.dtype)
+    ci = sps.quantile(theta, np.stack([alpha, 1 - alpha], axis=-1), axis=-1)
+    return float(ci[0]), float(ci[1])
+
+
 def summarize(values: Sequence[float]) -> Summary:
     """Median, IQR, CV and a bootstrap CI of the median of ``values``."""
     x = np.asarray(values, dtype=float)
@@ -81,15 +119,8 @@ def summarize(values: Sequence[float]) -> Summary:
         if np.all(x == x[0]):
             lo = hi = med
         else:
-            res = sps.bootstrap((x,), np.median, n_resamples=N_RESAMPLES, method="percentile",
-                                confidence_level=CONFIDENCE, vectorized=True, axis=-1,
-                                rng=_rng())
-            lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+            lo, hi = percentile_ci([x], lambda m: m)
     return Summary(int(x.size), med, q1, q3, cv, lo, hi)
-
-
-def _ratio_of_medians(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.asarray(np.median(y, axis=axis) / np.median(x, axis=axis))
 
 
 def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
@@ -109,10 +140,7 @@ def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
     if np.all(x == x[0]) and np.all(y == y[0]):
         lo = hi = ratio
     else:
-        res = sps.bootstrap((x, y), _ratio_of_medians, n_resamples=N_RESAMPLES,
-                            method="percentile", confidence_level=CONFIDENCE, vectorized=True,
-                            axis=-1, rng=_rng())
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        lo, hi = percentile_ci([x, y], lambda mx, my: np.asarray(my / mx))
     if np.array_equal(np.sort(x), np.sort(y)):
         p = 1.0  # identical samples: scipy's normal approximation would still say ~1
     else:

@@ -26,9 +26,10 @@ from argusdb.answers.select import (
     CohortKey,
     VersionRef,
     cohorts,
-    fetch_rows,
+    fetch_where,
     lit,
     resolve_version,
+    version_cohorts,
 )
 from argusdb.answers.sufficiency import (
     MAX_UNATTRIBUTED_SHARE,
@@ -143,13 +144,19 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
     spans = {ref.program_version: _spans(db, ref.program_version) for ref in refs}
     coverage = Coverage(db, max_unattributed)
     for region in regions:
-        per_version = [cohorts(fetch_rows(db, region, ref, signals)) for ref in refs]
+        # One read of the region (every version: the noise floor needs them all), split here.
+        preds = [f"e.region_id = {lit(region)}"]
+        if signals:
+            preds.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
+        region_rows = fetch_where(db, preds)
+        found = cohorts(region_rows)
+        per_version = [version_cohorts(region_rows, found, ref) for ref in refs]
         keys = sorted({(sig, k) for cs in per_version for (_, sig, k) in cs},
                       key=lambda x: (x[0], x[1].standing, x[1].evidence_class, x[1].scope))
         if not keys:
             traj.notes.append(f"{region}: no evidence in any of the versions")
             continue
-        noise = NoiseModel(db, region, min_effect)
+        noise = NoiseModel(db, region, min_effect, region_rows, found)
         for ref in refs:
             if region not in spans[ref.program_version]:
                 traj.notes.append(f"{region}: version {ref.program_version} does not declare "

@@ -185,15 +185,43 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], as_json: 
 
 
 def print_text_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """An aligned table for people (``rich``): numbers right-aligned, counts as integers with
-    thousands separators, NULL spelled out, never wrapped or cut (pipe it to ``less -S``)."""
+    """An aligned table for people: numbers right-aligned, counts as integers with thousands
+    separators, NULL spelled out, never wrapped or cut (pipe it to ``less -S``).
+
+    Plain printable ASCII, which is what answers hold, is laid out directly (:func:`_plain`),
+    exactly as ``rich`` lays it out: rich costs 0.45 ms a row and 30 ms of start-up. Other text
+    (wide or control characters) goes through rich (:func:`_rich`)."""
+    cells = [[_fmt(v) for v in r] for r in rows]
+    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows)
+               for i in range(len(columns))]
+    plain = _plain_fits(list(columns), cells, numeric)
+    click.echo((_plain if plain else _rich)(list(columns), cells, numeric))
+
+
+def _plain_fits(columns: list[str], cells: list[list[str]], numeric: list[bool]) -> bool:
+    """Whether :func:`_plain` lays the table out as rich would: printable ASCII only, and no
+    blanks at the ends of a right-aligned column's text (rich trims those)."""
+    for line in (columns, *cells):
+        for c, num in zip(line, numeric, strict=True):
+            if not (c.isascii() and c.isprintable()) or (num and c != c.strip()):
+                return False
+    return True
+
+
+def _plain(columns: list[str], cells: list[list[str]], numeric: list[bool]) -> str:
+    """Two spaces between columns, numeric columns right-aligned, trailing blanks cut."""
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    return "\n".join("  ".join(c.rjust(w) if num else c.ljust(w)
+                               for c, w, num in zip(line, widths, numeric, strict=True)).rstrip()
+                     for line in [columns, *cells])
+
+
+def _rich(columns: list[str], cells: list[list[str]], numeric: list[bool]) -> str:
+    """The same layout by ``rich`` (cell widths of wide characters, control characters)."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    cells = [[_fmt(v) for v in r] for r in rows]
-    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows)
-               for i in range(len(columns))]
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold",
                   padding=(0, 1, 0, 1))
     for name, num in zip(columns, numeric, strict=True):
@@ -205,7 +233,7 @@ def print_text_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> N
                       soft_wrap=False, force_terminal=False, color_system=None)
     with console.capture() as cap:
         console.print(table)
-    click.echo("\n".join(line.rstrip() for line in cap.get().splitlines()))
+    return "\n".join(line.rstrip() for line in cap.get().splitlines())
 
 
 def _is_number(v: Any) -> bool:

@@ -110,3 +110,19 @@ def test_binding_checks_parent_and_transform(probed: Store) -> None:
         bind(probed, "variant", VariantOf("parent", "pipelining_off"))
     with pytest.raises(UsageError, match="not a variant"):
         record_check(probed, "parent", "variant", rel_err=0.0)
+
+
+def test_run_of_an_unrelated_version_leaves_derivation_alone(probed: Store) -> None:
+    record_check(probed, "variant", "parent", rel_err=3e-8)
+    materialize.ensure_fresh(probed)
+    before = derived(probed)
+    assert before
+    seed.version(probed, "other", ProgramSource("other.py", "x = 1\n"))
+    timing_run(probed, "o1", "other", PARENT)
+    assert not materialize.stale(probed)[1]  # no variant, parent or launch group: not read
+    assert not materialize.ensure_fresh(probed).derivation_rebuilt
+    assert derived(probed) == before
+    # a run of a multi-process launch may be read (clock offsets): derivation is stale
+    seed.run(probed, "o2", "other")
+    probed.sql("UPDATE run SET launch_group = 'g1', rank = 0 WHERE run_id = 'o2'")
+    assert materialize.stale(probed)[1]

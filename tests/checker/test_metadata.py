@@ -92,3 +92,26 @@ def test_stale_summary_on_a_read_only_store_is_rebuilt_in_memory(tmp_path: Path)
     with connect(path, read_only=True) as db:
         assert [f.code for f in db.check(Q)] == ["AR01"]
         assert StoreMetadata.of(db.store).summary("evidence")[0] == "temp._argus_meta_evidence"
+
+
+def test_refresh_after_ingests_reads_new_runs_and_whole_rebuilds_only(tmp_path: Path) -> None:
+    # The layer norm's shared lines are split by a mapping run: its first source pages
+    # rebuild the version whole (older runs re-split), later ones add their own rows only.
+    from tests.attribution.test_incremental import LN, OPTS, PROG, page_copy
+
+    path = tmp_path / "s.duckdb"
+    with connect(path, create=True) as db:
+        for p in (LN / "layernorm.ttgir", LN / "layernorm.sass"):
+            db.ingest(p, LN / "kernels" / "layernorm.py", OPTS)
+        states = []
+        for i in range(4):
+            ingest_path(db.store, page_copy(tmp_path, i), PROG, OPTS)
+            whole = db.store.rows("SELECT program_version FROM materialization "
+                                  "WHERE name = 'rebuilt'")
+            states.append((len(whole), checker.refresh_metadata(db.store)))
+            assert not db.store.rows("SELECT * FROM materialization WHERE name = 'rebuilt'")
+        assert states[0] == (1, "incremental") and states[-1] == (0, "incremental")
+        inc = db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL")
+        db.store.sql("DELETE FROM _argus_meta_stamp")
+        assert checker.refresh_metadata(db.store) == "rebuilt"
+        assert db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL") == inc

@@ -1,0 +1,65 @@
+"""Start-up of ``argus query``: what it loads, and the table layout that replaced rich's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from argusdb.cli.output import _plain, _plain_fits, _rich
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Modules a small checked question must not load (each costs tens of ms or MiB at start).
+HEAVY = ("pandas", "scipy", "rich", "argusdb.ingest", "argusdb.planner.build",
+         "argusdb.answers.report", "pyarrow.compute")
+
+PROBE = """
+import json, sys
+from argusdb.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def test_query_loads_no_heavy_module(tmp_path: Path) -> None:
+    from argusdb.api import connect
+    from argusdb.checker import refresh_metadata
+    from argusdb.demo import QUESTION, build
+
+    store = tmp_path / "demo.duckdb"
+    with connect(store, create=True) as db:
+        build(db.store)
+        refresh_metadata(db.store)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", PROBE, "query", str(store), QUESTION],
+                         env=env, capture_output=True, text=True, check=True)
+    assert "matmul/matmul_kernel" in out.stdout
+    loaded = set(json.loads(out.stderr.strip().splitlines()[-1]))
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+text = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 5).flatmap(lambda n: st.tuples(
+    st.lists(text, min_size=n, max_size=n),
+    st.lists(st.lists(text, min_size=n, max_size=n), max_size=5),
+    st.lists(st.booleans(), min_size=n, max_size=n))))
+def test_plain_layout_is_richs(table: tuple[list[str], list[list[str]], list[bool]]) -> None:
+    columns, cells, numeric = table
+    numeric = [n and bool(cells) for n in numeric]
+    if _plain_fits(columns, cells, numeric):
+        assert _plain(columns, cells, numeric) == _rich(columns, cells, numeric)
+    else:  # blanks at the ends of a right-aligned column: rich lays it out
+        assert any(c != c.strip() for line in (columns, *cells)
+                   for c, n in zip(line, numeric, strict=True) if n)
