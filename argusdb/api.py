@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,8 +27,16 @@ from argusdb import checker, materialize
 from argusdb.errors import Finding, QueryFailed, QueryRefused, StoreError, UsageError
 from argusdb.store import MAX_BYTES, MAX_ROWS, Store, deadline, set_overrun_handler
 
-if TYPE_CHECKING:
-    from argusdb.ingest import IngestResult
+if TYPE_CHECKING:  # the collectors load with the first ingest, not with a question
+    from argusdb.ingest import IngestResult, Prepared
+    from argusdb.regions import ProgramSource
+    from argusdb.variants import VariantOf
+
+#: Columns of :meth:`Connection.runs`, in order.
+RUN_COLUMNS = ("run_id", "program_version", "collector", "kind", "artefact_name", "signature",
+               "timing_clean", "tool_version", "device", "ingested_at")
+#: Columns of :meth:`Connection.snapshots`, in order.
+SNAPSHOT_COLUMNS = ("snapshot_id", "committed_at", "kind", "run_ids")
 
 __all__ = ["Connection", "cap_process_memory", "connect", "deadline", "set_overrun_handler",
            "valid_sql", "valid_timeout"]
@@ -112,11 +121,16 @@ class Connection:
         max_bytes: the most bytes one answer may have.
         as_of: answer as the store stood at this snapshot (number) or time (ISO, UTC);
             read-only.
+        lock_timeout: seconds to wait for another process's lock on an embedded store
+            (default: ARGUS_LOCK_TIMEOUT, else 120).
+        require_fresh: refuse a read-only open of a stale store (the default); False for
+            callers that read only what ingest wrote (:meth:`runs`, :meth:`snapshots`).
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
                  timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
-                 max_bytes: int = MAX_BYTES, as_of: str | None = None) -> None:
+                 max_bytes: int = MAX_BYTES, as_of: str | None = None,
+                 lock_timeout: float | None = None, require_fresh: bool = True) -> None:
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = int(max_rows)
         self.max_bytes = int(max_bytes)
@@ -126,9 +140,10 @@ class Connection:
         if as_of is not None:
             read_only = True  # a snapshot is answered, never written
         self.store = Store.open(path, create=create, read_only=read_only,
-                                as_of=None if as_of is None else str(as_of))
+                                as_of=None if as_of is None else str(as_of),
+                                lock_timeout=lock_timeout)
         try:
-            if read_only:
+            if read_only and require_fresh:
                 self._require_fresh()
             else:
                 # The writer refreshes: a store built by an older argusdb, or written by a
@@ -163,18 +178,101 @@ class Connection:
 
     def ingest(self, path: str | Path, program: str | Path | None = None,
                options: dict[str, str] | None = None) -> IngestResult:
-        """Ingest one artefact (see :func:`argusdb.ingest.ingest_path`); the ingest refreshes
-        the materializations in its own transaction, and the checker's metadata after it."""
-        if self.store.read_only:
-            raise UsageError(f"{self.store.path} is open read-only; open it with "
-                             f"argusdb.connect(path) to ingest")
-        from argusdb.ingest import ingest_path  # the collectors load with the first ingest
+        """Ingest one artefact (see :meth:`ingest_many`)."""
+        return self.ingest_many([path], program, options)[0]
+
+    def ingest_many(self, paths: Sequence[str | Path],
+                    program: str | Path | ProgramSource | None = None,
+                    options: dict[str, str] | None = None, *, variant: VariantOf | None = None,
+                    launch: dict[str, Any] | None = None,
+                    progress: Callable[[IngestResult], None] | None = None,
+                    prepared: Prepared | None = None) -> list[IngestResult]:
+        """Ingest the artefacts of one command, each as one run, in one transaction (see
+        :func:`argusdb.ingest.ingest_paths`; ``prepared`` is the command already read and
+        checked by :func:`argusdb.ingest.prepare`). The ingest refreshes the materializations
+        in its own transaction, and the checker's metadata after it: ``argus ingest`` is this
+        call. ``program`` is the kernel source (a path, or one already read).
+
+        Raises:
+            UsageError: the connection is read-only.
+            InputError: unknown, corrupt, mismatching or conflicting input; nothing written.
+        """
+        from argusdb.ingest import ingest_paths
         from argusdb.regions import ProgramSource
 
+        self._writable("ingest")
+        src = program if isinstance(program, ProgramSource) or program is None \
+            else ProgramSource.from_path(program)
+        results = ingest_paths(self.store, list(paths), src, options, variant, launch=launch,
+                               progress=progress, prepared=prepared)
+        # Without run names the summary takes the new runs' observed rows and every
+        # attributed/derived row (a refresh may have rebuilt any version's, e.g. a parent's
+        # derived rows when its variant's runs land).
+        if any(not r.already for r in results):
+            checker.refresh_metadata(self.store)
+        return results
+
+    def record_variant_check(self, variant_version: str, parent_version: str, rel_err: float,
+                             tolerance: float = 1e-5, task_id: str | None = None) -> bool:
+        """Record a result check of a variant against its parent (derivation uses a variant
+        only while its latest check passed); refreshes derivation and the checker's metadata.
+
+        Returns:
+            Whether the check passed (``rel_err <= tolerance``).
+
+        Raises:
+            UsageError: the connection is read-only, or the variant is not bound to that
+                parent.
+        """
+        from argusdb.variants import record_check
+
+        self._writable("record a variant check")
+        passed = record_check(self.store, variant_version, parent_version, rel_err, tolerance,
+                              task_id)
+        checker.refresh_metadata(self.store)
+        return passed
+
+    def ingest_launch(self, paths: Sequence[str | Path], program: str | Path | None = None,
+                      options: dict[str, str] | None = None,
+                      launch_group: str | None = None) -> Any:
+        """Ingest the artefacts of one multi-process launch (see
+        :func:`argusdb.distributed.ingest.ingest_launch`), then refresh the checker's metadata
+        as :meth:`ingest_many` does."""
+        from argusdb.distributed.ingest import ingest_launch
+        from argusdb.regions import ProgramSource
+
+        self._writable("ingest")
         src = ProgramSource.from_path(program) if program else None
-        result = ingest_path(self.store, path, src, options)
+        result = ingest_launch(self.store, list(paths), src, options or {}, launch_group)
         checker.refresh_metadata(self.store)
         return result
+
+    def runs(self) -> pa.Table:
+        """The store's runs, oldest first (:data:`RUN_COLUMNS`: identity, version, collector,
+        interference signature, tool version, device, ingest time)."""
+        return self.store.arrow(f"SELECT {', '.join(RUN_COLUMNS)} FROM run ORDER BY run_seq")
+
+    def snapshots(self) -> pa.Table:
+        """The store's snapshots, oldest first (:data:`SNAPSHOT_COLUMNS`): each committed
+        ingest, when, and the runs it added (what ``as_of`` takes)."""
+        rows = self.store.snapshots()
+        return pa.Table.from_pylist([{c: r[c] for c in SNAPSHOT_COLUMNS} for r in rows]) \
+            if rows else pa.table({c: pa.array([], pa.string()) for c in SNAPSHOT_COLUMNS})
+
+    def conservation(self, summary: bool = False) -> pa.Table:
+        """Conservation of attributed evidence (view ``attribution_conservation``): per run,
+        kernel and signal, observed against attributed totals and ``ok``; with ``summary``
+        one row per run and kernel (``signals``, ``conserved``, ``max_abs_difference``)."""
+        if summary:
+            return self.store.arrow("SELECT * FROM attribution_conservation_summary "
+                                    "ORDER BY run_id, kernel")
+        return self.store.arrow("SELECT * FROM attribution_conservation "
+                                "ORDER BY run_id, kernel, signal")
+
+    def _writable(self, what: str) -> None:
+        if self.store.read_only:
+            raise UsageError(f"{self.store.path} is open read-only; open it with "
+                             f"argusdb.connect(path) to {what}")
 
     def check(self, sql: str) -> list[Finding]:
         """Findings of the compatibility checker for ``sql`` (empty when it may run)."""
@@ -229,8 +327,10 @@ class Connection:
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,
             timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
-            max_bytes: int = MAX_BYTES, as_of: str | None = None) -> Connection:
+            max_bytes: int = MAX_BYTES, as_of: str | None = None,
+            lock_timeout: float | None = None, require_fresh: bool = True) -> Connection:
     """Open the store at ``path`` (a DuckDB file or a ``ducklake:`` URI; ``create=True`` makes
     it when missing; ``as_of`` a snapshot number or time opens it as it stood then)."""
     return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
-                      max_rows=max_rows, max_bytes=max_bytes, as_of=as_of)
+                      max_rows=max_rows, max_bytes=max_bytes, as_of=as_of,
+                      lock_timeout=lock_timeout, require_fresh=require_fresh)

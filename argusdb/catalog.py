@@ -7,6 +7,13 @@ describes that column (meaning, unit, provenance). The store copies these into D
 ``COMMENT ON`` so ``duckdb_columns()`` and ``argus schema`` show them, and a test fails on an
 undocumented column.
 
+A comment line that starts with ``@`` is an annotation, not documentation: ``-- @name`` or
+``-- @name: value`` above a ``CREATE`` annotates the object, above a column line the columns
+that follow it (as the column's doc does). ``schema/`` uses them to state the evidence shape
+once (:mod:`argusdb.shape`): ``@batch: NAME`` (the collector batches a table receives),
+``@key: KIND`` (a column the ingest fills, not the collector) and ``@scope`` (a scope
+coordinate).
+
 Example:
     >>> [m.name for m in schema_modules()][:2]
     ['00_program', '10_run']
@@ -22,7 +29,7 @@ from importlib import resources
 _CREATE = re.compile(
     r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
     r"([A-Za-z_][A-Za-z0-9_]*)", re.I)
-_TABLE_COL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+[A-Z]")
+_TABLE_COL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s+([A-Z][A-Z]*(?:\[\])?)")
 _VIEW_COL = re.compile(r"(?:\bAS\s+|\.|^\s*)([A-Za-z_][A-Za-z0-9_]*)\s*,?\s*$", re.I)
 _KEYWORDS = {"PRIMARY", "UNIQUE", "FOREIGN", "CHECK", "CONSTRAINT"}
 _CLAUSE = re.compile(r"^\s*(FROM|WHERE|GROUP|UNION|ORDER|HAVING|WINDOW|QUALIFY|JOIN|LEFT|SELECT)\b",
@@ -37,6 +44,15 @@ class SqlObject:
     name: str
     description: str
     columns: dict[str, str] = field(default_factory=dict)
+    #: Annotations of the object (``@name: value`` comment lines above its ``CREATE``).
+    annotations: dict[str, str] = field(default_factory=dict)
+    #: Annotations per column (tables), e.g. ``{"run_id": {"key": "run"}}``.
+    column_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Declared type per column (tables), as written: ``VARCHAR``, ``BIGINT``, ``INTEGER[]``.
+    column_types: dict[str, str] = field(default_factory=dict)
+
+
+_ANNOTATION = re.compile(r"^@([a-z_]+)\s*(?::\s*(.*))?$")
 
 
 @dataclass
@@ -52,27 +68,39 @@ class Module:
 def _parse(name: str, path: str, text: str) -> Module:
     mod = Module(name, path, text)
     doc: list[str] = []          # the run of '--' lines just read
+    ann: dict[str, str] = {}     # the '-- @name: value' lines of that run
     col_doc: str | None = None   # doc that applies to the column lines that follow it
+    col_ann: dict[str, str] = {}
     current: SqlObject | None = None
     for raw in text.splitlines():
         line = raw.strip()
         if line.startswith("--"):
-            doc.append(line[2:].strip())
+            a = _ANNOTATION.match(line[2:].strip())
+            if a:
+                ann[a.group(1)] = (a.group(2) or "").strip()
+            else:
+                doc.append(line[2:].strip())
             continue
-        if doc:
+        if doc or ann:
             col_doc, doc = " ".join(doc), []
+            col_ann, ann = ann, {}
         m = _CREATE.match(raw)
         if m:
-            current = SqlObject(m.group(1).lower(), m.group(2), col_doc or "")
+            current = SqlObject(m.group(1).lower(), m.group(2), col_doc or "",
+                                annotations=col_ann)
             mod.objects.append(current)
-            col_doc = None
+            col_doc, col_ann = None, {}
             continue
         if current is None or not line:
             continue
         if current.kind == "table":
             t = _TABLE_COL.match(raw)
-            if t and t.group(1).upper() not in _KEYWORDS and col_doc:
-                current.columns.setdefault(t.group(1), col_doc)
+            if t and t.group(1).upper() not in _KEYWORDS:
+                current.column_types.setdefault(t.group(1), t.group(2).upper())
+                if col_doc:
+                    current.columns.setdefault(t.group(1), col_doc)
+                if col_ann:
+                    current.column_annotations.setdefault(t.group(1), dict(col_ann))
         elif current.kind == "view" and _CLAUSE.match(raw):
             col_doc = None
         elif current.kind == "view" and col_doc:
@@ -80,7 +108,7 @@ def _parse(name: str, path: str, text: str) -> Module:
             if v and v.group(1).upper() not in {"SELECT", "DISTINCT"}:
                 current.columns.setdefault(v.group(1), col_doc)
         if line.endswith(";"):
-            current, col_doc = None, None
+            current, col_doc, col_ann = None, None, {}
     return mod
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from argusdb import materialize
+from argusdb import materialize, shape
 from argusdb.errors import InputError, UsageError
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
 from argusdb.store import Store
@@ -28,10 +28,6 @@ from argusdb.variants import VariantOf, bind
 from collectors import detect, readers
 from collectors.base import Artefact, head_bytes, normalize_target
 from collectors.validate import check_options, cross_check
-
-_TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
-           "instruction": "instruction", "inline_site": "inline_site",
-           "scope_event": "scope_event", "collective": "collective", "trace_span": "trace_span"}
 
 
 @dataclass
@@ -186,8 +182,6 @@ def check_program(art: Artefact, program: ProgramSource) -> list[str]:
 
 #: Keys of a run's place in a multi-process launch (columns of ``run``).
 LAUNCH_KEYS = ("rank", "world_size", "launch_group", "device_index")
-#: Tables of a launch's rank that stay with the program's run (never split to a timeline run).
-_RANK_TABLES = frozenset({"collective", "trace_span"})
 
 
 def _launch_place(art: Artefact, given: dict[str, Any] | None, path: str) -> dict[str, Any]:
@@ -545,6 +539,7 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
                 "program_version": pl.version, "region_id": r.region_id, "kernel": r.kernel,
                 "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
     rank = None if pl.place.get("rank") is None else str(pl.place["rank"])
+    # What a run gives every row of it (the @key: run and @fill: run columns of schema/).
     keys = {"run_seq": seq, "program_version": pl.version, "task_id": task_id, "run_id": run_id,
             "rank": rank}
     other_keys: dict[str, Any] | None = None
@@ -566,15 +561,15 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
     try:
         for table, batch in (pending.parsed.result() if pending.parsed is not None
                              else art.batches()):
-            dest = _TABLES[table]
+            dest = shape.routes().get(table, table)
             if other_keys is not None and "kernel" in batch.schema.names \
-                    and table not in _RANK_TABLES:
+                    and not shape.stays_with_program_run(table):
                 batch, rest = _split(batch, pl.kernels)
                 if rest.num_rows and other_new:
                     other_rows[table] = other_rows.get(table, 0) + store.append_batch(
-                        dest, rest, other_keys)
+                        dest, shape.keyed(store, table, rest, other_keys))
             rows[table] = rows.get(table, 0) + store.append_batch(
-                dest, batch, keys, pl.kernels, stem)
+                dest, shape.keyed(store, table, batch, keys, pl.kernels, stem))
     except InputError:
         raise
     except (ValueError, KeyError, OSError, EOFError) as exc:

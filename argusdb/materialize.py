@@ -55,8 +55,9 @@ class RefreshReport:
 @cache
 def _code_sha(name: str) -> str:
     """md5 of the SQL of a materialization's modules (read once per process)."""
+    # The shape macros (queries/shape.sql) are part of every materialization's code.
     text = "".join(m.text for m in catalog.query_modules()
-                   if m.name.startswith(_MODULES[name]))
+                   if m.name.startswith(_MODULES[name]) or m.name == "shape")
     return hashlib.md5(text.encode()).hexdigest()
 
 
@@ -184,7 +185,7 @@ def _resplits_older(store: Store, version: str, from_seq: int) -> bool:
     """
     row = store.sql(
         "WITH new AS (SELECT DISTINCT kernel FROM attribution_source WHERE program_version = ? "
-        "AND signal = 'inst_executed' AND run_seq >= ? AND evidence_id >= ? * 4294967296), "
+        "AND signal = 'inst_executed' AND run_seq >= ? AND evidence_id >= evidence_id_of(?, 0)), "
         "old AS (SELECT a.kernel, count(DISTINCT a.run_id) AS n FROM region_attribution AS a "
         "JOIN run AS r USING (run_id) WHERE a.program_version = ? AND a.signal = "
         "'inst_executed' AND r.run_seq < ? GROUP BY a.kernel) "

@@ -26,7 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from argusdb import catalog
-from argusdb.errors import ArgusError, QueryFailed, StoreError
+from argusdb.errors import QueryFailed, StoreError
 
 #: Version of ``schema/`` this release writes. A store records its own in ``store_meta``; a store
 #: without that table but with ``run`` is version 1 (the first release). See
@@ -54,18 +54,6 @@ def lock_timeout_s() -> float:
 def _pending_path(path: Path) -> Path:
     """Marker of committed runs not yet checkpointed from the WAL into the store file."""
     return path.with_name(path.name + ".argus-pending")
-
-#: Key columns the store adds to collector batches, per table.
-_KEYED = {
-    "observed_evidence": ("evidence_id", "program_version", "task_id", "run_id", "region_id"),
-    "kernel_launch": ("run_id", "region_id"),
-    "instruction": ("run_id",),
-    "inline_site": ("run_id",),
-    "scope_event": ("run_id",),
-    "collective": ("run_id",),
-    "trace_span": ("run_id",),
-}
-
 
 #: Leading keywords of library SQL that only reads (does not bump the write generation).
 _READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMMARIZE",
@@ -687,68 +675,37 @@ class Store:
                 [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
                  for r in group for v in r.values()])
 
-    def append_batch(self, table: str, batch: pa.RecordBatch, keys: dict[str, Any],
-                     kernels: Sequence[str] = (), program: str | None = None) -> int:
-        """Append one collector batch to ``table`` with the store's key columns.
+    def append_batch(self, table: str, batch: pa.RecordBatch) -> int:
+        """Append ``batch`` to ``table``, by column name; nothing is computed here (ingest
+        fills the keys first, :func:`argusdb.shape.keyed`). Returns the rows appended."""
+        if batch.num_rows:
+            self._over_batch(batch, f"INSERT INTO {table} BY NAME SELECT * FROM _argus_batch")
+            self.generation += 1
+        return batch.num_rows
 
-        ``region_id`` is set for kernel-wide rows of kernels in ``kernels`` (the @triton.jit
-        functions of the program) to ``<program>/<kernel>``; per-PC, per-line and in-kernel
-        scope rows (``scope_path`` below the kernel) stay NULL.
-        """
-        if table not in _KEYED:
-            raise ArgusError(f"collector yielded rows for unknown table {table!r}")
-        declared = catalog.all_objects()[table].columns
-        own = [c for c in batch.schema.names if c in declared and c not in _KEYED[table]]
-        unknown = [c for c in batch.schema.names if c not in declared]
-        if unknown:
-            raise ArgusError(f"collector yielded undeclared columns {unknown} for {table}")
-        select: list[str] = []
-        params: list[Any] = []
-        for k in _KEYED[table]:
-            if k == "evidence_id":
-                select.append("?::BIGINT * 4294967296 + src_row")
-                params.append(keys["run_seq"])
-            elif k == "region_id":
-                if program and kernels:
-                    # Kernel-wide: no PC, no line, and no scope inside the kernel (a scope
-                    # path, when there is one, ends at the kernel: 'it0/k', not 'k2/load').
-                    scoped = "scope_path" in batch.schema.names
-                    wide = ("pc IS NULL AND source_line IS NULL AND " + (
-                        "(scope_path IS NULL OR scope_path = kernel OR "
-                        "ends_with(scope_path, '/' || kernel)) AND " if scoped else "")
-                            ) if table != "kernel_launch" else ""
-                    select.append(f"CASE WHEN {wide}list_contains(?::VARCHAR[], kernel) "
-                                  f"THEN ? || '/' || kernel END")
-                    params.extend([list(kernels), program])
-                else:
-                    select.append("NULL")
-            else:
-                select.append("?")
-                params.append(keys[k])
-        # A run's rank is the scope of its rows unless the collector named one per row.
-        select.extend('coalesce(nullif("rank", \'all\'), ?::VARCHAR, \'all\')'
-                      if c == "rank" and table == "observed_evidence" else f'"{c}"' for c in own)
-        if table == "observed_evidence" and "rank" in own:
-            params.append(keys.get("rank"))
-        cols = ", ".join([*_KEYED[table], *own])
-        insert = (f"INSERT INTO {table} ({cols}) SELECT {', '.join(select)} "
-                  f"FROM _argus_batch")
+    def over_batch(self, batch: pa.RecordBatch, query: str,
+                   params: Sequence[Any] | None = None) -> pa.Table:
+        """The answer of library SQL ``query`` that reads ``batch`` as ``_argus_batch``."""
+        return self._over_batch(batch, query, params, fetch=True)
+
+    def _over_batch(self, batch: pa.RecordBatch, query: str,
+                    params: Sequence[Any] | None = None, fetch: bool = False) -> Any:
         if not self._locked:
             # DuckDB reads the local variable by its name (a replacement scan): register()
             # keeps ~100 bytes per row until COMMIT, this holds a large run's memory flat.
             _argus_batch = batch
             try:
-                self.con.execute(insert, params)
-                return batch.num_rows
+                cur = self.con.execute(query, params or [])
+                return cur.to_arrow_table() if fetch else None
             except duckdb.CatalogException:
                 pass  # replacement scans are off here; a bind error leaves the transaction
         # A locked-down instance has no replacement scans (no external access).
         self.con.register("_argus_batch", batch)
         try:
-            self.con.execute(insert, params)
+            cur = self.con.execute(query, params or [])
+            return cur.to_arrow_table() if fetch else None
         finally:
             self.con.unregister("_argus_batch")
-        return batch.num_rows
 
 
 class _ReaderView(Store):

@@ -36,6 +36,7 @@ from argusdb.checker.metadata import META_COLUMNS, TIMING_UNITS
 from argusdb.checker.predicates import NotSimple, Pred, evaluate
 from argusdb.checker.resolve import catalog_columns
 from argusdb.errors import QueryFailed
+from argusdb.shape import INTRA_KERNEL_SCOPE
 from argusdb.store import Store
 
 #: Evidence columns the summary keeps (low cardinality); run columns are added to them.
@@ -48,7 +49,7 @@ MAX_META_ROWS = 200_000
 PYTHON_FILTER_MAX_ROWS = 5000
 #: Most values of an IN (subquery) turned into a literal list for the metadata query.
 MAX_SEMI_JOIN_VALUES = 10_000
-_SCOPE_COORDS = ("sm", "cta", "warp", "warp_role", "loop_iter")  # order of _scope labels
+_SCOPE_COORDS = INTRA_KERNEL_SCOPE  # order of _scope labels
 
 
 def _filled(relation: str, cols: set[str]) -> list[str]:
@@ -77,9 +78,9 @@ def _filled(relation: str, cols: set[str]) -> list[str]:
     path = "x.scope_path" if "scope_path" in cols else "NULL::VARCHAR"
     kernel = "x.kernel" if "kernel" in cols else "NULL::VARCHAR"
     # A scope-tree path below the kernel (Proton 'k2/load') is a slice of it; a path with no
-    # kernel is a tool scope above kernels. Same test as the store's region binding.
-    sel.append(f"CASE WHEN {path} IS NULL OR {path} = {kernel} "
-               f"OR ends_with({path}, '/' || {kernel}) THEN NULL "
+    # kernel is a tool scope above kernels. The test of ingest's region binding (the macro
+    # kernel_wide_path of queries/shape.sql).
+    sel.append(f"CASE WHEN kernel_wide_path({path}, {kernel}) THEN NULL "
                f"WHEN {kernel} IS NULL THEN 'tool_scope' ELSE 'in_kernel_scope' END "
                f"AS _path_level")
     return sel

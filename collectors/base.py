@@ -5,7 +5,8 @@ A collector is a package under ``collectors/`` named after its tool (``ncu``, ``
 ``READERS``: a list of :class:`Reader`. A reader recognises an artefact from its content
 (``sniff``) and turns it into an :class:`Artefact`: metadata plus a stream of Arrow record batches
 named after the tables of ``schema/``. Collectors never import duckdb and never see the store;
-the store adds the keys (program version, task, run, region) when it writes the batches.
+ingest adds the keys (program version, task, run, region) before the store appends the batches;
+the columns of each batch are those ``schema/`` declares (:func:`argusdb.shape.batch_schema`).
 
 Example:
     >>> from collectors import detect
@@ -27,6 +28,7 @@ from typing import IO, Any, Protocol
 
 import pyarrow as pa
 
+from argusdb import shape
 from argusdb.errors import InputError
 
 #: The UTF-8 byte-order mark some editors and Windows tools write before text.
@@ -34,32 +36,15 @@ BOM = codecs.BOM_UTF8
 
 #: Scope columns every evidence row carries; ``'all'`` where a coordinate does not apply.
 #: ``rank`` (the process of a multi-process launch) is outermost, then the launch of a kernel,
-#: then the coordinates inside one launch (:data:`INTRA_KERNEL_SCOPE`). This is the one list:
-#: schema, store and queries are checked against it (tests/test_scope.py).
-SCOPE_COLUMNS = ("rank", "launch", "cta", "sm", "warp", "warp_role", "loop_iter")
+#: then the coordinates inside one launch (:data:`INTRA_KERNEL_SCOPE`). Read from the
+#: ``@scope`` columns of ``schema/`` (:mod:`argusdb.shape`), the one list.
+SCOPE_COLUMNS = shape.SCOPE
 #: Scope coordinates inside one kernel launch (they nest: a value at one of them is a slice).
-INTRA_KERNEL_SCOPE = SCOPE_COLUMNS[2:]
+INTRA_KERNEL_SCOPE = shape.INTRA_KERNEL_SCOPE
 
-#: Columns of the ``evidence`` batches a collector yields (keys are added by the store).
-EVIDENCE_SCHEMA = pa.schema([
-    ("kernel", pa.string()),
-    ("rank", pa.string()),
-    ("launch", pa.string()),
-    ("cta", pa.string()),
-    ("sm", pa.string()),
-    ("warp", pa.string()),
-    ("warp_role", pa.string()),
-    ("loop_iter", pa.string()),
-    ("pc", pa.int64()),
-    ("source_file", pa.string()),
-    ("source_line", pa.int32()),
-    ("signal", pa.string()),
-    ("value", pa.float64()),
-    ("unit", pa.string()),
-    ("replay_pass", pa.int32()),
-    ("scope_path", pa.string()),
-    ("src_row", pa.int64()),
-])
+#: Columns of the ``evidence`` batches a collector yields: ``observed_evidence`` less the
+#: columns ingest fills (``@key``), typed as the DDL types them.
+EVIDENCE_SCHEMA = shape.batch_schema("evidence")
 
 
 @dataclass
@@ -294,27 +279,8 @@ def normalize_target(value: str | None) -> str | None:
 
 
 #: Columns of the ``kernel_launch`` batches a collector yields (``run_id``, ``region_id`` are
-#: added by the store). Trace collectors build them with :func:`kernel_launch_batch`.
-KERNEL_LAUNCH_SCHEMA = pa.schema([
-    ("kernel", pa.string()),
-    ("launch", pa.int32()),
-    ("start_ns", pa.int64()),
-    ("end_ns", pa.int64()),
-    ("dur_ns", pa.int64()),
-    ("correlation_id", pa.int64()),
-    ("host_op", pa.string()),
-    ("launch_api", pa.string()),
-    ("grid_x", pa.int32()),
-    ("grid_y", pa.int32()),
-    ("grid_z", pa.int32()),
-    ("block_x", pa.int32()),
-    ("block_y", pa.int32()),
-    ("block_z", pa.int32()),
-    ("registers", pa.int32()),
-    ("shared_bytes", pa.int64()),
-    ("device_id", pa.int32()),
-    ("stream_id", pa.int64()),
-])
+#: filled by ingest). Trace collectors build them with :func:`kernel_launch_batch`.
+KERNEL_LAUNCH_SCHEMA = shape.batch_schema("kernel_launch")
 
 
 def kernel_launch_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
@@ -325,24 +291,10 @@ def kernel_launch_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=KERNEL_LAUNCH_SCHEMA)
 
 
-#: Columns of the ``collective`` batches a collector yields (``run_id`` is added by the store).
-COLLECTIVE_SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("pg", pa.string()), ("pg_ranks", pa.string()),
-    ("seq", pa.int64()), ("op", pa.string()), ("dtype", pa.string()),
-    ("elem_bytes", pa.int32()), ("in_nelems", pa.int64()), ("out_nelems", pa.int64()),
-    ("group_size", pa.int32()), ("bytes", pa.int64()), ("start_ns", pa.int64()),
-    ("end_ns", pa.int64()), ("dur_ns", pa.int64()), ("clock", pa.string()),
-    ("track", pa.string()), ("kernel", pa.string()), ("step", pa.int32()),
-    ("src_row", pa.int64()),
-])
-
+#: Columns of the ``collective`` batches a collector yields (``run_id`` is filled by ingest).
+COLLECTIVE_SCHEMA = shape.batch_schema("collective")
 #: Columns of the ``trace_span`` batches (host ops, steps, compute spans).
-TRACE_SPAN_SCHEMA = pa.schema([
-    ("rank", pa.int32()), ("kind", pa.string()), ("role", pa.string()), ("name", pa.string()),
-    ("track", pa.string()), ("step", pa.int32()), ("start_ns", pa.int64()),
-    ("end_ns", pa.int64()), ("dur_ns", pa.int64()), ("clock", pa.string()),
-    ("src_row", pa.int64()),
-])
+TRACE_SPAN_SCHEMA = shape.batch_schema("trace_span")
 
 
 def table_batch(schema: pa.Schema, rows: dict[str, list[Any]]) -> pa.RecordBatch:

@@ -3,33 +3,47 @@
 -- kernel is a @triton.jit function of --program and the row is kernel-wide (no PC, no line,
 -- no scope_path below the kernel), else NULL (attribution maps PCs, lines and in-kernel scopes
 -- onto regions, see queries/attribution).
+-- @batch: evidence
 CREATE TABLE IF NOT EXISTS observed_evidence (
     -- Row identity: run_seq * 2^32 + src_row; stable across refreshes.
+    -- @key: evidence_id
     evidence_id BIGINT PRIMARY KEY,
     -- Program version measured.
+    -- @key: run
     program_version VARCHAR NOT NULL,
     -- Task that collected the value.
+    -- @key: run
     task_id VARCHAR NOT NULL,
     -- Run the value was measured in.
+    -- @key: run
     run_id VARCHAR NOT NULL,
     -- Region the value belongs to; NULL where not yet attributed (per-PC, per-line values).
+    -- @key: region
     region_id VARCHAR,
     -- Kernel (function) name as the artefact gives it.
     kernel VARCHAR,
     -- Scope: rank (process of a multi-process launch, as torch.distributed numbers it) the value
     -- was measured on, or 'all'. Set by the store from the run's rank unless the collector gave one.
+    -- @scope: launches
+    -- @fill: run
     rank VARCHAR NOT NULL DEFAULT 'all',
     -- Scope: launch index (0-based among launches of this kernel in the run) or 'all'.
+    -- @scope: launches
     launch VARCHAR NOT NULL,
     -- Scope: CTA index or 'all'.
+    -- @scope: in_kernel
     cta VARCHAR NOT NULL,
     -- Scope: SM index or 'all'.
+    -- @scope: in_kernel
     sm VARCHAR NOT NULL,
     -- Scope: warp index within the CTA or 'all'.
+    -- @scope: in_kernel
     warp VARCHAR NOT NULL,
     -- Scope: warp role (e.g. 'producer') or 'all'.
+    -- @scope: in_kernel
     warp_role VARCHAR NOT NULL,
     -- Scope: loop iteration or range, or 'all'.
+    -- @scope: in_kernel
     loop_iter VARCHAR NOT NULL,
     -- Program counter (byte offset in the kernel's code) for instruction-level values, else NULL.
     pc BIGINT,
@@ -57,14 +71,17 @@ CREATE TABLE IF NOT EXISTS observed_evidence (
 );
 
 -- Kernel launches seen in traces. Provenance: cupti, kineto, nsys, proton chrome traces.
+-- @batch: kernel_launch
 CREATE TABLE IF NOT EXISTS kernel_launch (
     -- Run the launch was traced in.
+    -- @key: run
     run_id VARCHAR NOT NULL,
     -- Kernel (function) name as traced; demangled where the tool demangles.
     kernel VARCHAR NOT NULL,
     -- 0-based index of this launch among launches of the same kernel in the run.
     launch INTEGER NOT NULL,
     -- Region of the kernel when it is a @triton.jit function of --program, else NULL.
+    -- @key: region
     region_id VARCHAR,
     -- Start timestamp, ns, on the tool's clock.
     start_ns BIGINT,
@@ -100,8 +117,10 @@ CREATE TABLE IF NOT EXISTS kernel_launch (
 
 -- Machine-code instructions with their source location.
 -- Provenance: Nsight Compute source page (SASS view) or nvdisasm -g.
+-- @batch: instruction
 CREATE TABLE IF NOT EXISTS instruction (
     -- Run (artefact) the listing came from.
+    -- @key: run
     run_id VARCHAR NOT NULL,
     -- Kernel (function) name.
     kernel VARCHAR NOT NULL,
@@ -117,8 +136,10 @@ CREATE TABLE IF NOT EXISTS instruction (
 
 -- Inlining call sites from Triton IR: a location in library code reached from a kernel line.
 -- Provenance: TTGIR callsite(callee at caller) locations.
+-- @batch: inline_site
 CREATE TABLE IF NOT EXISTS inline_site (
     -- Run (artefact) the IR came from.
+    -- @key: run
     run_id VARCHAR NOT NULL,
     -- Kernel (function) name.
     kernel VARCHAR NOT NULL,

@@ -1,8 +1,10 @@
 -- Intra-kernel scope instances with their start times, for timelines (the Perfetto export).
 -- Provenance: Proton instrumentation Chrome traces (collectors/proton/trace.py), one row per
 -- trace event, beside that event's 'scope_cycles' evidence row (same src_row).
+-- @batch: scope_event
 CREATE TABLE IF NOT EXISTS scope_event (
     -- Run (artefact) the trace came from.
+    -- @key: run
     run_id VARCHAR NOT NULL,
     -- Kernel (function) name, the last frame of the event's call stack.
     kernel VARCHAR NOT NULL,

@@ -3,8 +3,11 @@
 -- 'dtype', 'Process Group Name/Ranks'; gloo: c10d host ops with gloo worker annotations) and the
 -- argusdb spans recorder (collectors/torchdist). The same instance on every rank of its group has
 -- the same (launch group, pg, seq): join on them.
+-- @batch: collective
+-- @split: never
 CREATE TABLE IF NOT EXISTS collective (
     -- Run (one rank's artefact) the instance was traced in.
+    -- @key: run
     run_id VARCHAR NOT NULL,
     -- Rank that traced it (torch.distributed global rank).
     rank INTEGER NOT NULL,
@@ -54,8 +57,11 @@ CREATE TABLE IF NOT EXISTS collective (
 -- Time intervals of a run that are neither kernel launches nor collectives: host ops, steps,
 -- compute spans. Provenance: Kineto cpu_op / user_annotation events (kind 'host_op',
 -- 'annotation'; a 'step' annotation is kind 'step'), the spans recorder (kind 'step', 'span').
+-- @batch: trace_span
+-- @split: never
 CREATE TABLE IF NOT EXISTS trace_span (
     -- Run the span was traced in.
+    -- @key: run
     run_id VARCHAR NOT NULL,
     -- Rank that traced it; NULL for a single-process run.
     rank INTEGER,

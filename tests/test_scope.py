@@ -1,5 +1,6 @@
-"""The scope coordinates are defined once (collectors.base.SCOPE_COLUMNS): the tables and the
-evidence view carry exactly those, in that order, and a collector's default is 'all'."""
+"""The scope coordinates are defined once (the @scope columns of schema/, argusdb.shape): the
+tables and the evidence view carry exactly those, in that order, and a collector's default is
+'all'."""
 
 from __future__ import annotations
 

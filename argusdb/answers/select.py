@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import UsageError
+from argusdb.shape import INTRA_KERNEL_SCOPE
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
 
 #: Scope coordinates that must be equal for two rows to be repeats of one measurement.
-NESTED_SCOPE = ("cta", "sm", "warp", "warp_role", "loop_iter")
+NESTED_SCOPE = INTRA_KERNEL_SCOPE
 
 
 def lit(value: str) -> str:

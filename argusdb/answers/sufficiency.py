@@ -43,6 +43,7 @@ from sqlglot import exp
 
 from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, QueryRefused, UsageError
+from argusdb.shape import INTRA_KERNEL_SCOPE
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,7 +58,7 @@ MAX_UNATTRIBUTED_SHARE = 0.05
 MAX_ENTROPY_BITS = 0.5
 
 #: Scope coordinates a plan may ask per instance (``launch`` is the repeat axis, not a scope).
-_ASKED = ("cta", "sm", "warp", "warp_role", "loop_iter")
+_ASKED = INTRA_KERNEL_SCOPE
 
 
 @dataclass(frozen=True)

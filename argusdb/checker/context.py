@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from argusdb.checker.parse import position
 from argusdb.errors import Finding
+from argusdb.shape import INTRA_KERNEL_SCOPE
 
 #: Columns whose equality (in a join) or presence (in GROUP BY / PARTITION BY) keeps rows that
 #: differ in a property apart. A run is of one program version and one signature.
@@ -31,7 +32,7 @@ KEY_COLUMNS: dict[str, frozenset[str]] = {
     "standing": frozenset({"run_id", "signature", "timing_clean", "evidence_id"}),
     "pass": frozenset({"replay_pass", "evidence_id"}),
     "class": frozenset({"evidence_class", "evidence_id"}),
-    "scope": frozenset({"cta", "sm", "warp", "warp_role", "loop_iter", "evidence_id"}),
+    "scope": frozenset({*INTRA_KERNEL_SCOPE, "evidence_id"}),
     # per instruction, per line, per region or kernel-wide: a PC, a line or the class says
     "granularity": frozenset({"pc", "source_line", "evidence_id"}),
     # a signal has one unit within one version and device (the version rule keeps those apart)

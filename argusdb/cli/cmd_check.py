@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import SQL_COMMAND, handle_errors, sql_text
+from argusdb.cli.output import SQL_COMMAND, handle_errors, output_options, print_json, sql_text
 from argusdb.errors import QueryRefused
 
 
 @click.command("check", context_settings=SQL_COMMAND)
 @click.argument("store")
 @click.argument("sql")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False)
 @handle_errors
 def command(store: str, sql: str, as_json: bool) -> None:
     """Run the compatibility rules on SQL over STORE's metadata; do not run the query.
@@ -29,6 +27,6 @@ def command(store: str, sql: str, as_json: bool) -> None:
     if findings:
         raise QueryRefused(findings)
     if as_json:
-        click.echo(json.dumps({"ok": True, "errors": []}))
+        print_json({"errors": []})
     else:
         click.echo("ok: the query passes every rule", err=True)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from argusdb.cli.output import handle_errors
+from argusdb.cli.output import handle_errors, output_options, print_json
 from argusdb.store_copy import copy_store
 
 
 @click.command("copy")
 @click.argument("src")
 @click.argument("dst")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False)
 @handle_errors
 def command(src: str, dst: str, as_json: bool) -> None:
     """Copy every table of store SRC into DST, a new store (embedded file or ducklake: URI).
@@ -23,7 +21,7 @@ def command(src: str, dst: str, as_json: bool) -> None:
     """
     counts = copy_store(src, dst)
     if as_json:
-        click.echo(json.dumps({"ok": True, "rows": counts}))
+        print_json({"rows": counts})
     else:
         click.echo(f"copied {counts.get('run', 0)} runs, "
                    f"{sum(counts.values())} rows in {len(counts)} tables: {src} -> {dst}")

@@ -6,14 +6,15 @@ import click
 
 from argusdb import checker, demo
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
 
 
 @click.command("demo")
 @click.argument("store", default="argus-demo.duckdb")
+@output_options(csv=False)
 @handle_errors
-def command(store: str) -> None:
+def command(store: str, as_json: bool) -> None:
     """Ingest the shipped H200 artefacts into STORE and print answers from them."""
     with connect(store, create=True) as db:
         foreign = demo.foreign_runs(db.store)
@@ -23,12 +24,15 @@ def command(store: str) -> None:
                              "e.g. 'argus demo argus-demo.duckdb'")
         results = demo.build(db.store)
         checker.refresh_metadata(db.store)  # a later 'argus query' reads the stored summary
-        for r in results:
-            state = "already in store" if r.already else f"{sum(r.rows.values())} rows"
-            click.echo(f"ingested {r.path.split('/')[-1]} ({r.kind}): {state}", err=True)
-        click.echo(f"\n-- {demo.QUESTION}\n")
-        table = db.query(demo.QUESTION)
-        print_table(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
-        click.echo(f"\n-- {demo.REGION_BREAKDOWN}\n")
-        table = db.query(demo.REGION_BREAKDOWN)
+        answers = [(q, db.query(q)) for q in (demo.QUESTION, demo.REGION_BREAKDOWN)]
+    if as_json:
+        print_json({"runs": [r.to_json() for r in results], "answers": [
+            {"query": q, "columns": t.column_names,
+             "rows": [list(r.values()) for r in t.to_pylist()]} for q, t in answers]})
+        return
+    for r in results:
+        state = "already in store" if r.already else f"{sum(r.rows.values())} rows"
+        click.echo(f"ingested {r.path.split('/')[-1]} ({r.kind}): {state}", err=True)
+    for q, table in answers:
+        click.echo(f"\n-- {q}\n")
         print_table(table.column_names, [tuple(r.values()) for r in table.to_pylist()])

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 
 
 @click.command("diff")
@@ -23,10 +21,10 @@ from argusdb.cli.output import handle_errors, print_table
               help="Smallest relative change that may count as significant.")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True,
               help="Significance level of the Mann-Whitney U test.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options
 @handle_errors
 def command(store: str, region: str, before: str, after: str, signals: tuple[str, ...],
-            min_effect: float, alpha: float, as_json: bool) -> None:
+            min_effect: float, alpha: float, as_json: bool, as_csv: bool) -> None:
     """Compare REGION between two program versions over repeated launches.
 
     Prints medians, the ratio to/from with a bootstrap 95 % CI, a Mann-Whitney U p-value and the
@@ -45,12 +43,13 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
         coll = collective_rows(db.store, result.from_ref.program_version,
                                result.to_ref.program_version)
     if as_json:
-        click.echo(json.dumps({**result.to_json(), **({"collectives": coll} if coll else {})},
-                              default=str))
+        print_json({**result.to_json(), **({"collectives": coll} if coll else {})})
         return
     cols = ["signal", "from_median", "to_median", "ratio", "ci_low", "ci_high", "p_value",
             "n_from", "n_to", "unattributed_share", "sufficiency", "verdict"]
-    print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows])
+    print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows], as_csv=as_csv)
+    if as_csv:
+        return
     click.echo(f"\nregion {region}: {result.from_ref.program_version} -> "
                f"{result.to_ref.program_version}", err=True)
     for r in result.rows:

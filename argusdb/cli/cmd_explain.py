@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import SQL_COMMAND, handle_errors, sql_text
+from argusdb.cli.output import SQL_COMMAND, handle_errors, output_options, print_json, sql_text
 
 
 @click.command("explain", context_settings=SQL_COMMAND)
 @click.argument("store")
 @click.argument("sql")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False)
 @handle_errors
 def command(store: str, sql: str, as_json: bool) -> None:
     """Show which program versions, runs, tasks, evidence classes, interference signatures,
@@ -27,7 +25,7 @@ def command(store: str, sql: str, as_json: bool) -> None:
     with connect(store, read_only=True) as db:
         prov = db.explain(text)
     if as_json:
-        click.echo(json.dumps(prov, default=str))
+        print_json(prov)  # "ok": false when it would be refused
     else:
         for key in ("program_versions", "runs", "tasks", "evidence_classes",
                     "interference_signatures", "replay_passes", "scopes", "rows"):

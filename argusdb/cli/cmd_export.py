@@ -8,7 +8,7 @@ import click
 
 from argusdb.answers import export
 from argusdb.api import connect
-from argusdb.cli.output import check_output_path, handle_errors
+from argusdb.cli.output import check_output_path, handle_errors, output_options, print_json
 from argusdb.errors import UsageError
 
 
@@ -23,7 +23,7 @@ from argusdb.errors import UsageError
 @click.option("--version", help="Version selector for --format hatchet.")
 @click.option("--program", help="Program name, to disambiguate a KEY=VALUE --version.")
 @click.option("--query", "sql", help="Checked SQL for --format parquet.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@output_options(csv=False)
 @handle_errors
 def command(store: str, out: str, fmt: str, run_id: str | None, version: str | None,
             program: str | None, sql: str | None, as_json: bool) -> None:
@@ -53,5 +53,7 @@ def command(store: str, out: str, fmt: str, run_id: str | None, version: str | N
     if doc is not None:
         with open(out, "w", encoding="utf-8") as fh:
             json.dump(doc, fh, default=str)
-    summary = {"ok": True, "format": fmt, "out": out, "events_or_rows": n}
-    click.echo(json.dumps(summary) if as_json else f"wrote {out} ({fmt})", err=not as_json)
+    if as_json:
+        print_json({"format": fmt, "out": out, "events_or_rows": n})
+    else:
+        click.echo(f"wrote {out} ({fmt})", err=True)

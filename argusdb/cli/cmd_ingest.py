@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from argusdb import checker
-from argusdb.cli.output import handle_errors
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors, output_options, print_json
 from argusdb.errors import UsageError
-from argusdb.ingest import expand_paths, ingest_paths, parse_options, prepare
+from argusdb.ingest import expand_paths, parse_options, prepare
 from argusdb.regions import ProgramSource
-from argusdb.store import Store
 from argusdb.variants import VariantOf
 
 
@@ -30,7 +28,7 @@ from argusdb.variants import VariantOf
 @click.option("--lock-timeout", type=float, default=None, metavar="S",
               help="Wait at most S seconds for another process's lock on the store "
                    "(default: ARGUS_LOCK_TIMEOUT, else 120).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False)
 @handle_errors
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
             options: tuple[str, ...], parent_version: str | None, transform: str | None,
@@ -63,19 +61,16 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     # Every artefact is read and checked before the store is opened: a refused one leaves the
     # store untouched, byte for byte, and refuses the whole command.
     prepared = prepare(files, program, opts)
-    with Store.open(store, create=True, lock_timeout=lock_timeout) as st:
+    with connect(store, create=True, lock_timeout=lock_timeout) as db:
         # One transaction for the whole command: a conflict or a corrupt file writes nothing.
+        # The library's ingest path: materializations and checker metadata refreshed.
         try:
-            results = ingest_paths(st, list(files), program, opts, variant,
-                                   progress=(lambda _: bar.update(1)) if bar else None,
-                                   prepared=prepared)
+            results = db.ingest_many(list(files), program, opts, variant=variant,
+                                     progress=(lambda _: bar.update(1)) if bar else None,
+                                     prepared=prepared)
         finally:
             if bar is not None:
                 bar.render_finish()
-        # Without run names the summary takes the new runs' observed rows and every
-        # attributed/derived row (a refresh may have rebuilt any version's, e.g. a parent's
-        # derived rows when its variant's runs land).
-        checker.refresh_metadata(st)
     if not as_json:
         for r in results:
             what = "already ingested" if r.already else ", ".join(
@@ -87,4 +82,4 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
                            f"@triton.jit functions of --program) kept as timeline run "
                            f"{r.other['run_id']} (version {r.other['program_version']})")
     if as_json:
-        click.echo(json.dumps({"runs": [r.to_json() for r in results]}))
+        print_json({"runs": [r.to_json() for r in results]})

@@ -7,12 +7,10 @@ import math
 
 import click
 
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.distributed.answers import collective_diff, launch_trace
-from argusdb.distributed.ingest import ingest_launch
 from argusdb.ingest import parse_options
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
 
 
 @click.group("launch")
@@ -35,16 +33,15 @@ def command() -> None:
 @click.option("--program", "program_path", help="Source file of the program's Triton kernels.")
 @click.option("--option", "options", multiple=True, help="KEY=VALUE of the program version.")
 @click.option("--launch-group", help="Launch group name (default: as the artefacts state it).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@output_options(csv=False)
 @handle_errors
 def ingest(store: str, paths: tuple[str, ...], program_path: str | None,
            options: tuple[str, ...], launch_group: str | None, as_json: bool) -> None:
     """Ingest the artefacts of one launch (a folder or files, one per rank and collector)."""
-    program = ProgramSource.from_path(program_path) if program_path else None
-    with Store.open(store, create=True) as st:
-        res = ingest_launch(st, list(paths), program, parse_options(options), launch_group)
+    with connect(store, create=True) as db:
+        res = db.ingest_launch(list(paths), program_path, parse_options(options), launch_group)
     if as_json:
-        click.echo(json.dumps({"ok": True, **res.to_json()}))
+        print_json(res.to_json())
     else:
         click.echo(f"launch group {res.launch_group}: {len(res.runs)} runs of "
                    f"{res.world_size} ranks")
@@ -54,29 +51,34 @@ def ingest(store: str, paths: tuple[str, ...], program_path: str | None,
 @click.argument("store")
 @click.option("--from", "from_version", required=True, help="Program version (id).")
 @click.option("--to", "to_version", required=True, help="Program version (id).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options
 @handle_errors
-def diff(store: str, from_version: str, to_version: str, as_json: bool) -> None:
+def diff(store: str, from_version: str, to_version: str, as_json: bool, as_csv: bool) -> None:
     """Compare two versions per step and per collective (timing-clean runs), with CIs."""
-    with Store.open(store, read_only=True) as st:
-        rows = collective_diff(st, from_version, to_version)
+    # Collectives and steps are read as ingested (no materialization): a stale store is fine.
+    with connect(store, read_only=True, require_fresh=False) as db:
+        rows = collective_diff(db.store, from_version, to_version)
     cols = ["quantity", "key", "from_n", "to_n", "from_median_ns", "to_median_ns", "ratio",
             "ci_low", "ci_high", "p_value", "significant"]
 
     def cell(v: object) -> object:
         return None if isinstance(v, float) and math.isnan(v) else v
-    print_table(cols, [[cell(r[c]) for c in cols] for r in rows], as_json=as_json)
+    print_table(cols, [[cell(r[c]) for c in cols] for r in rows], as_json, as_csv)
 
 
 @command.command("trace")
 @click.argument("store")
 @click.argument("launch_group")
 @click.argument("out")
+@output_options(csv=False)
 @handle_errors
-def trace(store: str, launch_group: str, out: str) -> None:
+def trace(store: str, launch_group: str, out: str, as_json: bool) -> None:
     """Write a launch group as Perfetto JSON: a process per rank, a thread per stream."""
-    with Store.open(store, read_only=True) as st:
-        doc = launch_trace(st, launch_group)
+    with connect(store, read_only=True, require_fresh=False) as db:
+        doc = launch_trace(db.store, launch_group)
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(doc, fh)
-    click.echo(f"wrote {out} ({len(doc['traceEvents'])} events)", err=True)
+    if as_json:
+        print_json({"out": out, "events": len(doc["traceEvents"])})
+    else:
+        click.echo(f"wrote {out} ({len(doc['traceEvents'])} events)", err=True)

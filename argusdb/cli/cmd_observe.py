@@ -6,11 +6,12 @@ The harness form ``argus observe KERNEL_FILE --region R --signals S`` (a kernel 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
 from argusdb.ingest import parse_options
 from argusdb.observe import observe, plan_json
@@ -34,7 +35,7 @@ from argusdb.planner.scope import parse_pairs
 @click.option("--option", "option", multiple=True, metavar="KEY=VALUE",
               help="Compile option or target that pins the program version (as for ingest).")
 @click.option("--dry-run", is_flag=True, help="Only plan; print the tasks (no GPU needed).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False)
 @handle_errors
 def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, ...],
             store: str | None, program: str | None, budget_s: float | None,
@@ -42,8 +43,8 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
     """Observe SIGNALS of REGION in the program COMMAND runs: plan the measurements and, on a
     GPU, run them (each run runs COMMAND again, unmodified, with argusdb's Triton hooks).
 
-    With --dry-run --json it prints {"tasks": [{"id", "kind", "depends_on", "run", "why",
-    "action", "params", "reuse", "estimate"}], "notes": [...]} in topological order. A run
+    With --dry-run --json it prints {"ok": true, "tasks": [{"id", "kind", "depends_on", "run",
+    "why", "action", "params", "reuse", "estimate"}], "notes": [...]} in topological order. A run
     exits 1 with "ok": false when any task failed.
     """
     harness = _harness_file(args)
@@ -62,7 +63,7 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
         click.echo(f"note: {note}", err=True)
     if dry_run:
         if as_json:
-            click.echo(plan_json(obs.plan))
+            print_json(json.loads(plan_json(obs.plan)))
             return
         click.echo(f"plan {obs.plan.plan_id}: {len(obs.plan.tasks)} tasks", err=True)
         prefix = obs.plan.plan_id + "."
@@ -82,9 +83,7 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
         return
     rep = obs.report
     if as_json:
-        import json
-
-        click.echo(json.dumps(rep, default=str))
+        print_json(rep)  # "ok": false when a task failed
         if not rep["ok"]:
             raise SystemExit(1)
         return

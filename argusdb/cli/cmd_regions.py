@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import click
 
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import InputError
 from argusdb.regions import ProgramSource, parse_regions
 
 
 @click.command("regions")
 @click.argument("source_file")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options
 @handle_errors
-def command(source_file: str, as_json: bool) -> None:
+def command(source_file: str, as_json: bool, as_csv: bool) -> None:
     """List the regions of SOURCE_FILE ('# region <name>' markers in @triton.jit functions)."""
     regions = parse_regions(ProgramSource.from_path(source_file))
     if not regions:
@@ -21,11 +21,9 @@ def command(source_file: str, as_json: bool) -> None:
                          "pass the Python file that defines the kernel (regions are "
                          "'# region <name>' comments inside it)")
     if as_json:
-        import json
-
-        click.echo(json.dumps({"ok": True, "regions": [
+        print_json({"regions": [
             {"region_id": r.region_id, "start_line": r.start_line, "end_line": r.end_line}
-            for r in regions]}))
+            for r in regions]})
         return
     print_table(["region_id", "start_line", "end_line"],
-                [(r.region_id, r.start_line, r.end_line) for r in regions])
+                [(r.region_id, r.start_line, r.end_line) for r in regions], as_csv=as_csv)

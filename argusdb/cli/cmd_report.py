@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from argusdb.answers.report import MAX_ENTROPY_BITS, report
 from argusdb.answers.sufficiency import MAX_UNATTRIBUTED_SHARE
 from argusdb.api import connect
-from argusdb.cli.output import check_output_path, handle_errors, print_table
+from argusdb.cli.output import (
+    check_output_path,
+    handle_errors,
+    output_options,
+    print_json,
+    print_table,
+)
 from argusdb.errors import NoEvidence, UsageError
 
 
@@ -33,11 +37,12 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--perfetto", default=None, metavar="FILE.json", help="Distributed programs: "
               "write the same launch group as a Perfetto trace (a process per rank, a thread "
               "per stream or host thread).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
             max_entropy: float, max_unattributed: float, launch_group: str | None,
-            timeline: str | None, perfetto: str | None, as_json: bool) -> None:
+            timeline: str | None, perfetto: str | None, as_json: bool,
+            as_csv: bool) -> None:
     """Report every claim about REGION for an agent: value, evidence class, provenance
     (versions, runs, tasks), ambiguity notes, repeat statistics and a policy verdict.
 
@@ -71,20 +76,21 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
             click.echo(f"wrote {perfetto} (launch {lg})", err=True)
     if rep is None:
         if as_json:
-            click.echo(json.dumps({"region": region, "claims": [], "no_claims": no_claims,
-                                   "ranks": ranks}, default=str))
+            print_json({"region": region, "claims": [], "no_claims": no_claims,
+                        "ranks": ranks})
             return
         click.echo(f"no claims: {no_claims}", err=True)
         for line in views.describe(ranks):
             click.echo(line)
         return
     if as_json:
-        click.echo(json.dumps({**rep.to_json(), **({"ranks": ranks} if ranks else {})},
-                              default=str))
+        print_json({**rep.to_json(), **({"ranks": ranks} if ranks else {})})
         return
     cols = ["program_version", "signal", "value", "unit", "evidence_class", "n", "iqr", "cv",
             "association_entropy", "unattributed_share", "verdict"]
-    print_table(cols, [[getattr(c, k) for k in cols] for c in rep.claims])
+    print_table(cols, [[getattr(c, k) for k in cols] for c in rep.claims], as_csv=as_csv)
+    if as_csv:
+        return
     for c in rep.claims:
         click.echo(f"{c.program_version} {c.signal}: {c.verdict}: {c.reason}; runs "
                    f"{', '.join(c.runs)}; {c.signature}", err=True)

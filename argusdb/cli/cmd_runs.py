@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import click
 
+from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_table
-from argusdb.store import Store
-
-_COLS = ["run_id", "program_version", "collector", "kind", "artefact_name", "signature",
-         "timing_clean", "tool_version", "device", "ingested_at"]
-_SNAP_COLS = ["snapshot_id", "committed_at", "kind", "run_ids"]
 
 
 @click.command("runs")
@@ -27,10 +23,7 @@ def command(store: str, as_json: bool, as_csv: bool, snapshots: bool = False,
     With --snapshots, list its snapshots: each committed ingest, when, and the runs it added
     (an embedded store's own; a shared store's DuckLake snapshots).
     """
-    with Store.open(store, read_only=True, as_of=as_of) as st:
-        if snapshots:
-            rows = [tuple(s[c] for c in _SNAP_COLS) for s in st.snapshots()]
-            print_table(_SNAP_COLS, rows, as_json, as_csv)
-            return
-        rows = st.sql(f"SELECT {', '.join(_COLS)} FROM run ORDER BY run_seq").fetchall()
-    print_table(_COLS, rows, as_json, as_csv)
+    with connect(store, read_only=True, as_of=as_of, require_fresh=False) as db:
+        table = db.snapshots() if snapshots else db.runs()
+    print_table(table.column_names, [tuple(r.values()) for r in table.to_pylist()], as_json,
+                as_csv)

@@ -7,21 +7,20 @@ the catalog copies into DuckDB with ``COMMENT ON``; no store is needed.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 
 import click
 
 from argusdb import catalog
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
 
 
 @click.command("schema")
 @click.argument("name", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options
 @handle_errors
-def command(name: str | None, as_json: bool) -> None:
+def command(name: str | None, as_json: bool, as_csv: bool) -> None:
     """List the public tables, views and macros; with NAME, its columns (meaning, unit and
     provenance of each).
 
@@ -34,11 +33,11 @@ def command(name: str | None, as_json: bool) -> None:
         rows = [(o.name, o.kind, _first_sentence(o.description))
                 for o in sorted(objects.values(), key=lambda o: (o.kind, o.name))]
         if as_json:
-            click.echo(json.dumps({"ok": True, "objects": [
+            print_json({"objects": [
                 {"name": o.name, "kind": o.kind, "description": o.description,
-                 "columns": o.columns} for o in objects.values()]}))
+                 "columns": o.columns} for o in objects.values()]})
             return
-        print_table(["name", "kind", "description"], rows)
+        print_table(["name", "kind", "description"], rows, as_csv=as_csv)
         return
     obj = objects.get(name)
     if obj is None:
@@ -47,8 +46,12 @@ def command(name: str | None, as_json: bool) -> None:
         raise UsageError(f"no table, view or macro named {name!r}.{hint} 'argus schema' "
                          "lists them")
     if as_json:
-        click.echo(json.dumps({"ok": True, "name": obj.name, "kind": obj.kind,
-                               "description": obj.description, "columns": obj.columns}))
+        print_json({"name": obj.name, "kind": obj.kind, "description": obj.description,
+                    "columns": obj.columns})
+        return
+    if as_csv:
+        print_table(["column", "meaning, unit and provenance"], list(obj.columns.items()),
+                    as_csv=True)
         return
     click.echo(f"{obj.kind} {obj.name}: {obj.description}\n")
     print_table(["column", "meaning, unit and provenance"], list(obj.columns.items()))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from argusdb.answers.trajectory import trajectory
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, print_table
+from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 
 
 @click.command("trajectory")
@@ -19,10 +17,10 @@ from argusdb.cli.output import handle_errors, print_table
               help="Ordered version selectors (ID or prefix, run ID, or KEY=VALUE; separate "
                    "KEY=VALUE selectors with ';').")
 @click.option("--signal", "signals", multiple=True, help="Signal to follow (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options
 @handle_errors
 def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[str, ...],
-            as_json: bool) -> None:
+            as_json: bool, as_csv: bool) -> None:
     """Show each region's evolution along an ordered series of program versions.
 
     Regions are followed by region ID, so a version whose lines moved is the same region.
@@ -35,7 +33,7 @@ def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[
         t = trajectory(db, list(regions) or None, [v for v in versions.split(sep) if v],
                        list(signals) or None)
     if as_json:
-        click.echo(json.dumps(t.to_json()))
+        print_json(t.to_json())
         return
     cols = ["region_id", "signal", "version", "lines", "n", "median", "ci_low", "ci_high",
             "unattributed_share", "sufficiency", "step_ratio", "step_verdict"]
@@ -46,6 +44,8 @@ def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[
             rows.append([s.region_id, s.signal, p.label, lines, p.n, p.median, p.ci_low,
                          p.ci_high, p.unattributed_share, p.sufficiency, p.step_ratio,
                          p.step_verdict])
-    print_table(cols, rows)
+    print_table(cols, rows, as_csv=as_csv)
+    if as_csv:
+        return
     for n in t.notes:
         click.echo(f"note: {n}", err=True)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from argusdb.cli.output import handle_errors
-from argusdb.store import Store
-from argusdb.variants import record_check
+from argusdb.api import connect
+from argusdb.cli.output import handle_errors, output_options, print_json
 
 
 @click.command("variant-check")
@@ -20,7 +17,7 @@ from argusdb.variants import record_check
 @click.option("--tolerance", type=float, default=1e-5, show_default=True,
               help="Largest relative error accepted as the same result.")
 @click.option("--task", "task_id", help="Task that ran the check.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@output_options(csv=False)
 @handle_errors
 def command(store: str, variant_version: str, parent_version: str, rel_err: float,
             tolerance: float, task_id: str | None, as_json: bool) -> None:
@@ -31,11 +28,11 @@ def command(store: str, variant_version: str, parent_version: str, rel_err: floa
 
     Example: argus variant-check argus.duckdb 3f2a... --parent 9c1e... --rel-err 2.1e-8
     """
-    with Store.open(store) as st:
-        passed = record_check(st, variant_version, parent_version, rel_err, tolerance, task_id)
+    with connect(store) as db:
+        passed = db.record_variant_check(variant_version, parent_version, rel_err, tolerance,
+                                         task_id)
     if as_json:
-        click.echo(json.dumps({"ok": True, "passed": passed, "rel_err": rel_err,
-                               "tolerance": tolerance}))
+        print_json({"passed": passed, "rel_err": rel_err, "tolerance": tolerance})
     else:
         click.echo(f"{variant_version}: rel err {rel_err:.3g} vs {parent_version} "
                    f"{'<=' if passed else '>'} {tolerance:g}: "

@@ -1,7 +1,9 @@
 """Shared output options and the one error envelope of the CLI (as sqlite-utils does).
 
-Data goes to stdout, diagnostics to stderr. ``--json`` prints the same content as a stable
-envelope: ``{"ok": false, "errors": [{"code": ..., "message": ...}]}`` on error.
+Data goes to stdout, diagnostics to stderr. Every data command takes :func:`output_options`
+(``--json``, and ``--csv`` where it prints a table); ``--json`` prints one JSON document, the
+one envelope: ``{"ok": true, ...}`` on success (:func:`print_json`, :func:`print_table`) and
+``{"ok": false, "errors": [{"code": ..., "message": ...}]}`` on error (:func:`handle_errors`).
 """
 
 from __future__ import annotations
@@ -29,11 +31,25 @@ from argusdb.errors import ArgusError, QueryFailed, UsageError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def output_options(func: F) -> F:
-    """Add ``--json`` and ``--csv`` to a command."""
-    func = click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")(func)
-    func = click.option("--json", "as_json", is_flag=True, help="Print JSON.")(func)
-    return func
+def output_options(func: F | None = None, *, csv: bool = True) -> Any:
+    """Add ``--json`` (parameter ``as_json``) and, with ``csv``, ``--csv`` (``as_csv``) to a
+    command: ``@output_options`` for a command that prints a table, ``@output_options(csv=False)``
+    for one that prints a document. Put it above :func:`handle_errors`."""
+
+    def add(f: F) -> F:
+        if csv:
+            f = click.option("--csv", "as_csv", is_flag=True, help="Print CSV.")(f)
+        return click.option("--json", "as_json", is_flag=True,
+                            help='Print one JSON document: {"ok": true, ...}, or '
+                                 '{"ok": false, "errors": [...]}.')(f)
+
+    return add if func is None else add(func)
+
+
+def print_json(doc: dict[str, Any]) -> None:
+    """Print ``doc`` in the success envelope: ``{"ok": true, ...doc}`` (a ``doc`` that says
+    ``"ok": false`` itself, e.g. a refused explanation, keeps it)."""
+    click.echo(json.dumps({"ok": True, **doc}, default=str))
 
 
 #: Address space of a CLI process that answers a question (see ``cap_process_memory``).

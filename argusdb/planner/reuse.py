@@ -20,6 +20,7 @@ from typing import Any
 from argusdb.ingest import program_version_id
 from argusdb.planner.plan import Task
 from argusdb.regions import ProgramSource
+from argusdb.shape import INTRA_KERNEL_SCOPE
 from argusdb.store import Store
 
 
@@ -129,7 +130,7 @@ def find(store: Store, task: Task, versions: Versions, kernel_region: str, kerne
     if task.action != "proton_instr":
         # Only instrumentation resolves intra-kernel coordinates; other collections of the plan
         # (e.g. the clean reference timing) are asked at launch scope.
-        scope = {**scope, **dict.fromkeys(("cta", "sm", "warp", "warp_role", "loop_iter"), "all")}
+        scope = {**scope, **dict.fromkeys(INTRA_KERNEL_SCOPE, "all")}
     conditions = need.conditions + _page(task)
     checks = ", ".join(f"({cond}) AS ok{i}" for i, (cond, _) in enumerate(conditions))
     runs = store.rows(
@@ -180,7 +181,7 @@ def _missing(store: Store, run_id: str, signals: list[str], kernel_region: str, 
     launch = scope["launch"]
     specific = launch not in ("all", "each")
     # Intra-kernel coordinates asked per instance need rows resolved on them (not 'all').
-    intra = [k for k in ("cta", "sm", "warp", "warp_role", "loop_iter") if scope[k] != "all"]
+    intra = [k for k in INTRA_KERNEL_SCOPE if scope[k] != "all"]
     resolved = "".join(f" AND {k} <> 'all'" for k in intra)
     rows = store.rows(
         f"SELECT signal, count(*) FILTER (WHERE (NOT ? OR launch = ?){resolved}) AS covering "

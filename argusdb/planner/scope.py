@@ -17,9 +17,9 @@ import difflib
 import re
 
 from argusdb.planner.plan import PlanError
-from collectors.base import SCOPE_COLUMNS
+from argusdb.shape import INTRA_KERNEL_SCOPE as INTRA_KERNEL
+from argusdb.shape import SCOPE as SCOPE_COLUMNS
 
-INTRA_KERNEL = ("cta", "sm", "warp", "warp_role", "loop_iter")
 _VALUE = re.compile(r"^(all|each|\d+|\d+-\d+)$")
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from argusdb import shape
 from argusdb.errors import InputError
 from collectors.base import Artefact, Interference, evidence_batch, kernel_launch_batch
 from collectors.chrome import iter_events, us_to_ns
@@ -208,13 +209,8 @@ class ProtonInstrTraceReader:
             yield from _flush(cols, spans)
 
 
-#: Columns of the ``scope_event`` batches (``run_id`` is added by the store).
-SCOPE_EVENT_SCHEMA = pa.schema([
-    ("kernel", pa.string()), ("scope", pa.string()), ("scope_path", pa.string()),
-    ("cta", pa.string()), ("sm", pa.string()), ("warp", pa.string()),
-    ("start_ns", pa.int64()), ("dur_ns", pa.int64()), ("cycles", pa.float64()),
-    ("src_row", pa.int64()),
-])
+#: Columns of the ``scope_event`` batches (``run_id`` is filled by ingest).
+SCOPE_EVENT_SCHEMA = shape.batch_schema("scope_event")
 
 
 def _flush(cols: dict[str, list[Any]], spans: dict[str, list[Any]]

@@ -1,4 +1,4 @@
--- requires: attribution.split
+-- requires: attribution.split, shape
 -- Per-row attribution: every attributable observed row (attribution_source) with each region
 -- its line is split over (attribution_split, materialized), and the region's part of the value.
 -- One row per (observed row, candidate region); the shares of a row sum to 1.
@@ -66,7 +66,8 @@ JOIN attribution_split AS t ON t.run_id = s.run_id AND t.kernel = s.kernel
 -- see _attribution_split_build): attribution_share summed per run, kernel, region, scope and signal, with the
 -- value-weighted entropy of what went in and the lineage (source evidence ids, mapping runs).
 CREATE OR REPLACE MACRO _region_attribution_build(versions, from_seq) AS TABLE
-SELECT -((hash(run_id, region_id, signal, launch, cta, sm, warp, warp_role, loop_iter) >> 2)::BIGINT) - 1 AS evidence_id,
+SELECT computed_evidence_id(hash(run_id, region_id, signal, launch, cta, sm, warp, warp_role,
+                                   loop_iter)) AS evidence_id,
        program_version, any_value(task_id) AS task_id, run_id, region_id, kernel, launch, cta, sm,
        warp, warp_role, loop_iter, signal, sum(value) AS value, any_value(unit) AS unit,
        CASE WHEN sum(abs(value)) > 0
@@ -77,6 +78,6 @@ SELECT -((hash(run_id, region_id, signal, launch, cta, sm, warp, warp_role, loop
                 []::VARCHAR[]) AS mapping_run_ids,
        list(evidence_id ORDER BY evidence_id) AS source_evidence_ids
 FROM attribution_share
-WHERE list_contains(versions, program_version) AND evidence_id >= from_seq * 4294967296
+WHERE list_contains(versions, program_version) AND evidence_id >= evidence_id_of(from_seq, 0)
 GROUP BY program_version, run_id, region_id, kernel, launch, cta, sm, warp, warp_role, loop_iter,
          signal;

@@ -34,3 +34,20 @@ SELECT
 FROM observed AS o
 FULL OUTER JOIN attributed AS a ON a.run_id = o.run_id AND a.kernel = o.kernel
     AND a.signal = o.signal;
+
+-- Conservation per run and kernel (what 'argus conserve' prints): how many signals were
+-- checked, how many of them are conserved, and the largest difference.
+CREATE OR REPLACE VIEW attribution_conservation_summary AS
+SELECT
+    -- Run checked.
+    run_id,
+    -- Kernel (function) name.
+    kernel,
+    -- Number of signals checked.
+    count(*) AS signals,
+    -- Number of those whose attributed sum equals the observed one (ok).
+    count(*) FILTER (WHERE ok) AS conserved,
+    -- Largest |attributed - observed| over the signals, in each signal's own unit.
+    max(abs(difference)) AS max_abs_difference
+FROM attribution_conservation
+GROUP BY run_id, kernel;

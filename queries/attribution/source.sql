@@ -1,3 +1,4 @@
+-- requires: shape
 -- Source line of each PC per program version and kernel, from the newest `instruction` listing
 -- (Nsight Compute source page or nvdisasm -g) of that version that knows the PC.
 CREATE OR REPLACE VIEW _attribution_pc_line AS
@@ -65,6 +66,5 @@ LEFT JOIN _attribution_pc_line AS l
     ON l.program_version = e.program_version AND l.kernel = e.kernel AND l.pc = e.pc
 WHERE e.region_id IS NULL AND e.kernel IS NOT NULL AND pv.program IS NOT NULL
     AND (e.pc IS NOT NULL OR e.source_line IS NOT NULL
-         OR (e.scope_path IS NOT NULL AND e.scope_path <> e.kernel
-             AND NOT ends_with(e.scope_path, '/' || e.kernel)))
+         OR NOT kernel_wide_path(e.scope_path, e.kernel))
     AND e.unit IN ('count', 'samples', 'bytes', 'ns', 'cycles', 'sectors', 'requests', 'wavefronts');

@@ -1,4 +1,4 @@
--- requires: attribution.line_region
+-- requires: attribution.line_region, shape
 -- Rows of attribution_split as the current inputs define them, for the program versions listed
 -- in `versions` and the runs with run_seq >= `from_seq` (0: every run; a table macro, so the
 -- filters reach the scan of observed_evidence: evidence ids are run_seq * 2^32 + row, so a run
@@ -24,7 +24,7 @@ WITH line_totals AS MATERIALIZED (
            sum(value) FILTER (WHERE signal = 'inst_executed') AS executed
     FROM attribution_source
     WHERE list_contains(versions, program_version) AND run_seq >= from_seq
-        AND evidence_id >= from_seq * 4294967296
+        AND evidence_id >= evidence_id_of(from_seq, 0)
     GROUP BY ALL
     UNION ALL
     SELECT run_id, run_seq, program_version, program, kernel, source_file, source_line, scope,
@@ -32,8 +32,8 @@ WITH line_totals AS MATERIALIZED (
     FROM attribution_source
     WHERE list_contains(versions, program_version) AND list_contains(extra_seqs, run_seq)
         AND run_seq < from_seq
-        AND evidence_id >= list_min(extra_seqs) * 4294967296
-        AND evidence_id < (list_max(extra_seqs) + 1) * 4294967296
+        AND evidence_id >= evidence_id_of(list_min(extra_seqs), 0)
+        AND evidence_id < evidence_id_of(list_max(extra_seqs) + 1, 0)
     GROUP BY ALL
 ),
 lines AS (

@@ -1,11 +1,11 @@
--- requires: distributed.clock
+-- requires: distributed.clock, shape
 -- The clock alignment of each rank (clock_alignment) as derived evidence: signal
 -- 'clock_offset' (ns to add to the run's timestamps to reach the reference rank's clock), with
 -- its error, the instances it rests on and the method in the conditions.
 CREATE OR REPLACE VIEW derivation_clock_offset AS
 SELECT
     -- Row identity (negative: computed rows), stable for the run.
-    -((hash(a.run_id, 'clock_offset') >> 2)::BIGINT) - 1 AS evidence_id,
+    computed_evidence_id(hash(a.run_id, 'clock_offset')) AS evidence_id,
     -- Program version of the run.
     r.program_version,
     -- Task of the run.

@@ -1,4 +1,4 @@
--- requires: overlap.overlap
+-- requires: overlap.overlap, shape
 -- Exposed communication derived from a perturbed variant: the same program version run with
 -- every collective forced synchronous (ARGUS_DIST_MODE=forced: the device is drained before
 -- each collective and the host waits for it after), so no compute overlaps communication.
@@ -72,7 +72,7 @@ WITH stats AS (
 )
 SELECT
     -- Row identity (negative: computed rows), stable for the pair.
-    -((hash(s.clean_run, s.forced_run, 'exposed_communication') >> 2)::BIGINT) - 1
+    computed_evidence_id(hash(s.clean_run, s.forced_run, 'exposed_communication'))
         AS evidence_id,
     -- Program version of both runs.
     r.program_version,

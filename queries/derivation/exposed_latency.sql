@@ -1,4 +1,4 @@
--- requires: derivation.probe, derivation.exposed_communication, derivation.clock_offset
+-- requires: derivation.probe, derivation.exposed_communication, derivation.clock_offset, shape
 -- The launches a forced-wait derivation looks at, each kept or dropped with a reason. A usable
 -- probe (status 'ok') is paired, per clean timing run of the variant, with the newest clean
 -- timing run of the parent under the same collection (same collector, signature and device).
@@ -83,7 +83,8 @@ WITH stats AS (
            list(evidence_id ORDER BY evidence_id) FILTER (WHERE kept) AS source_evidence_ids
     FROM derivation_interval GROUP BY ALL
 )
-SELECT -((hash(s.variant_run, s.parent_run, p.region_id, 'exposed_latency') >> 2)::BIGINT) - 1 AS evidence_id,
+SELECT computed_evidence_id(hash(s.variant_run, s.parent_run, p.region_id, 'exposed_latency'))
+           AS evidence_id,
        p.parent_version AS program_version, p.transform_task_id AS task_id,
        s.variant_run AS run_id, s.parent_run AS parent_run_id, p.variant_version, p.region_id,
        p.kernel, 'all' AS launch, 'all' AS cta, 'all' AS sm, 'all' AS warp, 'all' AS warp_role,

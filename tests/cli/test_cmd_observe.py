@@ -28,7 +28,7 @@ def test_dry_run_json_contract() -> None:
                        "--signals", "duration,exposed_latency", "--dry-run", "--json")
     assert code == 0
     doc = json.loads(out)
-    assert list(doc) == ["tasks", "notes", "request"]
+    assert list(doc) == ["ok", "tasks", "notes", "request"]
     ids = set()
     for t in doc["tasks"]:
         assert {"id", "kind", "depends_on", "run", "why"} <= t.keys()
