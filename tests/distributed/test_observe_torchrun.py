@@ -96,7 +96,7 @@ def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
                          "--store", str(store), "--option", "version=serial", "--json"],
                         torchrun(2))
     assert code == 0, out
-    rep = json.loads(out[out.index('{"plan_id"'):])
+    rep = json.loads(out[out.index('{"ok"'):])
     assert rep["ok"] and not rep["failed"]
     d = rep["distributed"]["signals"]
     assert all(v["verdict"] == "sufficient" for v in d.values())
@@ -160,7 +160,7 @@ def test_four_ranks_live_kernel_duration_is_insufficient_without_cuda(tmp_path: 
     code, out = observe(["--region", "tp_block/bias_gelu_kernel", "--signals",
                          "duration,step_time", "--store", str(store), "--json"], torchrun(4))
     assert code == 1, out  # one asked signal could not be answered here
-    rep = json.loads(out[out.index('{"plan_id"'):])
+    rep = json.loads(out[out.index('{"ok"'):])
     sig = rep["distributed"]["signals"]
     assert sig["duration"]["verdict"] == "insufficient"
     assert "no NVIDIA GPU" in sig["duration"]["why"] and sig["duration"]["per_rank"] == []
@@ -184,7 +184,7 @@ def test_a_failing_program_stores_nothing(tmp_path: Path) -> None:
     code, out = observe(["--region", "bad/step", "--signals", "step_time", "--store",
                          str(store), "--json"], cmd)
     assert code == 1, out
-    rep = json.loads(out[out.index('{"plan_id"'):])
+    rep = json.loads(out[out.index('{"ok"'):])
     assert rep["failed"][0]["action"] == "dist_events"
     assert "torchrun exited" in rep["failed"][0]["error"]
     with Store.open(store, read_only=True) as st:
@@ -226,7 +226,7 @@ def test_an_unseen_module_program_with_its_own_step_name(tmp_path: Path,
     code, out = observe(["--region", "loop/work", "--signals", "duration,collective_bytes",
                          "--store", str(store), "--json"], cmd)
     assert code == 0, out
-    rep = json.loads(out[out.index('{"plan_id"'):])
+    rep = json.loads(out[out.index('{"ok"'):])
     sig = rep["distributed"]["signals"]
     assert [r["rank"] for r in sig["duration"]["per_rank"]] == [0, 1, 2]
     assert all(r["name"] == "work" and r["n"] == 5 for r in sig["duration"]["per_rank"])
@@ -257,7 +257,7 @@ def test_replayed_2xh200_launches_answer_kernel_duration_and_exposed_communicati
                          str(store), "--option", "version=overlap", "--option", "target=sm_90",
                          "--json"], torchrun(2, version="overlap"))
     assert code == 0, out
-    rep = json.loads(out[out.index('{"plan_id"'):])
+    rep = json.loads(out[out.index('{"ok"'):])
     sig = rep["distributed"]["signals"]
     dur = sig["duration"]
     assert dur["launch_group"] == "xl-overlap-cupti-1" and dur["verdict"] == "sufficient"
@@ -283,7 +283,7 @@ def test_a_replay_of_another_world_size_is_refused_and_nothing_stored(
     code, out = observe(["--region", "tp_block/step", "--signals", "step_time", "--store",
                          str(store), "--json"], torchrun(4))
     assert code == 1, out
-    rep = json.loads(out[out.index('{"plan_id"'):])
+    rep = json.loads(out[out.index('{"ok"'):])
     assert "launched with 2 ranks, not 4" in rep["failed"][0]["error"]
     with Store.open(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
@@ -303,7 +303,7 @@ def test_a_launch_past_its_time_limit_is_stopped_with_its_ranks(
     code, out = observe(["--region", "hang/step", "--signals", "step_time", "--store",
                          str(store), "--json"], cmd)
     assert code == 1, out
-    rep = json.loads(out[out.index('{"plan_id"'):])
+    rep = json.loads(out[out.index('{"ok"'):])
     assert "ran past 12 s" in rep["failed"][0]["error"]
     pids = [int(f.name[3:]) for f in tmp_path.rglob("pid*")]
     assert len(pids) >= 2  # both ranks had started ...
