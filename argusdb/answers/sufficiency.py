@@ -42,8 +42,7 @@ import sqlglot
 from sqlglot import exp
 
 from argusdb.answers.select import lit
-from argusdb.errors import ArgusError, NoEvidence, QueryRefused, UsageError
-from argusdb.planner.plan import PlanError
+from argusdb.errors import ArgusError, NoEvidence, PlanError, QueryRefused, UsageError
 from argusdb.planner.signals import parse_signal
 
 if TYPE_CHECKING:

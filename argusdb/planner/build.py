@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from argusdb.errors import PlanError
 from argusdb.planner import cost, reuse
 from argusdb.planner import target as targets
 from argusdb.planner.interference import explain_splits
-from argusdb.planner.plan import Plan, PlanError
+from argusdb.planner.plan import Plan
 from argusdb.planner.profiler_host import CHIPS, PassCounter, live_counter, load_table
 from argusdb.planner.recipes import RECIPES
 from argusdb.planner.recipes.context import LAUNCHES_MEASURED, LAUNCHES_WARMUP, PlanContext

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from argusdb.planner.plan import PlanError
+from argusdb.errors import PlanError
 from collectors.base import SCOPE_COLUMNS
 
 INTRA_KERNEL = ("cta", "sm", "warp", "warp_role", "loop_iter")

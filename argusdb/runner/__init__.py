@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from argusdb import materialize
-from argusdb.errors import ArgusError, InputError
+from argusdb.errors import ArgusError, InputError, VariantMismatch
 from argusdb.ingest import ingest_path, program_version_id
 from argusdb.regions import ProgramSource, parse_regions
 from argusdb.runner.backends import Backend, Collected, Job, LiveBackend, default_backend
@@ -70,14 +70,6 @@ def command_backend(request: dict[str, Any]) -> Backend:
 
 #: Largest relative error of a variant against its parent that still counts as "the same result".
 TOLERANCE = 1e-5
-
-
-class VariantMismatch(ArgusError):
-    """A variant does not compute its parent's result: its evidence is kept, never derived from.
-    """
-
-    exit_code = 1
-    code = "E203"
 
 
 @dataclass

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from argusdb.errors import InputError
-from argusdb.planner.plan import PlanError, Task
+from argusdb.errors import InputError, PlanError
+from argusdb.planner.plan import Task
 from argusdb.planner.profiler_host import PassCounter
 from argusdb.regions import ProgramSource, Region
 

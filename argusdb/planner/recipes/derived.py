@@ -11,7 +11,7 @@ Example:
 
 from __future__ import annotations
 
-from argusdb.planner.plan import PlanError
+from argusdb.errors import PlanError
 from argusdb.planner.recipes.context import PlanContext
 from argusdb.planner.signals import Signal
 

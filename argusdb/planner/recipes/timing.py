@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from argusdb.planner.plan import PlanError
+from argusdb.errors import PlanError
 from argusdb.planner.recipes.context import PlanContext, fmt_scope
 from argusdb.planner.signals import Signal
 from argusdb.regions import parse_regions
