@@ -8,9 +8,9 @@ refused with the command that refreshes it.
 
 Example:
     >>> db = argusdb.connect("argus.duckdb", read_only=True)
-    >>> db.query("SELECT signal, count(*) FROM evidence GROUP BY signal")
-    >>> db.check("SELECT median(value) FROM evidence")       # [Finding(code='AR01', ...)]
-    >>> db.explain("SELECT * FROM version_diff('duration', 'a1', 'b2')")["program_versions"]
+    >>> t = db.query("SELECT signal, count(*) AS n FROM evidence GROUP BY signal")
+    >>> [f.code for f in db.check("SELECT median(value) FROM evidence")][:1]
+    ['AR01']
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Example:
     >>> with Store.open("argus.duckdb", create=True) as st:
-    ...     ingest_path(st, "softmax.source.csv", program=ProgramSource.from_path("softmax.py"))
+    ...     got = ingest_path(st, "softmax.ttgir", program=ProgramSource.from_path("softmax.py"))
+    >>> got.kind
+    'triton.ttgir'
 """
 
 from __future__ import annotations

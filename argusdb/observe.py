@@ -11,8 +11,8 @@ is run again for every task under the launcher's Triton hooks (:mod:`argusdb.lau
 is the other way to provide a launch.
 
 Example:
-    >>> obs = observe("fused_norm/layernorm_fwd/load", ["duration", "inst_executed"],
-    ...               run=["python3", "model.py"], dry_run=True)
+    >>> obs = observe("softmax/softmax_fwd", ["duration", "inst_executed"],
+    ...               run=["python3", "softmax.py"], dry_run=True, store="argus.duckdb")
     >>> [t.action for t in obs.plan.tasks]
     ['find_launch', 'cupti_timing', 'ncu_source', 'attribute']
 """

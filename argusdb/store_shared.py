@@ -29,8 +29,8 @@ Time travel: ``as_of`` attaches DuckLake at that snapshot (``SNAPSHOT_VERSION``)
 as they stood.
 
 Example:
-    >>> st = open_shared("ducklake:postgres:dbname=argus host=127.0.0.1 data_path=/tmp/lake",
-    ...                  create=True)
+    >>> st = open_shared(  # doctest: +SKIP
+    ...     "ducklake:postgres:dbname=argus host=127.0.0.1 data_path=/tmp/lake", create=True)
 """
 
 from __future__ import annotations

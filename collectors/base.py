@@ -10,7 +10,8 @@ the store adds the keys (program version, task, run, region) when it writes the 
 Example:
     >>> from collectors import detect
     >>> art = detect("softmax.source.csv").read("softmax.source.csv")
-    >>> for table, batch in art.batches(): ...
+    >>> sorted({table for table, batch in art.batches()})
+    ['evidence', 'instruction']
 """
 
 from __future__ import annotations

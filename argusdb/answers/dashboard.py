@@ -14,8 +14,10 @@ Claims and steps whose evidence has a gap (see :mod:`argusdb.answers.sufficiency
 no region evidence of is refused with the closest known signals (exit 2).
 
 Example:
-    >>> with argusdb.connect("argus.duckdb") as db:
-    ...     build(db, "dash/")   # then open dash/index.html
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     page = build(db, "dash/")   # then open dash/index.html
+    >>> page.name
+    'index.html'
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ without call sites, a scope asked but not delivered) is ``insufficient``: never 
 its verdict says why, and ``unattributed_share`` shows the larger share of the two sides.
 
 Example:
-    >>> with argusdb.connect("argus.duckdb") as db:
-    ...     result = diff(db, "matmul/matmul_kernel", "variant=naive", "variant=tiled")
-    ...     [(r.signal, round(r.ratio, 3), r.significant) for r in result.rows]
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     result = diff(db, "matmul/matmul_kernel", "config=bk64_s3", "config=bk32_s1")
+    >>> [(r.signal, round(r.ratio, 1), r.significant) for r in result.rows]
+    [('duration', 2.0, True)]
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@
 All reads go through the checked query surface.
 
 Example:
-    >>> doc = perfetto_trace(db, "f3734403db0467fb")
-    >>> json.dump(doc, open("run.json", "w"))
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     run = db.query("SELECT run_id FROM run WHERE collector = 'cupti' LIMIT 1")[0][0]
+    ...     doc = perfetto_trace(db, run.as_py())
+    >>> "X" in {e["ph"] for e in doc["traceEvents"]}
+    True
 """
 
 from __future__ import annotations

@@ -20,8 +20,10 @@ names the ``argus observe`` request that would produce it; signals asked for but
 others are present are listed under ``missing`` with their requests.
 
 Example:
-    >>> rep = report(db, "matmul/matmul_kernel")
-    >>> [(c.signal, c.verdict) for c in rep.claims]
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     rep = report(db, "softmax/softmax_fwd")
+    >>> ("duration", "sufficient") in [(c.signal, c.verdict) for c in rep.claims]
+    True
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ evidence has a gap (:mod:`argusdb.answers.sufficiency`) is ``insufficient`` with
 with no evidence at all raises :class:`~argusdb.errors.NoEvidence` (exit 3).
 
 Example:
-    >>> t = trajectory(db, ["matmul/matmul_kernel"], ["variant=naive", "variant=tiled"])
-    >>> [(p.label, p.median) for p in t.series[0].points]
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     t = trajectory(db, ["matmul/matmul_kernel"], ["config=bk64_s3", "config=bk32_s1"])
+    >>> len(t.series[0].points)
+    2
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ produced on the H200, named ``KERNEL.CONFIG.*``, so the whole path after collect
 CPU.
 
 Example:
-    >>> execute(plan, store, source, workdir, progress=False,
+    >>> execute(plan, store, source, workdir, progress=False,  # doctest: +SKIP
     ...         backend=ReplayBackend(Path("tests/data/gpu")))
 """
 

@@ -12,7 +12,7 @@ stored. ``CommandReplayBackend`` answers the same jobs from a folder of task res
 
 Example:
     >>> backend = CommandBackend(["python", "model.py"], Path.cwd())
-    >>> backend.run(Job("find_launch", ...)).detail["binary"]["num_warps"]
+    >>> backend.run(job).detail["binary"]["num_warps"]  # doctest: +SKIP
     4
 """
 
