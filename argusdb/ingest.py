@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from collectors import detect, readers
 from collectors.base import Artefact, head_bytes, normalize_target
 from collectors.validate import check_options, cross_check
 
+#: ``argus -v`` shows what each ingest wrote.
+_log = logging.getLogger("argusdb.ingest")
 _TABLES = {"evidence": "observed_evidence", "kernel_launch": "kernel_launch",
            "instruction": "instruction", "inline_site": "inline_site",
            "scope_event": "scope_event", "collective": "collective", "trace_span": "trace_span"}
@@ -404,7 +407,13 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
         results: list[IngestResult] = []
         with store.transaction():
             for pl in plans:
+                t0 = time.perf_counter()
                 results.append(_write(store, pl, program, opts, variant, task_id))
+                r = results[-1]
+                _log.info("ingest %s: %s, run %s, %s (%.2f s)", r.path, r.kind, r.run_id,
+                          "already ingested" if r.already else
+                          ", ".join(f"{n} {t}" for t, n in r.rows.items()),
+                          time.perf_counter() - t0)
                 if progress is not None:
                     progress(results[-1])
             # Attribution and derivation commit with the runs that change their inputs (one
@@ -420,14 +429,25 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
 
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     """Files named by ``paths``: a file as given; a directory, every file under it that a
-    collector recognizes (sorted, hidden files and folders left out).
+    collector recognizes (sorted, hidden files and folders left out); a glob pattern (``*``,
+    ``?``, ``[...]``, ``**`` across folders) that names no existing path, what it matches,
+    sorted.
 
     Raises:
-        InputError: a path that does not exist.
+        InputError: a path that does not exist, or a pattern that matches nothing.
     """
+    import glob
+
     out: list[Path] = []
     for given in paths:
         p = Path(given)
+        if not p.exists() and glob.has_magic(str(given)):
+            hits = sorted(glob.glob(str(given), recursive=True))
+            if not hits:
+                raise InputError(str(given), "the pattern matches no file",
+                                 "check the pattern (quote it so the shell leaves it alone)")
+            out.extend(expand_paths(hits))
+            continue
         if p.is_dir():
             for f in sorted(p.rglob("*")):
                 rel = f.relative_to(p).parts

@@ -110,6 +110,12 @@ class DiffResult:
     rows: list[DiffRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """The answer as an HTML table (Jupyter shows it)."""
+        from argusdb.answers.notebook import diff_html
+
+        return diff_html(self)
+
     def to_json(self) -> dict[str, Any]:
         return {"ok": True, "region_id": self.region_id,
                 "from": {"label": self.from_ref.label,

@@ -163,10 +163,14 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
                     ) -> list[dict[str, Any]]:
     """The region tree of one program version with per-signal medians, as a Hatchet literal.
 
-    Nodes are the program (root), its kernels and their regions (from ``region_span``); each
-    node's metrics are the medians over repeats of its own evidence, one metric per signal named
-    ``"<signal> (<unit>)"`` (observed preferred over attributed; derived values are left out:
-    they are inferences, not measurements). Frames carry the region ID.
+    Nodes are the program (root), its kernels, their regions (from ``region_span``) and, per
+    kernel with attributed evidence, ``_unattributed`` (the share attribution could not place
+    in a region), so that a kernel's attributed children sum to its observed total; a kernel
+    without evidence of its own for a signal its regions have carries their sum. Each
+    node's metrics are the medians over repeats of its own evidence (observed preferred over
+    attributed; derived values are left out: they are inferences, not measurements). A signal
+    has one metric name on every level: ``"<signal> (<unit>)"``, or the bare signal when the
+    evidence states no unit. Frames carry the region ID.
 
     Raises:
         UsageError: unknown version, or a version without region spans.
@@ -182,6 +186,7 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
     kernels: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in spans:
         kernels[str(s["kernel"])].append(s)
+    units: dict[str, set[str]] = defaultdict(set)
 
     def metrics(region: str) -> dict[str, float]:
         found = cohorts(fetch_rows(db, region, VersionRef(ref.program_version, ref.label)))
@@ -192,7 +197,9 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
         out: dict[str, float] = {}
         for sig, cands in sorted(by_signal.items()):
             co = _pick(cands)
-            out[f"{sig} ({co.unit})"] = stats.summarize(co.samples).median
+            if co.unit:
+                units[sig].add(str(co.unit))
+            out[sig] = stats.summarize(co.samples).median
         return out
 
     def node(name: str, kind: str, region: str, lines: str | None,
@@ -208,11 +215,31 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
         subs = [node(str(r["name"]), "region", str(r["region_id"]),
                      f"{r['start_line']}-{r['end_line']}", [])
                 for r in rs if r["region_id"] != kid]
+        rest = node("_unattributed", "unattributed", f"{kid}/_unattributed", None, [])
+        if rest["metrics"]:
+            subs.append(rest)
         whole = next((r for r in rs if r["region_id"] == kid), None)
         lines = f"{whole['start_line']}-{whole['end_line']}" if whole else None
-        kernel_nodes.append(node(k, "kernel", kid, lines, subs))
+        kn = node(k, "kernel", kid, lines, subs)
+        # Per-instruction evidence is keyed to regions only: the kernel's total of such a
+        # signal is what its regions and _unattributed add up to (attribution conserves it).
+        for sub in subs:
+            for sig in sub["metrics"]:
+                if sig not in kn["metrics"]:
+                    kn["metrics"][sig] = sum(c["metrics"].get(sig, 0.0) for c in subs)
+        kernel_nodes.append(kn)
+    tree = node(prog, "program", prog, None, kernel_nodes)
+    names = {sig: f"{sig} ({next(iter(u))})" if len(u) == 1 else sig
+             for sig, u in units.items()}
+
+    def rename(n: dict[str, Any]) -> None:
+        n["metrics"] = {names.get(sig, sig): v for sig, v in n["metrics"].items()}
+        for c in n["children"]:
+            rename(c)
+
+    rename(tree)
     # Nodes without evidence of a signal have no such metric: Hatchet shows NaN, never 0.
-    return [node(prog, "program", prog, None, kernel_nodes)]
+    return [tree]
 
 
 def parquet(db: Connection, sql: str, out: str | Path) -> int:

@@ -108,6 +108,12 @@ class Report:
     #: Signals asked for that no version has, each with the observe request that would.
     missing: list[dict[str, str]] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """The answer as an HTML table (Jupyter shows it)."""
+        from argusdb.answers.notebook import report_html
+
+        return report_html(self)
+
     def to_json(self) -> dict[str, Any]:
         return {"ok": True, "region_id": self.region_id,
                 "policy": {"max_entropy_bits": self.max_entropy_bits,

@@ -100,6 +100,12 @@ class Trajectory:
     series: list[Series] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """The answer as an HTML table (Jupyter shows it)."""
+        from argusdb.answers.notebook import trajectory_html
+
+        return trajectory_html(self)
+
     def to_json(self) -> dict[str, Any]:
         return {"ok": True,
                 "versions": [{"label": v.label, "program_version": v.program_version,

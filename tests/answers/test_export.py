@@ -149,3 +149,45 @@ def test_perfetto_trace_places_proton_scopes_per_cta_and_warp(tmp_path: Path) ->
     assert ev["args"]["region_id"] == "softmax/softmax_fwd/store"
     assert {e["args"]["region_id"] for e in events} == {
         f"softmax/softmax_fwd/{s}" for s in ("load", "reduce", "store")}
+
+
+def test_hatchet_children_sum_to_the_kernel_with_unattributed(tmp_path: Path) -> None:
+    """Layer norm's source page without call sites (library code unplaced): the kernel's
+    attributed children, _unattributed included, add up to its observed total; one metric
+    name per signal on every level; no '(None)' unit."""
+    ln = DATA / "attribution"
+    path = tmp_path / "ln.duckdb"
+    with argusdb.connect(path, create=True) as db:
+        db.ingest(ln / "layernorm.source.csv", ln / "kernels" / "layernorm.py",
+                  {"variant": "csv", "target": "sm_90"})
+    out = tmp_path / "tree.json"
+    r = CliRunner().invoke(main, ["export", str(path), str(out), "--format", "hatchet",
+                                  "--version", "variant=csv"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    gf = GraphFrame.from_literal(doc)
+    df = gf.dataframe.reset_index()
+    assert "_unattributed" in set(df["name"])
+    kernel = doc[0]["children"][0]
+    kids = kernel["children"]
+    inst = next(m for m in kernel["metrics"] if m.startswith("inst_executed"))
+    for sig in (inst, "warp_stall_samples (samples)"):
+        total = kernel["metrics"][sig]
+        assert sum(c["metrics"].get(sig, 0) for c in kids) == pytest.approx(total)
+    with argusdb.connect(path, read_only=True) as db:  # the source page's own total
+        (observed,) = db.store.rows("SELECT sum(value) AS v FROM evidence WHERE signal = "
+                                    "'inst_executed' AND evidence_class = 'observed'")
+    assert kernel["metrics"][inst] == observed["v"] == 9961472
+    unattributed = next(c for c in kids if c["frame"]["name"] == "_unattributed")
+    assert unattributed["metrics"][inst] == 4259840
+    names: dict[str, set[str]] = {}
+
+    def walk(n: dict) -> None:
+        for m in n["metrics"]:
+            names.setdefault(m.split(" (", 1)[0], set()).add(m)
+            assert "(None)" not in m
+        for c in n["children"]:
+            walk(c)
+
+    walk(doc[0])
+    assert all(len(v) == 1 for v in names.values()), names
