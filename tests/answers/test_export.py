@@ -191,3 +191,41 @@ def test_hatchet_children_sum_to_the_kernel_with_unattributed(tmp_path: Path) ->
 
     walk(doc[0])
     assert all(len(v) == 1 for v in names.values()), names
+
+
+def test_perfetto_trace_of_several_runs_with_host_ops(tmp_path: Path) -> None:
+    """Both ranks of a distributed Kineto recording on the H200 (torch.profiler): each run is
+    its own group of processes, its kernels on device tracks and its torch ops, annotations
+    and steps on host-thread tracks, each from its own first event."""
+    from argusdb.distributed.ingest import ingest_launch
+    from argusdb.store import Store
+
+    path = tmp_path / "xl.duckdb"
+    with Store.open(path, create=True) as st:
+        ingest_launch(st, DATA / "gpu" / "xlayer" / "xl-overlap-profiler-1")
+        runs = [r["run_id"] for r in st.rows("SELECT run_id FROM run ORDER BY run_id")]
+        want = {r["run_id"]: (r["k"], r["h"]) for r in st.rows(
+            "SELECT run_id, (SELECT count(*) FROM kernel_launch k WHERE k.run_id = r.run_id) "
+            "AS k, (SELECT count(*) FROM trace_span s WHERE s.run_id = r.run_id AND "
+            "s.clock = 'host') AS h FROM run r")}
+    assert len(runs) == 2 and all(k > 0 and h > 0 for k, h in want.values())
+    out = tmp_path / "two.json"
+    r = CliRunner().invoke(main, ["export", str(path), str(out), "--format", "perfetto",
+                                  "--run", runs[0][:8], "--run", runs[1][:8]])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    events = check_chrome_trace(doc)
+    assert [x["run_id"] for x in doc["otherData"]["argusdb_runs"]] == runs
+    procs = {m["pid"]: m["args"]["name"] for m in doc["traceEvents"]
+             if m["name"] == "process_name"}
+    for run in runs:
+        mine = [e for e in events if e["args"]["run_id"] == run]
+        kernels = [e for e in mine if e["cat"] == "kernel"]
+        host = [e for e in mine if e["cat"] in ("host_op", "annotation", "step")]
+        assert (len(kernels), len(host)) == want[run]
+        assert min(e["ts"] for e in mine) == 0.0  # each run from its own first event
+        # a run's processes are its own, and say which run they belong to
+        assert {procs[e["pid"]].split(" ")[1] for e in mine} == {run[:8]}
+        assert {e["pid"] for e in kernels}.isdisjoint({e["pid"] for e in host})
+    mm = [e for e in events if e["cat"] == "kernel" and e["args"]["host_op"] == "aten::mm"]
+    assert mm and all(e["args"]["launch_api"] for e in mm)
