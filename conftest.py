@@ -1,4 +1,6 @@
-"""Doctests of the package's module examples (``pytest --doctest-modules argusdb``).
+"""Doctests of the package's module examples: ``pytest`` collects every module of
+``argusdb/`` and ``collectors/`` as a doctest module (what ``--doctest-modules`` does, limited
+to the package: the tests' own helpers, workers and recorded programs are not examples).
 
 Every example runs in a fresh folder holding what examples name: ``argus.duckdb`` (the store
 ``argus demo`` builds from the real H200 recordings), the demo kernels (``kernels/``,
@@ -35,9 +37,20 @@ ARTEFACTS = {
 }
 
 
+#: Package folders whose modules' examples run as doctests.
+DOCTEST_ROOTS = (ROOT / "argusdb", ROOT / "collectors")
 #: Modules that are programs, not examples: the CLI entry point and the recorded kernels.
 collect_ignore = ["argusdb/__main__.py"]
 collect_ignore_glob = ["argusdb/demo/h200/*"]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Each package module as a doctest module (``--doctest-modules``, for the package)."""
+    from _pytest.doctest import DoctestModule
+
+    if file_path.suffix == ".py" and any(file_path.is_relative_to(r) for r in DOCTEST_ROOTS):
+        return DoctestModule.from_parent(parent, path=file_path)
+    return None
 
 
 @pytest.fixture(scope="session")
