@@ -116,7 +116,11 @@ def _plan(store: Store, current: dict[str, _Version]) -> dict[str, list[str] | N
 def stale(store: Store) -> tuple[list[str], bool]:
     """Program versions whose attribution is stale, and whether derivation is stale."""
     current = _attribution_state(store)
-    derivation = _built_derivation(store) != _derivation_state(store, current)
+    built = _built_derivation(store)
+    if built is None and not store.sql("SELECT 1 FROM run LIMIT 1").fetchone():
+        derivation = False   # a new, empty store: nothing to derive yet
+    else:
+        derivation = built != _derivation_state(store, current)
     return sorted(_plan(store, current)), derivation
 
 

@@ -301,9 +301,12 @@ class Store:
                 raise StoreError(f"{path}: not an argusdb store (no 'run' table). "
                                  f"Create one with 'argus init'.")
             if read_only and version < SCHEMA_VERSION:
-                # An older store migrates through a short read-write opening, then reopens.
+                # An older store migrates through a short read-write opening (which also
+                # rebuilds what the older release materialized), then reopens.
+                from argusdb import materialize  # a layer above the store: imported late
                 st.close()
-                cls.open(p, lock_timeout=lock_timeout).close()
+                with cls.open(p, lock_timeout=lock_timeout) as w:
+                    materialize.ensure_fresh(w)
                 return cls.open(p, read_only=True, lock_timeout=lock_timeout)
             if not read_only:
                 st.ensure_schema(version)
@@ -399,6 +402,32 @@ class Store:
         row = self.con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = {lit}"
                                ).fetchone()
         return bool(row and row[0])
+
+    def add_missing_columns(self) -> list[str]:
+        """Add to the store's tables the columns ``schema/`` declares and they lack (a store
+        written before the column existed), each with its DDL type and default; returns
+        ``table.column`` of each column added. Call it inside the migrating transaction."""
+        ref = duckdb.connect(":memory:")
+        try:
+            for mod in catalog.schema_modules():
+                ref.execute(mod.text)
+            want = ref.execute(
+                "SELECT c.table_name, c.column_name, c.data_type, c.column_default "
+                "FROM duckdb_columns() AS c JOIN duckdb_tables() AS t USING (database_name, "
+                "schema_name, table_name) WHERE c.schema_name = 'main' AND NOT t.internal "
+                "ORDER BY c.table_name, c.column_index").fetchall()
+        finally:
+            ref.close()
+        have = set(self.con.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+            "current_database() AND schema_name = current_schema()").fetchall())
+        added: list[str] = []
+        for table, col, typ, default in want:
+            if (table, col) not in have:
+                tail = f" DEFAULT {default}" if default is not None else ""
+                self.con.execute(f'ALTER TABLE {table} ADD COLUMN "{col}" {typ}{tail}')
+                added.append(f"{table}.{col}")
+        return added
 
     def ensure_schema(self, version: int = SCHEMA_VERSION) -> None:
         """Create missing tables, (re)create views and macros, and copy the docs in; a store of

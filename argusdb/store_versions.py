@@ -5,7 +5,10 @@ store of an older version migrates it inside the transaction that (re)creates th
 migration commits whole or not at all; a newer one is refused (:meth:`Store.open`).
 
 Versions:
-    1. the first release: no ``store_meta``, no ``store_snapshot``.
+    1. the releases before schema versions: no ``store_meta``, no ``store_snapshot``, and the
+       later of them with the ``rank``/device columns of distributed runs, the earlier without.
+       Migrating adds every column ``schema/`` declares that the store lacks (type and default
+       from the DDL), so both migrate.
     2. ``store_meta`` (schema version) and ``store_snapshot`` (one row per committed ingest). A
        schema-1 store gets one snapshot per run, at the run's ingest time, in run order.
 
@@ -43,6 +46,8 @@ def migrate(store: Store, version: int) -> None:
     transaction, after the schema modules have created any missing table."""
     from argusdb.store import SCHEMA_VERSION
 
+    if version and version < SCHEMA_VERSION:
+        store.add_missing_columns()
     if version == 1:
         store.con.execute(
             "INSERT INTO store_snapshot SELECT row_number() OVER (ORDER BY run_seq), "
