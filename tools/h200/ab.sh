@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The optimizer A/B of bench/ab/ on the H200 machine: installs argusdb's missing dependencies
+# and cupti-python from carried wheels into /tmp, runs `python -m bench.ab.run` (every kernel,
+# both arms, the seeds given) and packs the stores, logs and summary (not the per-candidate
+# artefacts) into OUT/ab.tar.gz.
+#
+#   bash tools/h200/ab.sh WHEELS_DIR OUT_DIR [bench.ab.run options...]
+#
+# AB_TIMEOUT_S (default 540) stops the run so that what was written is still packed.
+# WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson) and cupti130/ (cupti-python 13.0.1,
+# pyelftools); see bench/gpu/README.md.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WHL=$(cd "${1:?wheels dir}" && pwd)
+OUT=${2:?out dir}
+shift 2
+for w in argus cupti130; do
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
+done
+export PYTHONPATH="$ROOT:/tmp/site_argus:/tmp/site_cupti130" PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+cd "$ROOT"
+t0=$(date +%s)
+rm -rf /tmp/ab
+timeout "${AB_TIMEOUT_S:-540}" python3 -m bench.ab.run --out /tmp/ab "$@" 2>&1 | tee "$OUT/run.log"
+rc=${PIPESTATUS[0]}
+echo "bench.ab.run rc=$rc wall_s=$(( $(date +%s) - t0 ))" | tee -a "$OUT/run.log"
+for f in /tmp/ab/*.log; do echo "== $f"; grep -v -i "warn" "$f" | tail -n 5; done
+tar czf "$OUT/ab.tar.gz" -C /tmp --exclude='art' ab
+ls -la "$OUT"
+exit $rc
