@@ -2,8 +2,10 @@
 
 Example:
     >>> import argusdb
-    >>> db = argusdb.connect("argus.duckdb")
-    >>> db.query("SELECT region_id, sum(value) FROM evidence GROUP BY region_id")
+    >>> db = argusdb.connect("argus.duckdb", read_only=True)
+    >>> t = db.query("SELECT signal, count(*) AS n FROM evidence GROUP BY signal")
+    >>> "duration" in t.column("signal").to_pylist()
+    True
 """
 
 from __future__ import annotations

@@ -8,13 +8,14 @@ refused with the command that refreshes it.
 
 Example:
     >>> db = argusdb.connect("argus.duckdb", read_only=True)
-    >>> db.query("SELECT signal, count(*) FROM evidence GROUP BY signal")
-    >>> db.check("SELECT median(value) FROM evidence")       # [Finding(code='AR01', ...)]
-    >>> db.explain("SELECT * FROM version_diff('duration', 'a1', 'b2')")["program_versions"]
+    >>> t = db.query("SELECT signal, count(*) AS n FROM evidence GROUP BY signal")
+    >>> [f.code for f in db.check("SELECT median(value) FROM evidence")][:1]
+    ['AR01']
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +38,9 @@ RUN_COLUMNS = ("run_id", "program_version", "collector", "kind", "artefact_name"
                "timing_clean", "tool_version", "device", "ingested_at")
 #: Columns of :meth:`Connection.snapshots`, in order.
 SNAPSHOT_COLUMNS = ("snapshot_id", "committed_at", "kind", "run_ids")
+
+#: ``argus -v`` shows each query's size and time (``-vv`` its text).
+_log = logging.getLogger("argusdb.api")
 
 __all__ = ["Connection", "cap_process_memory", "connect", "deadline", "set_overrun_handler",
            "valid_sql", "valid_timeout"]
@@ -294,6 +298,22 @@ class Connection:
         table, _ = self.query_with_provenance(sql, limit)
         return table
 
+    def df(self, sql: str, limit: int | None = None) -> Any:
+        """:meth:`query`'s answer as a pandas DataFrame (``pip install 'argusdb[dataframe]'``).
+
+        Example:
+            >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+            ...     frame = db.df("SELECT collector, count(*) AS n FROM run GROUP BY collector")
+            >>> sorted(frame.columns)
+            ['collector', 'n']
+        """
+        return _frame("pandas", self.query(sql, limit))
+
+    def pl(self, sql: str, limit: int | None = None) -> Any:
+        """:meth:`query`'s answer as a polars DataFrame (``pip install 'argusdb[dataframe]'``).
+        """
+        return _frame("polars", self.query(sql, limit))
+
     def query_with_provenance(self, sql: str, limit: int | None = None
                               ) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
@@ -316,6 +336,8 @@ class Connection:
                               "for the first rows only (limit=N, 'argus query --limit N')")
         prov = report.provenance()
         prov["truncated"] = cut
+        _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
+        _log.debug("query: %s", sql)
         return table, prov
 
     def explain(self, sql: str) -> dict[str, Any]:
@@ -334,3 +356,15 @@ def connect(path: str | Path, create: bool = False, read_only: bool = False,
     return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
                       max_rows=max_rows, max_bytes=max_bytes, as_of=as_of,
                       lock_timeout=lock_timeout, require_fresh=require_fresh)
+
+
+def _frame(library: str, table: pa.Table) -> Any:
+    """``table`` as a ``pandas`` or ``polars`` DataFrame; a clear error when it is missing."""
+    import importlib
+
+    try:
+        lib = importlib.import_module(library)
+    except ImportError as exc:
+        raise UsageError(f"{library} is not installed ({exc}); install it with "
+                         f"pip install 'argusdb[dataframe]'") from exc
+    return table.to_pandas() if library == "pandas" else lib.from_arrow(table)

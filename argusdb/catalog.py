@@ -16,7 +16,7 @@ coordinate).
 
 Example:
     >>> [m.name for m in schema_modules()][:2]
-    ['00_program', '10_run']
+    ['00_program', '05_store']
 """
 
 from __future__ import annotations

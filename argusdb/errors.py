@@ -5,8 +5,12 @@ and *what to do*. The CLI prints them without a traceback and maps them to exit 
 ``2`` for usage and input errors, ``1`` for questions the checker refused, ``3`` for questions
 the store has no evidence for (the error names the ``argus observe`` request that would).
 
+Every class is defined here, once, with its stable code; other modules import them.
+
 Example:
-    >>> raise InputError("trace.json", "truncated JSON at byte 812", "re-export the trace")
+    >>> err = InputError("trace.json", "truncated JSON at byte 812", "re-export the trace")
+    >>> (err.code, err.exit_code, str(err))
+    ('E002', 2, 'trace.json: truncated JSON at byte 812. re-export the trace')
 """
 
 from __future__ import annotations
@@ -57,6 +61,15 @@ class StoreError(ArgusError):
     """The store cannot be opened or is not an argusdb store."""
 
     code = "E003"
+
+
+class StoreConflict(StoreError):
+    """Another writer committed first; the write must run again on the new snapshot."""
+
+
+class CommandFailed(InputError):
+    """The user's command (``argus observe ... -- COMMAND``) exited with an error, or never
+    launched the kernel."""
 
 
 @dataclass
@@ -126,6 +139,32 @@ class QueryFailed(ArgusError):
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": str(self), "problem": self.problem,
                 "fix": self.fix}
+
+
+class PlanError(ArgusError):
+    """A request cannot be planned (unknown signal, region or scope); the message says why."""
+
+    code = "E200"
+
+
+class NoGpuError(UsageError):
+    """observe was asked to run a plan on a machine without an NVIDIA GPU."""
+
+    code = "E201"
+
+
+class RunnerMissingError(ArgusError):
+    """This build of argusdb has no GPU runner (``argusdb.runner``) to execute plans."""
+
+    code = "E202"
+
+
+class VariantMismatch(ArgusError):
+    """A variant does not compute its parent's result: its evidence is kept, never derived from.
+    """
+
+    exit_code = 1
+    code = "E203"
 
 
 class NoEvidence(ArgusError):

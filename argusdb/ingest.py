@@ -2,13 +2,16 @@
 
 Example:
     >>> with Store.open("argus.duckdb", create=True) as st:
-    ...     ingest_path(st, "softmax.source.csv", program=ProgramSource.from_path("softmax.py"))
+    ...     got = ingest_path(st, "softmax.ttgir", program=ProgramSource.from_path("softmax.py"))
+    >>> got.kind
+    'triton.ttgir'
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,6 +31,9 @@ from argusdb.variants import VariantOf, bind
 from collectors import detect, readers
 from collectors.base import Artefact, head_bytes, normalize_target
 from collectors.validate import check_options, cross_check
+
+#: ``argus -v`` shows what each ingest wrote.
+_log = logging.getLogger("argusdb.ingest")
 
 
 @dataclass
@@ -406,7 +412,13 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                     ahead.append(pool.submit(_parsed, nxt) if _small(nxt) else None)
                 pending.parsed = ahead[i]
                 ahead[i] = None
+                t0 = time.perf_counter()
                 results.append(_write(store, pl, program, opts, variant, task_id, pending))
+                r = results[-1]
+                _log.info("ingest %s: %s, run %s, %s (%.2f s)", r.path, r.kind, r.run_id,
+                          "already ingested" if r.already else
+                          ", ".join(f"{n} {t}" for t, n in r.rows.items()),
+                          time.perf_counter() - t0)
                 if progress is not None:
                     progress(results[-1])
             # the command's run and task rows, one statement each
@@ -425,14 +437,25 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
 
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     """Files named by ``paths``: a file as given; a directory, every file under it that a
-    collector recognizes (sorted, hidden files and folders left out).
+    collector recognizes (sorted, hidden files and folders left out); a glob pattern (``*``,
+    ``?``, ``[...]``, ``**`` across folders) that names no existing path, what it matches,
+    sorted.
 
     Raises:
-        InputError: a path that does not exist.
+        InputError: a path that does not exist, or a pattern that matches nothing.
     """
+    import glob
+
     out: list[Path] = []
     for given in paths:
         p = Path(given)
+        if not p.exists() and glob.has_magic(str(given)):
+            hits = sorted(glob.glob(str(given), recursive=True))
+            if not hits:
+                raise InputError(str(given), "the pattern matches no file",
+                                 "check the pattern (quote it so the shell leaves it alone)")
+            out.extend(expand_paths(hits))
+            continue
         if p.is_dir():
             for f in sorted(p.rglob("*")):
                 rel = f.relative_to(p).parts

@@ -11,8 +11,8 @@ is run again for every task under the launcher's Triton hooks (:mod:`argusdb.lau
 is the other way to provide a launch.
 
 Example:
-    >>> obs = observe("fused_norm/layernorm_fwd/load", ["duration", "inst_executed"],
-    ...               run=["python3", "model.py"], dry_run=True)
+    >>> obs = observe("softmax/softmax_fwd", ["duration", "inst_executed"],
+    ...               run=["python3", "softmax.py"], dry_run=True, store="argus.duckdb")
     >>> [t.action for t in obs.plan.tasks]
     ['find_launch', 'cupti_timing', 'ncu_source', 'attribute']
 """
@@ -27,25 +27,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from argusdb.errors import ArgusError, UsageError
+from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from argusdb.planner.plan import Plan
     from argusdb.store import Store
-
-
-class NoGpuError(UsageError):
-    """observe was asked to run a plan on a machine without an NVIDIA GPU."""
-
-    code = "E201"
-
-
-class RunnerMissingError(ArgusError):
-    """This build of argusdb has no GPU runner (``argusdb.runner``) to execute plans."""
-
-    code = "E202"
 
 
 @dataclass
@@ -240,7 +228,7 @@ def trim(p: Plan, budget_s: float, replan: Callable[[list[str]], Plan]) -> Plan:
     Raises:
         PlanError: some task of the plan has no recorded cost, so the budget cannot be checked.
     """
-    from argusdb.planner.plan import PlanError
+    from argusdb.errors import PlanError
 
     est = estimate(p)
     if est["unknown"]:

@@ -10,8 +10,8 @@ ID while its lines move between program versions.
 
 Example:
     >>> src = ProgramSource.from_path("kernels/softmax.py")
-    >>> [r.region_id for r in parse_regions(src)]
-    ['softmax/softmax_fwd', 'softmax/softmax_fwd/_entry', 'softmax/softmax_fwd/load', ...]
+    >>> [r.region_id for r in parse_regions(src)][:3]
+    ['softmax/softmax_fwd', 'softmax/softmax_fwd/_entry', 'softmax/softmax_fwd/load']
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ process is killed half-way (DuckDB only makes a transaction durable at COMMIT). 
 ``queries/`` are (re)created when a store is opened so code and store never disagree.
 
 Example:
-    >>> with Store.open("argus.duckdb", create=True) as st:
-    ...     st.sql("SELECT count(*) FROM evidence").fetchall()
+    >>> with Store.open("argus.duckdb", read_only=True) as st:
+    ...     st.rows("SELECT count(*) AS n FROM run")
+    [{'n': 14}]
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ snapshot history stays behind (the copy is its newest snapshot); an embedded des
 one snapshot per run when the source had none of its own (as a migration from schema 1 does).
 
 Example:
-    >>> copy_store("argus.duckdb", "ducklake:postgres:dbname=argus host=127.0.0.1 data_path=/d")
-    {'run': 5, ...}
+    >>> copy_store("argus.duckdb", "copy.duckdb")["run"]
+    14
 """
 
 from __future__ import annotations

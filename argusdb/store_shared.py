@@ -29,8 +29,8 @@ Time travel: ``as_of`` attaches DuckLake at that snapshot (``SNAPSHOT_VERSION``)
 as they stood.
 
 Example:
-    >>> st = open_shared("ducklake:postgres:dbname=argus host=127.0.0.1 data_path=/tmp/lake",
-    ...                  create=True)
+    >>> st = open_shared(  # doctest: +SKIP
+    ...     "ducklake:postgres:dbname=argus host=127.0.0.1 data_path=/tmp/lake", create=True)
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from typing import Any
 
 import duckdb
 
-from argusdb.errors import StoreError
+from argusdb.errors import StoreConflict, StoreError
 from argusdb.store import SCHEMA_VERSION, SHARED_PREFIX, Store
 from argusdb.store_versions import parse_time, schema_tables
 
@@ -58,10 +58,6 @@ EXTENSIONS = (("duckdb_extension_postgres_scanner", "postgres_scanner"),
 #: Attempts of one write before giving up (each conflict reloads and reruns it).
 MAX_ATTEMPTS = 200
 _OWN_KEYS = ("data_path", "metadata_schema")
-
-
-class StoreConflict(StoreError):
-    """Another writer committed first; the write must run again on the new snapshot."""
 
 
 @dataclass(frozen=True)

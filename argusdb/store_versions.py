@@ -20,7 +20,7 @@ runs (a new mapping run, say) changed the live split. (A shared store reads Duck
 snapshots instead: :mod:`argusdb.store_shared`.)
 
 Example:
-    >>> with Store.open("argus.duckdb", as_of="3") as st:      # as of snapshot 3
+    >>> with Store.open("argus.duckdb", as_of="3") as st:  # doctest: +SKIP
     ...     st.sql("SELECT count(*) FROM run").fetchone()
 """
 

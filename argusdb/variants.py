@@ -6,9 +6,10 @@ to its parent version and to the transform task that made it (``program_version.
 check (``variant_check``) says it computes what the parent computes.
 
 Example:
-    >>> ingest_path(st, "softmax.fw_load.cupti.jsonl", variant_src,
+    >>> ingest_path(st, "softmax.fw_load.cupti.jsonl", variant_src,  # doctest: +SKIP
     ...             variant=VariantOf(parent, "forced_wait:softmax/softmax_fwd/load"))
-    >>> record_check(st, variant_version, parent, rel_err=3e-8, tolerance=1e-5)
+    >>> record_check(st, variant_version, parent,  # doctest: +SKIP
+    ...              rel_err=3e-8, tolerance=1e-5)
 """
 
 from __future__ import annotations

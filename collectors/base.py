@@ -11,7 +11,8 @@ the columns of each batch are those ``schema/`` declares (:func:`argusdb.shape.b
 Example:
     >>> from collectors import detect
     >>> art = detect("softmax.source.csv").read("softmax.source.csv")
-    >>> for table, batch in art.batches(): ...
+    >>> sorted({table for table, batch in art.batches()})
+    ['evidence', 'instruction']
 """
 
 from __future__ import annotations

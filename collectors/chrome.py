@@ -7,8 +7,10 @@ numbers arrive as :class:`decimal.Decimal`: microseconds convert to integer nano
 (``2413669097444.592`` µs is ``2413669097444592`` ns, with no float rounding).
 
 Example:
-    >>> for i, ev in iter_events(Path("trace.json.gz")):
-    ...     print(ev["name"], us_to_ns(ev["dur"]))
+    >>> kernels = [ev for i, ev in iter_events(Path("trace.json.gz"))
+    ...            if ev.get("cat") == "kernel"]
+    >>> all(us_to_ns(ev["dur"]) > 0 for ev in kernels), len(kernels) > 0
+    (True, True)
 """
 
 from __future__ import annotations

@@ -6,5 +6,7 @@ questions the checker accepted, and refuses comparisons with the checker's rule 
 Example:
     >>> from argusdb.answers.diff import diff
     >>> with argusdb.connect("argus.duckdb") as db:
-    ...     diff(db, "matmul/matmul_kernel", "variant=naive", "variant=tiled").rows
+    ...     [r.signal for r in diff(db, "matmul/matmul_kernel", "config=bk64_s3",
+    ...                             "config=bk32_s1").rows]
+    ['duration']
 """

@@ -15,7 +15,14 @@ codes: observed against attributed values (``AR04``), and two slices of one scop
 different coordinates, e.g. ``warp_role=producer`` against ``warp_role=consumer`` (``AR05``).
 
 Example:
-    >>> pairs, findings = match_cohorts("duration", from_cohorts, to_cohorts)
+    >>> from argusdb.answers.select import cohorts, fetch_rows, resolve_version
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     a, b = (list(cohorts(fetch_rows(
+    ...         db, "matmul/matmul_kernel", resolve_version(db, v, region="matmul/matmul_kernel"),
+    ...         ["duration"])).values()) for v in ("config=bk64_s3", "config=bk32_s1"))
+    >>> pairs, findings = match_cohorts("duration", a, b)
+    >>> len(pairs), findings
+    (1, [])
 """
 
 from __future__ import annotations

@@ -14,8 +14,10 @@ Claims and steps whose evidence has a gap (see :mod:`argusdb.answers.sufficiency
 no region evidence of is refused with the closest known signals (exit 2).
 
 Example:
-    >>> with argusdb.connect("argus.duckdb") as db:
-    ...     build(db, "dash/")   # then open dash/index.html
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     page = build(db, "dash/")   # then open dash/index.html
+    >>> page.name
+    'index.html'
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from argusdb.answers.direction import step_class
 from argusdb.answers.report import Claim, report
 from argusdb.answers.select import VersionRef, versions_of_region
 from argusdb.answers.sufficiency import did_you_mean, observe_request
@@ -42,10 +45,17 @@ h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px
 h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-.sig{color:#0a0;font-weight:600}.insufficient{color:#b00}.chart{display:inline-block;margin:6px}
+.better{color:#070;font-weight:600}.worse{color:#b00;font-weight:600}
+.changed{color:#05a;font-weight:600}.insufficient{color:#b00}.chart{display:inline-block;margin:6px}
 .note{color:#666;font-size:12px}
 """
 _CLASS_COLORS = {"observed": "#1f77b4", "attributed": "#ff7f0e", "derived": "#9467bd"}
+#: Colours of significant steps by what they mean for the signal (see answers.direction).
+_STEP_COLORS = {"better": "#070", "worse": "#b00", "changed": "#05a"}
+#: Instructions shown per kernel in the hot-spot table.
+HOTSPOTS = 10
+#: Signals whose per-instruction values make hot spots, in order of preference.
+HOTSPOT_SIGNALS = ("warp_stall_samples", "inst_executed")
 
 
 @dataclass
@@ -60,6 +70,8 @@ class ProgramView:
     breakdown_version: str = ""
     #: HTML of the program's distributed launches (per-rank tables and timelines), or "".
     ranks_html: str = ""
+    #: Hottest instructions of the breakdown version (kernel, pc, line, SASS, value, share).
+    hotspots: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _scale(unit: str | None) -> tuple[float, str | None]:
@@ -154,6 +166,7 @@ def collect(db: Connection, signals: list[str] | None = None,
                 # none of the shown signals in that version; or a program-level region of a
                 # distributed derivation (<program>/step, <program>/launch) no source declares
                 continue
+        view.hotspots = hotspots(db, shown)
         if len(refs) >= 2:
             try:
                 view.series = trajectory(db, regs, list(refs), signals).series
@@ -164,6 +177,29 @@ def collect(db: Connection, signals: list[str] | None = None,
         view.ranks_html = dashboard_section(db.store, program)
         views.append(view)
     return views
+
+
+def hotspots(db: Connection, version: str, n: int = HOTSPOTS) -> list[dict[str, Any]]:
+    """The ``n`` instructions of ``version`` with the most of the first signal of
+    :data:`HOTSPOT_SIGNALS` it has per instruction, per kernel and run, with their SASS, source
+    line and share of their kernel's total in that run."""
+    lit = version.replace("'", "''")
+    have = {str(r["signal"]) for r in db.query(
+        f"SELECT DISTINCT signal FROM evidence WHERE program_version = '{lit}' "
+        f"AND pc IS NOT NULL").to_pylist()}
+    signal = next((s for s in HOTSPOT_SIGNALS if s in have), None)
+    if signal is None:
+        return []
+    rows = db.query(
+        f"SELECT e.run_id, e.kernel, e.pc, e.source_file, e.source_line, e.value, e.unit, "
+        f"i.sass, e.value / sum(e.value) OVER (PARTITION BY e.run_id, e.kernel) AS share "
+        f"FROM evidence e LEFT JOIN instruction i ON i.run_id = e.run_id "
+        f"AND i.kernel = e.kernel AND i.pc = e.pc WHERE e.program_version = '{lit}' "
+        f"AND e.signal = '{signal}' AND e.pc IS NOT NULL "
+        f"ORDER BY e.value DESC, e.pc LIMIT {int(n)}").to_pylist()
+    for r in rows:
+        r["signal"] = signal
+    return rows
 
 
 def _breakdown_charts(view: ProgramView) -> list[str]:
@@ -213,8 +249,9 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
             ax.annotate(f"insufficient{share}", (i, p.median * k), textcoords="offset points",
                         xytext=(6, -14), color="#b00", fontsize=8)
         if p.step_significant and p.median is not None:
+            cls = step_class(s.signal, s.unit, p.step_ratio, p.step_significant)
             ax.annotate(f"×{p.step_ratio:.3f}", (i, p.median * k), textcoords="offset points",
-                        xytext=(6, 8), color="#0a0")
+                        xytext=(6, 8), color=_STEP_COLORS.get(cls, "#333"))
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylabel(f"{s.signal} ({unit})")
     ax.set_title(f"{s.region_id}: {s.signal} [{s.key.evidence_class}, {s.key.standing}]",
@@ -235,6 +272,27 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     return html.escape(str(v))
+
+
+def _hotspot_table(v: ProgramView) -> list[str]:
+    e = html.escape
+    if not v.hotspots:
+        return ["<p class='note'>no per-instruction evidence in this version (observe "
+                "warp_stall_samples or inst_executed for instruction-level hot spots)</p>"]
+    sig = v.hotspots[0]["signal"]
+    out = [f"<h3>Instruction hot spots ({e(sig)})</h3><table class='hotspots'><tr>"
+           "<th>kernel</th><th>pc</th><th>source</th><th>SASS</th><th>value</th>"
+           "<th>unit</th><th>share of kernel</th></tr>"]
+    for h in v.hotspots:
+        sass = str(h.get("sass") or "")
+        short = sass if len(sass) <= 48 else sass[:47] + "…"
+        where = f"{h.get('source_file') or '?'}:{h.get('source_line') or '?'}"
+        out.append(f"<tr><td>{e(str(h['kernel']))}</td><td class='num'>{int(h['pc']):#06x}</td>"
+                   f"<td>{e(where)}</td><td title='{e(sass)}'><code>{e(short)}</code></td>"
+                   f"<td class='num'>{_fmt(h['value'])}</td><td>{_fmt(h['unit'])}</td>"
+                   f"<td class='num'>{_share(h['share'])}</td></tr>")
+    out.append("</table>")
+    return out
 
 
 def render(views: list[ProgramView]) -> str:
@@ -266,7 +324,9 @@ def render(views: list[ProgramView]) -> str:
                 f"<td class='{e(c.verdict)}' title='{e(c.reason)}'>{e(c.verdict)}"
                 + (f"<div class='note'>{e(c.reason)}</div>" if c.verdict == "insufficient"
                    else "") + "</td></tr>")
-        parts.append("</table></section><section class='trajectories'><h3>Trajectories</h3>")
+        parts.append("</table>")
+        parts.extend(_hotspot_table(v))
+        parts.append("</section><section class='trajectories'><h3>Trajectories</h3>")
         shown = [s for s in v.series if sum(p.median is not None for p in s.points) >= 2]
         if not shown:
             parts.append("<p class='note'>fewer than two versions with comparable evidence</p>")
@@ -285,7 +345,7 @@ def render(views: list[ProgramView]) -> str:
             for prev, p in zip(s.points, s.points[1:], strict=False):
                 if p.step_ratio is None:
                     continue
-                cls = "sig" if p.step_significant else (
+                cls = step_class(s.signal, s.unit, p.step_ratio, p.step_significant) or (
                     "insufficient" if (p.step_verdict or "").startswith("insufficient") else "")
                 parts.append(
                     f"<tr><td>{e(s.region_id)}</td><td>{e(s.signal)}</td>"

@@ -18,9 +18,10 @@ without call sites, a scope asked but not delivered) is ``insufficient``: never 
 its verdict says why, and ``unattributed_share`` shows the larger share of the two sides.
 
 Example:
-    >>> with argusdb.connect("argus.duckdb") as db:
-    ...     result = diff(db, "matmul/matmul_kernel", "variant=naive", "variant=tiled")
-    ...     [(r.signal, round(r.ratio, 3), r.significant) for r in result.rows]
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     result = diff(db, "matmul/matmul_kernel", "config=bk64_s3", "config=bk32_s1")
+    >>> [(r.signal, round(r.ratio, 1), r.significant) for r in result.rows]
+    [('duration', 2.0, True)]
 """
 
 from __future__ import annotations
@@ -109,6 +110,12 @@ class DiffResult:
     to_ref: VersionRef
     rows: list[DiffRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def _repr_html_(self) -> str:
+        """The answer as an HTML table (Jupyter shows it)."""
+        from argusdb.answers.notebook import diff_html
+
+        return diff_html(self)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": True, "region_id": self.region_id,

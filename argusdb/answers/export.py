@@ -1,8 +1,9 @@
 """Exports to the tools engineers already use: Perfetto/Chrome trace, Hatchet, Parquet.
 
-- :func:`perfetto_trace`: a run as Chrome trace event JSON (what Perfetto UI and
+- :func:`perfetto_trace`: one or several runs as Chrome trace event JSON (what Perfetto UI and
   ``chrome://tracing`` open): one complete (``ph: "X"``) event per kernel launch on a track per
-  device and stream, with the launch's region and configuration in ``args``, and one per
+  device and stream, with the launch's region, configuration, host op and launch API in
+  ``args``; the run's host ops, annotations and steps on a track per host thread; and one per
   intra-kernel scope instance (Proton instrumentation, ``scope_event``) on a track per CTA
   (process ``<kernel> Core<sm> CTA<cta>``, as Proton names it) and warp.
 - :func:`hatchet_literal`: a region tree (program → kernel → regions) of one version with one
@@ -12,13 +13,17 @@
 All reads go through the checked query surface.
 
 Example:
-    >>> doc = perfetto_trace(db, "f3734403db0467fb")
-    >>> json.dump(doc, open("run.json", "w"))
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     run = db.query("SELECT run_id FROM run WHERE collector = 'cupti' LIMIT 1")[0][0]
+    ...     doc = perfetto_trace(db, run.as_py())
+    >>> "X" in {e["ph"] for e in doc["traceEvents"]}
+    True
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,47 +51,105 @@ def _run(db: Connection, run_id: str) -> dict[str, Any]:
     return dict(rows[0])
 
 
-def perfetto_trace(db: Connection, run_id: str) -> dict[str, Any]:
-    """The kernel launches and intra-kernel scopes of one run as Chrome trace JSON.
+def perfetto_trace(db: Connection, run_id: str | Sequence[str]) -> dict[str, Any]:
+    """The kernel launches, host ops and intra-kernel scopes of runs as Chrome trace JSON.
 
-    Launch timestamps are microseconds (the format's unit) relative to the run's first launch,
-    with the nanosecond originals in ``args``; ``displayTimeUnit`` is ``ns``. Scope instances
-    keep their trace's own origin and nominal clock (see ``scope_event``), with their cycles and
-    region (when the scope is a region marker of the run's program version) in ``args``.
+    Each run is a group of processes of its own, named after the run (``run <id> (<artefact>)
+    ...``): its devices (a thread per stream), its host threads where the store holds the
+    run's host ops (``trace_span``: torch ops, annotations, steps, as Kineto traces of a
+    distributed launch give them) and its Proton scope instances (a process per CTA, a thread
+    per warp). Timestamps are microseconds (the format's unit) from the run's own first kernel
+    or host op (runs come from different clocks), with the nanosecond originals in ``args``;
+    ``displayTimeUnit`` is ``ns``. Scope instances keep their trace's own origin and nominal
+    clock (see ``scope_event``), with their cycles and region in ``args``.
 
     Raises:
-        UsageError: the run is unknown or has neither kernel launches nor scope events.
+        UsageError: a run is unknown, or has neither kernel launches, host ops nor scope events.
     """
-    run = _run(db, run_id)
+    ids = [run_id] if isinstance(run_id, str) else list(run_id)
+    if not ids:
+        raise UsageError("no run to export; name one or more with --run")
+    events: list[dict[str, Any]] = []
+    runs = []
+    for rid in ids:
+        run = _run(db, rid)
+        runs.append(run)
+        label = f"run {run['run_id'][:8]} ({run['artefact_name']})" if len(ids) > 1 else ""
+        first = 1 + max((e["pid"] for e in events), default=-1)
+        own = _run_events(db, run, first, label)
+        if not own:
+            raise UsageError(f"run {run['run_id']} ({run['artefact_name']}) has no kernel "
+                             f"launches, host ops or scope events; export a run of a tracing "
+                             f"collector (cupti, kineto, nsys) or of a Proton instrumentation "
+                             f"trace")
+        events += own
+    other: dict[str, Any] = {"argusdb_run": runs[0]["run_id"], "signature": runs[0]["signature"],
+                             "artefact": runs[0]["artefact_name"]} if len(runs) == 1 else {
+        "argusdb_runs": [{"run_id": r["run_id"], "signature": r["signature"],
+                          "artefact": r["artefact_name"]} for r in runs]}
+    return {"displayTimeUnit": "ns", "traceEvents": events, "otherData": other}
+
+
+def _run_events(db: Connection, run: dict[str, Any], first_pid: int,
+                label: str) -> list[dict[str, Any]]:
+    """One run's events, its processes numbered from ``first_pid``."""
     # The whole timeline of the artefact: a trace's kernels that are not the program's are a
     # timeline run of their own (run.meta.other_kernels; see argusdb.ingest).
     runs = ", ".join(lit(r) for r in (run["run_id"], run["other_run"]) if r)
     launches = db.query(
         f"SELECT k.kernel, k.launch, k.region_id, k.start_ns, k.end_ns, k.dur_ns, "
-        f"k.correlation_id, k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z, "
-        f"k.registers, k.shared_bytes, k.device_id, k.stream_id, r.program_version, k.run_id "
+        f"k.correlation_id, k.host_op, k.launch_api, k.grid_x, k.grid_y, k.grid_z, k.block_x, "
+        f"k.block_y, k.block_z, k.registers, k.shared_bytes, k.device_id, k.stream_id, "
+        f"r.program_version, k.run_id "
         f"FROM kernel_launch AS k JOIN run AS r USING (run_id) "
         f"WHERE k.run_id IN ({runs}) ORDER BY k.start_ns").to_pylist()
-    events = _launch_events(run, launches)
-    scopes = _scope_events(db, run, first_pid=1 + max((e["pid"] for e in events), default=-1))
-    if not launches and not scopes:
-        raise UsageError(f"run {run['run_id']} ({run['artefact_name']}) has no kernel launches "
-                         f"and no scope events; export a run of a tracing collector (cupti, "
-                         f"kineto, nsys) or of a Proton instrumentation trace")
-    return {"displayTimeUnit": "ns", "traceEvents": events + scopes,
-            "otherData": {"argusdb_run": run["run_id"], "signature": run["signature"],
-                          "artefact": run["artefact_name"]}}
+    spans = db.query(
+        f"SELECT kind, role, name, track, step, rank, start_ns, end_ns, dur_ns, clock "
+        f"FROM trace_span WHERE run_id = {lit(run['run_id'])} AND clock = 'host' "
+        f"ORDER BY start_ns").to_pylist()
+    starts = [int(r["start_ns"]) for r in launches] + [int(r["start_ns"]) for r in spans]
+    t0 = min(starts) if starts else 0
+    events = _launch_events(run, launches, t0, first_pid, label)
+    events += _host_events(run, spans, t0, 1 + max((e["pid"] for e in events),
+                                                   default=first_pid - 1), label)
+    events += _scope_events(db, run, 1 + max((e["pid"] for e in events),
+                                             default=first_pid - 1))
+    return events
 
 
-def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Kernel launches on one track per (device, stream), from the run's first launch."""
+def _host_events(run: dict[str, Any], spans: list[dict[str, Any]], t0: int, pid: int,
+                 label: str) -> list[dict[str, Any]]:
+    """Host ops, annotations and steps of a run: one process, a thread per traced thread."""
+    if not spans:
+        return []
+    tids: dict[str, int] = {}
+    events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                                     "args": {"name": f"{label} host".strip()}}]
+    for r in spans:
+        track = str(r["track"] or "host")
+        if track not in tids:
+            digits = track.rsplit(":", 1)[-1]
+            tids[track] = tid = int(digits) if digits.isdigit() else 1 + len(tids)
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                           "args": {"name": track}})
+        events.append({
+            "name": r["name"], "cat": r["kind"], "ph": "X", "pid": pid, "tid": tids[track],
+            "ts": (int(r["start_ns"]) - t0) / 1000.0, "dur": int(r["dur_ns"]) / 1000.0,
+            "args": {"kind": r["kind"], "role": r["role"], "step": r["step"],
+                     "rank": r["rank"], "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
+                     "run_id": run["run_id"]}})
+    return events
+
+
+def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]], t0: int,
+                   first_pid: int, label: str) -> list[dict[str, Any]]:
+    """Kernel launches on one track per (device, stream), from the run's first event."""
     if not launches:
         return []
-    t0 = min(int(r["start_ns"]) for r in launches)
     events: list[dict[str, Any]] = []
     named: set[tuple[int, int]] = set()
     for r in launches:
-        pid, tid = int(r["device_id"] or 0), int(r["stream_id"] or 0)
+        pid, tid = first_pid + int(r["device_id"] or 0), int(r["stream_id"] or 0)
         if (pid, tid) not in named:
             named.add((pid, tid))
             events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
@@ -96,7 +159,9 @@ def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]]) -> list[
             "ts": (int(r["start_ns"]) - t0) / 1000.0, "dur": int(r["dur_ns"]) / 1000.0,
             # Launch facts under the names torch.profiler (Kineto) uses, so that readers of
             # Kineto traces (Perfetto, HTA, argusdb's kineto collector) find them.
-            "args": {"device": pid, "stream": tid, "correlation": r["correlation_id"],
+            "args": {"device": pid - first_pid, "stream": tid,
+                     "correlation": r["correlation_id"], "host_op": r["host_op"],
+                     "launch_api": r["launch_api"],
                      "grid": [r["grid_x"], r["grid_y"], r["grid_z"]],
                      "block": [r["block_x"], r["block_y"], r["block_z"]],
                      "registers per thread": r["registers"],
@@ -106,7 +171,8 @@ def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]]) -> list[
                      "program_version": r["program_version"], "run_id": r["run_id"]}})
     for pid in sorted({p for p, _ in named}):
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-                       "args": {"name": f"{run['device'] or 'GPU'} {pid}"}})
+                       "args": {"name": f"{label} {run['device'] or 'GPU'} "
+                                        f"{pid - first_pid}".strip()}})
     return events
 
 
@@ -160,10 +226,14 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
                     ) -> list[dict[str, Any]]:
     """The region tree of one program version with per-signal medians, as a Hatchet literal.
 
-    Nodes are the program (root), its kernels and their regions (from ``region_span``); each
-    node's metrics are the medians over repeats of its own evidence, one metric per signal named
-    ``"<signal> (<unit>)"`` (observed preferred over attributed; derived values are left out:
-    they are inferences, not measurements). Frames carry the region ID.
+    Nodes are the program (root), its kernels, their regions (from ``region_span``) and, per
+    kernel with attributed evidence, ``_unattributed`` (the share attribution could not place
+    in a region), so that a kernel's attributed children sum to its observed total; a kernel
+    without evidence of its own for a signal its regions have carries their sum. Each
+    node's metrics are the medians over repeats of its own evidence (observed preferred over
+    attributed; derived values are left out: they are inferences, not measurements). A signal
+    has one metric name on every level: ``"<signal> (<unit>)"``, or the bare signal when the
+    evidence states no unit. Frames carry the region ID.
 
     Raises:
         UsageError: unknown version, or a version without region spans.
@@ -179,6 +249,7 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
     kernels: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for s in spans:
         kernels[str(s["kernel"])].append(s)
+    units: dict[str, set[str]] = defaultdict(set)
 
     def metrics(region: str) -> dict[str, float]:
         found = cohorts(fetch_rows(db, region, VersionRef(ref.program_version, ref.label)))
@@ -189,7 +260,9 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
         out: dict[str, float] = {}
         for sig, cands in sorted(by_signal.items()):
             co = _pick(cands)
-            out[f"{sig} ({co.unit})"] = stats.summarize(co.samples).median
+            if co.unit:
+                units[sig].add(str(co.unit))
+            out[sig] = stats.summarize(co.samples).median
         return out
 
     def node(name: str, kind: str, region: str, lines: str | None,
@@ -205,11 +278,31 @@ def hatchet_literal(db: Connection, version: str, program: str | None = None
         subs = [node(str(r["name"]), "region", str(r["region_id"]),
                      f"{r['start_line']}-{r['end_line']}", [])
                 for r in rs if r["region_id"] != kid]
+        rest = node("_unattributed", "unattributed", f"{kid}/_unattributed", None, [])
+        if rest["metrics"]:
+            subs.append(rest)
         whole = next((r for r in rs if r["region_id"] == kid), None)
         lines = f"{whole['start_line']}-{whole['end_line']}" if whole else None
-        kernel_nodes.append(node(k, "kernel", kid, lines, subs))
+        kn = node(k, "kernel", kid, lines, subs)
+        # Per-instruction evidence is keyed to regions only: the kernel's total of such a
+        # signal is what its regions and _unattributed add up to (attribution conserves it).
+        for sub in subs:
+            for sig in sub["metrics"]:
+                if sig not in kn["metrics"]:
+                    kn["metrics"][sig] = sum(c["metrics"].get(sig, 0.0) for c in subs)
+        kernel_nodes.append(kn)
+    tree = node(prog, "program", prog, None, kernel_nodes)
+    names = {sig: f"{sig} ({next(iter(u))})" if len(u) == 1 else sig
+             for sig, u in units.items()}
+
+    def rename(n: dict[str, Any]) -> None:
+        n["metrics"] = {names.get(sig, sig): v for sig, v in n["metrics"].items()}
+        for c in n["children"]:
+            rename(c)
+
+    rename(tree)
     # Nodes without evidence of a signal have no such metric: Hatchet shows NaN, never 0.
-    return [node(prog, "program", prog, None, kernel_nodes)]
+    return [tree]
 
 
 def parquet(db: Connection, sql: str, out: str | Path) -> int:

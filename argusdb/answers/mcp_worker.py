@@ -23,9 +23,9 @@ in-process library call cannot have:
 says nothing about what is there.
 
 Example:
-    >>> w = Worker("argus.duckdb", roots=[Path.cwd()])
-    >>> w.call("query", {"sql": "SELECT count(*) AS n FROM run"})
-    ({'ok': True, 'columns': ['n'], 'rows': [[4]], 'row_count': 1, 'truncated': None}, False)
+    >>> w = Worker("argus.duckdb")
+    >>> w.call("query", {"sql": "SELECT count(*) AS n FROM run"})[0]["rows"]
+    [[14]]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ connection.
 
 Example:
     >>> import argusdb
-    >>> argusdb.report("argus.duckdb", "matmul/matmul_kernel").to_json()["claims"][0]["verdict"]
+    >>> argusdb.report("argus.duckdb", "softmax/softmax_fwd").to_json()["claims"][0]["verdict"]
     'sufficient'
 """
 

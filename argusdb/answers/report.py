@@ -20,8 +20,10 @@ names the ``argus observe`` request that would produce it; signals asked for but
 others are present are listed under ``missing`` with their requests.
 
 Example:
-    >>> rep = report(db, "matmul/matmul_kernel")
-    >>> [(c.signal, c.verdict) for c in rep.claims]
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     rep = report(db, "softmax/softmax_fwd")
+    >>> ("duration", "sufficient") in [(c.signal, c.verdict) for c in rep.claims]
+    True
 """
 
 from __future__ import annotations
@@ -105,6 +107,12 @@ class Report:
     max_unattributed_share: float = MAX_UNATTRIBUTED_SHARE
     #: Signals asked for that no version has, each with the observe request that would.
     missing: list[dict[str, str]] = field(default_factory=list)
+
+    def _repr_html_(self) -> str:
+        """The answer as an HTML table (Jupyter shows it)."""
+        from argusdb.answers.notebook import report_html
+
+        return report_html(self)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": True, "region_id": self.region_id,

@@ -16,8 +16,11 @@ of one value (e.g. attributed shares of several instructions) and are summed; di
 or runs are repeats.
 
 Example:
-    >>> ref = resolve_version(db, "variant=tiled", region="matmul/matmul_kernel")
-    >>> cohorts(fetch_rows(db, "matmul/matmul_kernel", ref, ["duration"]))
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     ref = resolve_version(db, "config=bk32_s1", region="matmul/matmul_kernel")
+    ...     found = cohorts(fetch_rows(db, "matmul/matmul_kernel", ref, ["duration"]))
+    >>> len(found)
+    1
 """
 
 from __future__ import annotations

@@ -25,10 +25,13 @@ A question with no evidence at all is answered by :class:`argusdb.errors.NoEvide
 the ``argus observe`` request that would produce it (see :func:`observe_request`).
 
 Example:
-    >>> cov = Coverage(db)
-    >>> [g.kind for g in cov.gaps("layernorm/layernorm_fwd/mean", version, "inst_executed",
-    ...                           "attributed", {}, runs)]
-    ['unattributed', 'call_sites']
+    >>> observe_request("softmax/softmax_fwd/load", ["inst_executed"])
+    'argus observe softmax.py --region softmax/softmax_fwd/load --signals inst_executed'
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     share = Coverage(db).unattributed_share("softmax/softmax_fwd", "ee0369be2e320607",
+    ...                                             "inst_executed")
+    >>> 0 <= share < 0.05
+    True
 """
 
 from __future__ import annotations

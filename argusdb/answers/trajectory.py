@@ -10,8 +10,10 @@ evidence has a gap (:mod:`argusdb.answers.sufficiency`) is ``insufficient`` with
 with no evidence at all raises :class:`~argusdb.errors.NoEvidence` (exit 3).
 
 Example:
-    >>> t = trajectory(db, ["matmul/matmul_kernel"], ["variant=naive", "variant=tiled"])
-    >>> [(p.label, p.median) for p in t.series[0].points]
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     t = trajectory(db, ["matmul/matmul_kernel"], ["config=bk64_s3", "config=bk32_s1"])
+    >>> len(t.series[0].points)
+    2
 """
 
 from __future__ import annotations
@@ -98,6 +100,12 @@ class Trajectory:
     versions: list[VersionRef]
     series: list[Series] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def _repr_html_(self) -> str:
+        """The answer as an HTML table (Jupyter shows it)."""
+        from argusdb.answers.notebook import trajectory_html
+
+        return trajectory_html(self)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": True,

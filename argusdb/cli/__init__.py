@@ -86,6 +86,11 @@ class LazyGroup(click.Group):
             return _LazyCommand(cmd_name, module)
         return super().get_command(ctx, cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        return name, cmd, _default_store(cmd, rest)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         ctx.meta[_LISTING] = True  # list the commands without importing them
         try:
@@ -98,8 +103,69 @@ class LazyGroup(click.Group):
 _LISTING = "argus.listing_commands"
 
 
+#: Environment variable naming the store a command uses when its STORE argument is left out.
+STORE_ENV = "ARGUS_STORE"
+#: ctx.meta key: -q was given (no progress bars or notes on stderr).
+QUIET = "argus.quiet"
+
+
+def _is_store(arg: str) -> bool:
+    """Whether a command's first argument names a store rather than its next argument."""
+    if arg.startswith("ducklake:") or arg.endswith((".duckdb", ".db")):
+        return True
+    p = Path(arg)
+    try:
+        with p.open("rb") as fh:
+            return fh.read(12)[8:12] == b"DUCK"  # DuckDB's file header magic
+    except OSError:
+        return False
+
+
+def _default_store(cmd: click.Command | None, args: list[str]) -> list[str]:
+    """Put ``$ARGUS_STORE`` first when the command takes STORE first and it was left out."""
+    import os
+
+    env = os.environ.get(STORE_ENV)
+    if not env or cmd is None or isinstance(cmd, _LazyCommand):
+        return args
+    first = next((p for p in cmd.params if isinstance(p, click.Argument)), None)
+    if first is None or first.name != "store" or any(a in ("-h", "--help") for a in args):
+        return args
+    positional = [a for a in args if not a.startswith("-")]
+    if positional and _is_store(positional[0]):
+        return args
+    return [env, *args]
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="argusdb")
-def main() -> None:
-    """argusdb: an evidence database for GPU performance measurement."""
+@click.option("-v", "--verbose", count=True,
+              help="Say on stderr what argus does (files read, queries run, seconds); -vv: more.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress bars or notes on stderr (errors are still printed).")
+@click.pass_context
+def main(ctx: click.Context, verbose: int, quiet: bool) -> None:
+    """argusdb: an evidence database for GPU performance measurement.
+
+    Commands that take a STORE first use $ARGUS_STORE when it is left out.
+    """
+    import logging
+
+    level = logging.ERROR if quiet else (logging.WARNING, logging.INFO, logging.DEBUG)[
+        min(verbose, 2)]
+    class _Stderr(logging.Handler):
+        """Diagnostics to the current stderr (data stays alone on stdout)."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            click.echo(self.format(record), err=True)
+
+    log = logging.getLogger("argusdb")
+    log.setLevel(level)
+    for h in [h for h in log.handlers if type(h).__name__ == "_Stderr"]:
+        log.removeHandler(h)
+    handler = _Stderr()
+    handler.setFormatter(logging.Formatter("argus: %(message)s"))
+    log.addHandler(handler)
+    log.propagate = False
+    ctx.meta[QUIET] = quiet
 

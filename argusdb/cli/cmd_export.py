@@ -19,13 +19,14 @@ from argusdb.errors import UsageError
               type=click.Choice(["perfetto", "hatchet", "parquet"]),
               help="perfetto: Chrome trace JSON of --run; hatchet: region tree JSON of "
                    "--version; parquet: the answer of --query.")
-@click.option("--run", "run_id", help="Run ID (or prefix) for --format perfetto.")
+@click.option("--run", "run_id", multiple=True,
+              help="Run ID (or prefix) for --format perfetto; repeat it for several runs.")
 @click.option("--version", help="Version selector for --format hatchet.")
 @click.option("--program", help="Program name, to disambiguate a KEY=VALUE --version.")
 @click.option("--query", "sql", help="Checked SQL for --format parquet.")
 @output_options(csv=False)
 @handle_errors
-def command(store: str, out: str, fmt: str, run_id: str | None, version: str | None,
+def command(store: str, out: str, fmt: str, run_id: tuple[str, ...], version: str | None,
             program: str | None, sql: str | None, as_json: bool) -> None:
     """Export to OUT: Perfetto/Chrome trace JSON of a run, Hatchet JSON of a region tree, or
     Parquet of a checked query.
@@ -42,7 +43,7 @@ def command(store: str, out: str, fmt: str, run_id: str | None, version: str | N
     check_output_path(out)
     with connect(store, read_only=True) as db:
         if fmt == "perfetto":
-            doc: object = export.perfetto_trace(db, str(run_id))
+            doc: object = export.perfetto_trace(db, list(run_id))
             n = len(doc["traceEvents"])  # type: ignore[index]
         elif fmt == "hatchet":
             doc = export.hatchet_literal(db, str(version), program)

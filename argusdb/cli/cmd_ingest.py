@@ -40,7 +40,9 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     refused, nothing written). Without it, a version is identified by what each artefact
     states: kernel names, application, device model.
 
-    PATHS are files or folders (every artefact under a folder that a collector recognizes).
+    PATHS are files, folders (every artefact under a folder that a collector recognizes) or
+    glob patterns (quoted, e.g. 'runs/**/*.cupti.jsonl'). STORE may be left out when
+    $ARGUS_STORE names it.
 
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
     """
@@ -56,8 +58,9 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
         raise UsageError(f"no artefact found in {', '.join(paths)}: name artefact files or "
                          "folders that hold them")
     # A progress bar on a terminal (stderr) for many files.
+    quiet = click.get_current_context().find_root().meta.get("argus.quiet", False)
     bar = click.progressbar(length=len(files), label="ingest", file=sys.stderr) \
-        if len(files) > 1 and sys.stderr.isatty() else None
+        if len(files) > 1 and sys.stderr.isatty() and not quiet else None
     # Every artefact is read and checked before the store is opened: a refused one leaves the
     # store untouched, byte for byte, and refuses the whole command.
     prepared = prepare(files, program, opts)

@@ -53,13 +53,17 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
                          "--region R --signals S -- python prog.py), or give a harness kernel "
                          "file")
     opts = parse_options(option) if option else None
+    # -q: no progress bar and no notes on stderr (None: a bar where stderr is a terminal)
+    quiet = click.get_current_context().find_root().meta.get("argus.quiet", False)
+    progress = False if quiet else None
     if harness is not None:
         obs = observe(region, signals, parse_pairs(scope), store=store, source=harness,
-                      dry_run=dry_run, options=opts, budget_s=budget_s)
+                      dry_run=dry_run, options=opts, budget_s=budget_s, progress=progress)
     else:
         obs = observe(region, signals, parse_pairs(scope), store=store, source=program,
-                      run=list(args), dry_run=dry_run, options=opts, budget_s=budget_s)
-    for note in obs.plan.notes:
+                      run=list(args), dry_run=dry_run, options=opts, budget_s=budget_s,
+                      progress=progress)
+    for note in obs.plan.notes if not quiet else []:
         click.echo(f"note: {note}", err=True)
     if dry_run:
         if as_json:

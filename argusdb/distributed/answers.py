@@ -9,7 +9,7 @@
   ratio of medians, its bootstrap CI and a Mann-Whitney p-value (:mod:`argusdb.answers.stats`).
 
 Example:
-    >>> rows = collective_diff(store, "815791fe353f460a", "bb80dc2f63d7491c")
+    >>> rows = collective_diff(store, "815791fe353f460a", "bb80dc2f63d7491c")  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ rank, world size, device and the launch group, all in one transaction; the ranks
 
 Example:
     >>> with Store.open("argus.duckdb", create=True) as st:
-    ...     ingest_launch(st, "out/xl-overlap-events-1", launch_group="xl-overlap-events-1")
+    ...     ingest_launch(st, "out/xl-overlap-events-1",  # doctest: +SKIP
+    ...                   launch_group="xl-overlap-events-1")
 """
 
 from __future__ import annotations

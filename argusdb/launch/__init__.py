@@ -8,8 +8,10 @@ own working directory and environment, without editing its files. Each process t
 the kernel writes ``DIR/launch.<pid>.json``; :func:`read_launches` reads them back.
 
 Example:
-    >>> env = command_env(spec_path, os.environ)
-    >>> subprocess.run(["python", "prog.py"], env=env)
+    >>> import os
+    >>> env = command_env(Path("spec.json"), os.environ)
+    >>> env["ARGUS_LAUNCH_SPEC"]
+    'spec.json'
 """
 
 from __future__ import annotations

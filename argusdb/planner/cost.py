@@ -6,8 +6,10 @@ new task is the median over past finished tasks of the same action (views ``plan
 ``plan_cost_action`` of ``queries/plan_cost.sql`` show the same costs per plan).
 
 Example:
-    >>> estimates(store)["cupti_timing"]
-    {'wall_s': 3.1, 'gpu_s': 0.4, 'from_tasks': 5}
+    >>> from argusdb.store import Store
+    >>> with Store.open("argus.duckdb", read_only=True) as store:
+    ...     estimates(store)   # the demo store ran no planned task
+    {}
 """
 
 from __future__ import annotations

@@ -47,7 +47,13 @@ class _MetricGroup:
     basis: str
 
 
-def pack_metrics(metrics: list[str], counter: PassCounter, chip: str) -> list[_MetricGroup]:
+def _passes(counter: PassCounter, chip: str | None, metrics: list[str]) -> int | None:
+    """Pass count on ``chip``; None when the chip (the target) or the count is not known."""
+    return None if chip is None else counter.passes(chip, metrics)
+
+
+def pack_metrics(metrics: list[str], counter: PassCounter,
+                 chip: str | None) -> list[_MetricGroup]:
     """Group metrics so that each group's counters are collected in one replay pass.
 
     A metric that needs several passes by itself gets a run of its own; one whose pass count
@@ -56,9 +62,10 @@ def pack_metrics(metrics: list[str], counter: PassCounter, chip: str) -> list[_M
     groups: list[_MetricGroup] = []
     src = counter.name
     for m in metrics:
-        alone = counter.passes(chip, [m])
+        alone = _passes(counter, chip, [m])
         if alone is None:
-            groups.append(_MetricGroup([m], None, f"the pass count of {m} on {chip} is not known "
+            on = chip or "an unknown target"
+            groups.append(_MetricGroup([m], None, f"the pass count of {m} on {on} is not known "
                                        f"here ({src} does not have it), so it gets a run of its "
                                        f"own"))
             continue
@@ -68,7 +75,7 @@ def pack_metrics(metrics: list[str], counter: PassCounter, chip: str) -> list[_M
                                        f"different replays"))
             continue
         for g in groups:
-            if g.passes == 1 and counter.passes(chip, [*g.metrics, m]) == 1:
+            if g.passes == 1 and _passes(counter, chip, [*g.metrics, m]) == 1:
                 g.metrics.append(m)
                 g.basis = (f"{', '.join(g.metrics)} fit in 1 replay pass together on {chip} "
                            f"({src}), so their counters are simultaneous")
@@ -78,7 +85,7 @@ def pack_metrics(metrics: list[str], counter: PassCounter, chip: str) -> list[_M
     return groups
 
 
-def split_reason(a: Task, b: Task, counter: PassCounter, chip: str) -> str:
+def split_reason(a: Task, b: Task, counter: PassCounter, chip: str | None) -> str:
     if a.params.get("version") != b.params.get("version") and a.action == b.action:
         version = str(b.params.get("version"))
         which = "the parent" if version == "parent" else f"the {version.rsplit('.', 1)[-1]} variant"
@@ -92,7 +99,7 @@ def split_reason(a: Task, b: Task, counter: PassCounter, chip: str) -> str:
                     "counters) is scheduled by ncu; requested counters are kept out of it so "
                     "their pass packing holds")
         both = [*a.params["metrics"], *b.params["metrics"]]
-        n = counter.passes(chip, both)
+        n = _passes(counter, chip, both)
         if n is None:
             return (f"the pass count of {', '.join(both)} together is not known here "
                     f"({counter.name}); split conservatively")
@@ -101,7 +108,7 @@ def split_reason(a: Task, b: Task, counter: PassCounter, chip: str) -> str:
     return f"a different collection ({b.action})"
 
 
-def explain_splits(p: Plan, counter: PassCounter, chip: str) -> None:
+def explain_splits(p: Plan, counter: PassCounter, chip: str | None) -> None:
     """Append to each collect task why it is a run apart from each other run of the plan.
 
     Runs kept apart for the same reason are named together: ``r2, r3 (ncu_source): ...``.

@@ -24,15 +24,9 @@ from dataclasses import asdict, dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
-from argusdb.errors import ArgusError
+from argusdb.errors import PlanError
 
 KINDS = ("control", "transform", "collect", "synthesize")
-
-
-class PlanError(ArgusError):
-    """A request cannot be planned (unknown signal, region or scope); the message says why."""
-
-    code = "E200"
 
 
 @dataclass

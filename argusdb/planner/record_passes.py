@@ -10,7 +10,8 @@ It plans every request of :data:`REQUESTS` with a live counter that writes down 
 suffixes (for checking metric names and did-you-mean) in ``data/passes_gh100.json``.
 
 Example:
-    >>> main(["--libcupti", "/usr/local/cuda-13.0/lib/libcupti.so"])
+    >>> TARGET, CHIP
+    ('sm_90', 'GH100')
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from argusdb.planner.profiler_host import TABLE, CtypesCounter, record_table
+from argusdb.planner.profiler_host import CHIPS, TABLE, CtypesCounter, record_table
 
 #: Metric mixes whose pass counts the table holds (the tests' and the README's requests).
 REQUESTS: list[list[str]] = [
@@ -37,6 +38,8 @@ REQUESTS: list[list[str]] = [
 SAMPLES = {"counter": "dram__bytes_read", "ratio": "smsp__average_inst_executed_per_warp",
            "throughput": "sm__throughput"}
 CHIP = "GH100"
+#: The target whose chip is CHIP: the requests are planned for it.
+TARGET = next(t for t, c in CHIPS.items() if c == CHIP)
 
 
 class _Recording:
@@ -69,7 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     rec = _Recording(live)
     source = Path(__file__).parent.parent / "demo" / "h200" / "kernels" / "softmax.py"
     for req in REQUESTS:  # the planner's own questions: packing and split reasons
-        plan(source, "softmax/softmax_fwd", req, counter=rec, plan_id="p-record")
+        plan(source, "softmax/softmax_fwd", req, counter=rec, plan_id="p-record",
+             options={"target": TARGET})
     if args.lists:
         lists = json.loads(Path(args.lists).read_text(encoding="utf-8"))
         for name, metrics in lists.items():

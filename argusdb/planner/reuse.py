@@ -8,8 +8,11 @@ stored variant made from the parent by the same transform (``program_version.tra
 ``forced_wait:softmax/softmax_fwd/load``) and accepts its probe, nothing else.
 
 Example:
-    >>> versions = parent_versions(store, ProgramSource.from_path("softmax.py"), None)
-    >>> find(store, task, versions, "softmax/softmax_fwd", "softmax_fwd", scope)
+    >>> from argusdb.store import Store
+    >>> with Store.open("argus.duckdb", read_only=True) as store:
+    ...     versions = parent_versions(store, ProgramSource.from_path("softmax.py"), None)
+    >>> versions.ids
+    ['ee0369be2e320607']
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from argusdb.planner.plan import PlanError
+from argusdb.errors import PlanError
 from argusdb.shape import INTRA_KERNEL_SCOPE as INTRA_KERNEL
 from argusdb.shape import SCOPE as SCOPE_COLUMNS
 

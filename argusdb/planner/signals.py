@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from argusdb.planner.plan import PlanError
+from argusdb.errors import PlanError
 
 #: Stall reasons of the Nsight Compute source page on sm_90 (columns of the recorded
 #: ``softmax.source.csv``; ncu writes ``stall_sleep`` for all samples, ``stall_sleeping`` for

@@ -27,10 +27,10 @@ a terminal, plain lines otherwise.
 
 Example:
     >>> from argusdb.runner.backends import ReplayBackend
-    >>> results = execute(plan.to_json(), store, Path("tools/h200/kernels/softmax.py"),
-    ...                   Path("work"), progress=False,
+    >>> results = execute(plan.to_json(), store,  # doctest: +SKIP
+    ...                   Path("tools/h200/kernels/softmax.py"), Path("work"), progress=False,
     ...                   backend=ReplayBackend(Path("tests/data/gpu")))
-    >>> [(r.action, r.status) for r in results][:2]
+    >>> [(r.action, r.status) for r in results][:2]  # doctest: +SKIP
     [('find_launch', 'done'), ('cupti_timing', 'done')]
 """
 
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from argusdb import materialize
-from argusdb.errors import ArgusError, InputError
+from argusdb.errors import ArgusError, InputError, VariantMismatch
 from argusdb.ingest import ingest_path, program_version_id
 from argusdb.regions import ProgramSource, parse_regions
 from argusdb.runner.backends import Backend, Collected, Job, LiveBackend, default_backend
@@ -72,14 +72,6 @@ def command_backend(request: dict[str, Any]) -> Backend:
 TOLERANCE = 1e-5
 
 
-class VariantMismatch(ArgusError):
-    """A variant does not compute its parent's result: its evidence is kept, never derived from.
-    """
-
-    exit_code = 1
-    code = "E203"
-
-
 @dataclass
 class TaskResult:
     """What one task did."""
@@ -99,7 +91,7 @@ class TaskResult:
 class _Version:
     source: ProgramSource
     options: dict[str, str]
-    target: str
+    target: str | None
     overrides: dict[str, Any] = field(default_factory=dict)
     parent: _Version | None = None
     transform: str | None = None
@@ -117,7 +109,13 @@ class _Run:
         self.src = ProgramSource.from_path(source_path)
         self.harness = Harness.read(self.src)
         opts = {str(k): str(v) for k, v in (plan["request"].get("options") or {}).items()}
-        target = opts.pop("target", "sm_90")
+        # The target is the plan's option, else the device's; the command form reads the
+        # binary's from the launcher's find_launch and sets it there.
+        target = opts.pop("target", None) or _device_target(backend)
+        if target is None and "command" not in plan["request"]:
+            raise InputError(self.src.name, "no GPU target: the plan names none and the "
+                             f"{backend.name} backend shows no device",
+                             "give --option target=sm_XX (e.g. sm_90), or run on the GPU")
         self.config = opts.pop("config", self.harness.default_config)
         if self.config not in self.harness.configs:
             raise InputError(self.src.name, f"no configuration {self.config!r}",
@@ -185,7 +183,8 @@ class _Run:
         got = self.backend.run(self.job(task, v))
         v = self._ran(v, got)
         for path in got.paths:
-            ing = ingest_path(self.store, path, v.source, {**v.options, "target": v.target},
+            opts = {**v.options, **({"target": v.target} if v.target else {})}
+            ing = ingest_path(self.store, path, v.source, opts,
                               VariantOf(v.parent.id, v.transform or "", v.task_id)
                               if v.parent else None, task_id=task["id"])
             res.run_ids.append(ing.run_id)
@@ -340,6 +339,18 @@ class _CommandRun(_Run):
         return (f"run {reuse.get('run_id')} measured version {reuse['program_version']}, not "
                 f"{version.id if version else 'the variant'} that this run of the command "
                 f"launched (another binary): collected again")
+
+
+def _device_target(backend: Backend) -> str | None:
+    """The target of the device the backend runs on: its own answer (a replay bundle's
+    recorded device), else this machine's GPU."""
+    own = getattr(backend, "device_target", None)
+    if callable(own):
+        got = own()
+        return str(got) if got else None
+    from argusdb.planner.target import device_target
+
+    return device_target()
 
 
 def _sha_of(path: str | None) -> str | None:

@@ -13,7 +13,7 @@ produced on the H200, named ``KERNEL.CONFIG.*``, so the whole path after collect
 CPU.
 
 Example:
-    >>> execute(plan, store, source, workdir, progress=False,
+    >>> execute(plan, store, source, workdir, progress=False,  # doctest: +SKIP
     ...         backend=ReplayBackend(Path("tests/data/gpu")))
 """
 
@@ -99,6 +99,13 @@ class ReplayBackend:
             path = self.bundle / name
             self._json[name] = json.loads(path.read_text()) if path.exists() else {}
         return self._json[name]
+
+    def device_target(self) -> str | None:
+        """The target of the device the bundle was recorded on (``env.json``'s capability)."""
+        from argusdb.planner.target import from_capability
+
+        cap = self._doc("env.json").get("capability")
+        return from_capability(".".join(str(c) for c in cap)) if cap else None
 
     def _need(self, job: Job, *names: str) -> list[Path]:
         paths = [self.bundle / n for n in names]

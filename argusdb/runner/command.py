@@ -12,7 +12,7 @@ stored. ``CommandReplayBackend`` answers the same jobs from a folder of task res
 
 Example:
     >>> backend = CommandBackend(["python", "model.py"], Path.cwd())
-    >>> backend.run(Job("find_launch", ...)).detail["binary"]["num_warps"]
+    >>> backend.run(job).detail["binary"]["num_warps"]  # doctest: +SKIP
     4
 """
 
@@ -26,17 +26,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from argusdb.errors import InputError
+from argusdb.errors import CommandFailed, InputError
 from argusdb.launch import command_env, read_launches, write_spec
 from argusdb.runner.backends import Collected, Job
 from argusdb.runner.gpu_tools import ncu_path
 
 #: What the runner stores of a task's result document (``result.json`` in its folder).
 RESULT = "result.json"
-
-
-class CommandFailed(InputError):
-    """The user's command exited with an error, or never launched the kernel."""
 
 
 def _tail(text: str, n: int = 6) -> str:

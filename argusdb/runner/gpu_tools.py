@@ -5,8 +5,8 @@ Shared by the packaged worker (:mod:`argusdb.runner.worker`), the launcher hooks
 on a CPU-only path: ``cupti`` and ``torch`` are imported where they are used.
 
 Example:
-    >>> act = Activity()          # cupti-python 13.0 activity API
-    >>> act.start(); ...; recs = act.stop(Path("timing.cupti.jsonl"))
+    >>> act = Activity()  # doctest: +SKIP
+    >>> act.start(); ...; recs = act.stop(Path("timing.cupti.jsonl"))  # doctest: +SKIP
 """
 
 from __future__ import annotations

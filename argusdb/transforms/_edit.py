@@ -9,9 +9,12 @@ statements of the same block that are still wholly inside. Lines of the span out
 and exit in another.
 
 Example:
+    >>> from argusdb.regions import ProgramSource
+    >>> src = ProgramSource.from_path("softmax.py")
     >>> ed = SourceEdit(src)
     >>> ed.insert_before(12, ["pl.enter_scope('load')"], indent="    ")
-    >>> ed.text()
+    >>> "pl.enter_scope('load')" in ed.text()
+    True
 """
 
 from __future__ import annotations

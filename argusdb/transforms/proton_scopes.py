@@ -9,6 +9,8 @@ session the scopes are no-ops; under ``TRITON_INTERPRET=1`` the variant binds th
 functions (Proton's builtins need the compiler), so its result can be checked on a CPU.
 
 Example:
+    >>> from argusdb.regions import ProgramSource
+    >>> src = ProgramSource.from_path("softmax.py")
     >>> v = proton_scopes(src, ["load", "reduce"])
     >>> v.transform
     'proton_scopes:softmax/softmax_fwd/load,softmax/softmax_fwd/reduce'

@@ -1,6 +1,9 @@
 """A program variant made by a transform: new source text and/or compile options.
 
 Example:
+    >>> from argusdb.regions import ProgramSource
+    >>> src = ProgramSource.from_path("kernels/matmul.py")
+    >>> from argusdb.transforms import pipelining_off
     >>> v = pipelining_off(src)
     >>> v.transform, v.options
     ('pipelining_off', {'num_stages': 1})

@@ -36,7 +36,8 @@ several values); the artefact event is named by kernel and launch index.
 
 Example:
     >>> art = KinetoTraceReader().read(Path("trace.json.gz"))
-    >>> for table, batch in art.batches(): ...
+    >>> sorted({table for table, batch in art.batches()})
+    ['evidence', 'kernel_launch']
 """
 
 from __future__ import annotations

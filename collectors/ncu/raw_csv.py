@@ -27,7 +27,7 @@ not metrics. The run records them as unknown (NULL) and lists them under ``not_s
 Example:
     >>> art = RawCsvReader().read(Path("softmax.raw.csv"))
     >>> art.target, art.interference.replay_passes
-    ('sm_90', 38)
+    ('sm_90', 20)
 """
 
 from __future__ import annotations

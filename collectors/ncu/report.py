@@ -13,8 +13,8 @@ Nsight Compute is not installed, ingesting a report ends with an InputError that
 export commands to run where it is.
 
 Example:
-    >>> art = NcuRepReader().read(Path("softmax.ncu-rep"))  # needs ncu on PATH
-    >>> art.interference.replay_passes, sorted({t for t, _ in art.batches()})
+    >>> art = NcuRepReader().read(Path("softmax.ncu-rep"))  # doctest: +SKIP
+    >>> art.interference.replay_passes, sorted({t for t, _ in art.batches()})  # doctest: +SKIP
     (38, ['evidence', 'instruction'])
 """
 

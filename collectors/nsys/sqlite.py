@@ -31,7 +31,8 @@ must, so memory is bounded by the batch size.
 
 Example:
     >>> art = NsysSqliteReader().read(Path("report.sqlite"))
-    >>> for table, batch in art.batches(): ...
+    >>> sorted({table for table, batch in art.batches()})
+    ['evidence', 'kernel_launch']
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Interference: ``cuda_events`` only (timing-clean) in mode ``events``; mode ``for
 forced-wait variant (collectives forced synchronous), not timing-clean.
 
 Example:
-    >>> art = SpansReader().read(Path("tp_block.rank0.spans.jsonl"))
+    >>> art = SpansReader().read(Path("tp_block.rank0.spans.jsonl.gz"))
 """
 
 from __future__ import annotations

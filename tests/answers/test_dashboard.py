@@ -78,6 +78,10 @@ def test_dashboard_renders_charts_with_data(tmp_path: Path,
     rows = table.find_elements(By.CSS_SELECTOR, "tr")
     assert len(rows) == 1 + 2  # header + bk64_s3 -> bk32_s1 -> bn256_s3 (recording order)
     assert "lower by" in rows[2].text or "higher by" in rows[2].text
+    # bk64_s3 -> bk32_s1 is a 2x slowdown: red, not green; the step back down is green
+    slow, fast = (r.find_elements(By.CSS_SELECTOR, "td")[-1] for r in rows[1:])
+    assert slow.value_of_css_property("color") == "rgba(187, 0, 0, 1)"
+    assert fast.value_of_css_property("color") == "rgba(0, 119, 0, 1)"
     browser.execute_script("arguments[0].scrollIntoView()", svg)
     png = browser.get_screenshot_as_png()
     shutil.copy(_save(tmp_path, png), Path("/tmp") / "argus-dashboard-test.png")

@@ -149,3 +149,83 @@ def test_perfetto_trace_places_proton_scopes_per_cta_and_warp(tmp_path: Path) ->
     assert ev["args"]["region_id"] == "softmax/softmax_fwd/store"
     assert {e["args"]["region_id"] for e in events} == {
         f"softmax/softmax_fwd/{s}" for s in ("load", "reduce", "store")}
+
+
+def test_hatchet_children_sum_to_the_kernel_with_unattributed(tmp_path: Path) -> None:
+    """Layer norm's source page without call sites (library code unplaced): the kernel's
+    attributed children, _unattributed included, add up to its observed total; one metric
+    name per signal on every level; no '(None)' unit."""
+    ln = DATA / "attribution"
+    path = tmp_path / "ln.duckdb"
+    with argusdb.connect(path, create=True) as db:
+        db.ingest(ln / "layernorm.source.csv", ln / "kernels" / "layernorm.py",
+                  {"variant": "csv", "target": "sm_90"})
+    out = tmp_path / "tree.json"
+    r = CliRunner().invoke(main, ["export", str(path), str(out), "--format", "hatchet",
+                                  "--version", "variant=csv"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    gf = GraphFrame.from_literal(doc)
+    df = gf.dataframe.reset_index()
+    assert "_unattributed" in set(df["name"])
+    kernel = doc[0]["children"][0]
+    kids = kernel["children"]
+    inst = next(m for m in kernel["metrics"] if m.startswith("inst_executed"))
+    for sig in (inst, "warp_stall_samples (samples)"):
+        total = kernel["metrics"][sig]
+        assert sum(c["metrics"].get(sig, 0) for c in kids) == pytest.approx(total)
+    with argusdb.connect(path, read_only=True) as db:  # the source page's own total
+        (observed,) = db.store.rows("SELECT sum(value) AS v FROM evidence WHERE signal = "
+                                    "'inst_executed' AND evidence_class = 'observed'")
+    assert kernel["metrics"][inst] == observed["v"] == 9961472
+    unattributed = next(c for c in kids if c["frame"]["name"] == "_unattributed")
+    assert unattributed["metrics"][inst] == 4259840
+    names: dict[str, set[str]] = {}
+
+    def walk(n: dict) -> None:
+        for m in n["metrics"]:
+            names.setdefault(m.split(" (", 1)[0], set()).add(m)
+            assert "(None)" not in m
+        for c in n["children"]:
+            walk(c)
+
+    walk(doc[0])
+    assert all(len(v) == 1 for v in names.values()), names
+
+
+def test_perfetto_trace_of_several_runs_with_host_ops(tmp_path: Path) -> None:
+    """Both ranks of a distributed Kineto recording on the H200 (torch.profiler): each run is
+    its own group of processes, its kernels on device tracks and its torch ops, annotations
+    and steps on host-thread tracks, each from its own first event."""
+    from argusdb.distributed.ingest import ingest_launch
+    from argusdb.store import Store
+
+    path = tmp_path / "xl.duckdb"
+    with Store.open(path, create=True) as st:
+        ingest_launch(st, DATA / "gpu" / "xlayer" / "xl-overlap-profiler-1")
+        runs = [r["run_id"] for r in st.rows("SELECT run_id FROM run ORDER BY run_id")]
+        want = {r["run_id"]: (r["k"], r["h"]) for r in st.rows(
+            "SELECT run_id, (SELECT count(*) FROM kernel_launch k WHERE k.run_id = r.run_id) "
+            "AS k, (SELECT count(*) FROM trace_span s WHERE s.run_id = r.run_id AND "
+            "s.clock = 'host') AS h FROM run r")}
+    assert len(runs) == 2 and all(k > 0 and h > 0 for k, h in want.values())
+    out = tmp_path / "two.json"
+    r = CliRunner().invoke(main, ["export", str(path), str(out), "--format", "perfetto",
+                                  "--run", runs[0][:8], "--run", runs[1][:8]])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    events = check_chrome_trace(doc)
+    assert [x["run_id"] for x in doc["otherData"]["argusdb_runs"]] == runs
+    procs = {m["pid"]: m["args"]["name"] for m in doc["traceEvents"]
+             if m["name"] == "process_name"}
+    for run in runs:
+        mine = [e for e in events if e["args"]["run_id"] == run]
+        kernels = [e for e in mine if e["cat"] == "kernel"]
+        host = [e for e in mine if e["cat"] in ("host_op", "annotation", "step")]
+        assert (len(kernels), len(host)) == want[run]
+        assert min(e["ts"] for e in mine) == 0.0  # each run from its own first event
+        # a run's processes are its own, and say which run they belong to
+        assert {procs[e["pid"]].split(" ")[1] for e in mine} == {run[:8]}
+        assert {e["pid"] for e in kernels}.isdisjoint({e["pid"] for e in host})
+    mm = [e for e in events if e["cat"] == "kernel" and e["args"]["host_op"] == "aten::mm"]
+    assert mm and all(e["args"]["launch_api"] for e in mm)

@@ -16,6 +16,8 @@ from tests.planner.conftest import KERNEL_FILES
 SOFTMAX = KERNELS / "softmax.py"
 MATMUL = KERNELS / "matmul.py"
 SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+#: The recorded pass table is CUPTI's for the H200's chip (GH100): plans that pack metrics name it.
+H200 = {"target": "sm_90"}
 
 
 def shape(p: Plan) -> list[tuple[str, str, str | None, list[str]]]:
@@ -131,7 +133,8 @@ def test_sub_region_duration_needs_scopes_even_at_launch_scope(table: TableCount
 
 def test_metrics_are_packed_by_recorded_pass_counts(table: TableCounter) -> None:
     p = plan(SOFTMAX, "softmax/softmax_fwd",
-             [SOL, "dram__bytes_read.sum", "dram__bytes_write.sum"], counter=table)
+             [SOL, "dram__bytes_read.sum", "dram__bytes_write.sum"], counter=table,
+             options=H200)
     a, b = p.by_action("ncu_source")
     # CUPTI 13.0's profiler host: sm__throughput alone takes 8 passes on GH100; the two DRAM
     # counters fit in one pass together.
@@ -146,13 +149,38 @@ def test_metrics_are_packed_by_recorded_pass_counts(table: TableCounter) -> None
 
 def test_unknown_pass_count_splits_conservatively_and_says_so(table: TableCounter) -> None:
     p = plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum", "lts__t_sectors_op_read.sum"],
-             counter=table)
+             counter=table, options=H200)
     known, unknown = p.by_action("ncu_source")
     assert known.params["expected_passes"] == 1
     assert unknown.params["metrics"] == ["lts__t_sectors_op_read.sum"]
     assert unknown.params["expected_passes"] is None
     assert "pass count of lts__t_sectors_op_read.sum on GH100 is not known here" in unknown.why
     assert "split conservatively" in known.why
+
+
+def test_without_a_target_metrics_are_not_packed_and_the_plan_says_why(
+        table: TableCounter, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("argusdb.planner.target.device_target", lambda: None)
+    p = plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum", "dram__bytes_write.sum"],
+             counter=table)
+    runs = p.by_action("ncu_source")
+    assert [t.params["metrics"] for t in runs] == [["dram__bytes_read.sum"],
+                                                  ["dram__bytes_write.sum"]]
+    assert all(t.params["expected_passes"] is None for t in runs)
+    assert "on an unknown target is not known" in runs[0].why
+    assert any("the target is not known" in n and "--option target=" in n for n in p.notes)
+    # the device's target is taken when there is one
+    monkeypatch.setattr("argusdb.planner.target.device_target", lambda: "sm_90")
+    p = plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum", "dram__bytes_write.sum"],
+             counter=table)
+    assert [t.params["metrics"] for t in p.by_action("ncu_source")] == [
+        ["dram__bytes_read.sum", "dram__bytes_write.sum"]]
+
+
+def test_a_target_without_pass_counts_is_refused_for_metrics(table: TableCounter) -> None:
+    with pytest.raises(PlanError, match=r"target sm_80 \(from the target option"):
+        plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum"], counter=table,
+             options={"target": "sm_80"})
 
 
 def test_pc_sampling_is_apart_from_everything_timed(table: TableCounter) -> None:
@@ -183,7 +211,7 @@ def test_every_region_of_every_kernel_plans(source: Path, table: TableCounter) -
     assert regions
     for r in regions:
         for mix in mixes:
-            check_invariants(plan(source, r.region_id, mix, counter=table))
+            check_invariants(plan(source, r.region_id, mix, counter=table, options=H200))
         if r.name:
             check_invariants(plan(source, r.region_id, ["duration"], {"warp": "each"},
                                   counter=table))

@@ -1,0 +1,218 @@
+"""Pass 2: base streams. Each evidence-bearing FROM item becomes a stream with the metadata
+of the rows the query's own simple predicates select on it (predicates rewritten over metadata
+columns, propagated through equi-joins and uncorrelated ``IN (SELECT ...)`` semi-joins).
+
+Example:
+    >>> StreamPass.__mro__[1].__name__
+    'Resolver'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from argusdb.checker import constructs, resolve
+from argusdb.checker.context import KEY_COLUMNS, Props, Stream
+from argusdb.checker.metadata import Metadata, evidence_columns, evidence_relation
+from argusdb.checker.passes import syntax as sx
+from argusdb.checker.predicates import Pred
+
+
+class StreamPass(resolve.Resolver):
+    """Base streams of a scope's FROM items (see the module docstring)."""
+
+    meta: Metadata | None
+    #: The stream each analysed scope outputs, by ``id`` of its expression.
+    out: dict[int, Stream | None]
+
+    def _base_stream(self, sc: Scope, alias: str, src: exp.Table, rel: resolve.Relation,
+                     uf: sx.UnionFind, key_sets: list[list[exp.Expression]]
+                     ) -> tuple[Stream, list[dict[str, Any]]] | None:
+        con = rel.construct
+        if con is not None:
+            base = "evidence"
+        elif rel.kind in ("table", "view") and evidence_relation(rel.name):
+            base = rel.name
+        else:
+            return None
+        assert self.meta is not None
+        mapping = sx.DIFF_META if con is not None and con.diffs_versions else None
+        preds, used = self._predicates(sc, alias, uf, mapping)
+        if con is not None and con.diffs_versions:
+            self._resolve_selectors(src, rel)
+            diff_signal, v_from, v_to = resolve.rel_literals(rel)
+            for text, names in (
+                    (f"signal = {sx.lit(diff_signal)}", ["signal"]),
+                    (f"program_version IN ({sx.lit(v_from)}, {sx.lit(v_to)})", ["program_version"]),
+                    ("region_id IS NOT NULL", ["region_id"]), ("_scope = 'kernel'", ["_scope"])):
+                preds.append(Pred(sqlglot.parse_one(text, read="duckdb"), names))
+            used |= {"signal", "program_version", "region_id", "_scope"}
+        filtered = any(c in used for c in (*sx.SCOPE_COLS, "scope_path"))
+        keys: list[Pred] = []
+        key_ids: list[int] = []
+        for ks in key_sets:
+            for k in ks:
+                if id(k) in key_ids:
+                    continue
+                pk = self._rewrite(sc, k, alias, uf, mapping, used)
+                if pk is not None:
+                    keys.append(pk)
+                    key_ids.append(id(k))
+        rows = self.meta.rows(base, preds, keys, used)
+        if con is not None and con.diffs_versions:
+            self._check_diff_versions(src, rel, rows)
+        cols = self._cols(src) or set()
+        keyed = {p: set(cols & ks) for p, ks in KEY_COLUMNS.items()}
+        if con is not None and con.diffs_versions:
+            keyed = {"version": {"from_version", "to_version"}, "class": {"evidence_class"},
+                     "standing": {"signature"}, "pass": set(), "scope": set()}
+        values = set(con.value_columns) if con is not None else set(evidence_columns(rel.name))
+        st = Stream(alias, rel.name, src, Props.of_rows(rows), keyed, values,
+                    base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
+                    keys_sql=[k.sql for k in keys], key_ids=key_ids,
+                    scope_filtered=filtered)
+        if con is not None and con.acknowledgeable:
+            acks = resolve.rel_literals(rel)[0]
+            st.acks = set(acks if isinstance(acks, list) else [acks])
+        return st, rows
+
+    def _resolve_selectors(self, src: exp.Table, rel: resolve.Relation) -> None:
+        """version_diff's versions in the forms ``argus diff`` accepts (an ID, a unique
+        prefix of one, ``KEY=VALUE`` of its options): resolved to the ID, in the tree that
+        runs; a selector that names none or several is refused with the candidates."""
+        assert self.meta is not None
+        versions = self.meta.program_versions()
+        for i in (1, 2):
+            lit = rel.args[i]
+            if not isinstance(lit, exp.Literal):
+                continue
+            hit, why = constructs.resolve_version(str(lit.this), versions)
+            if hit is None:
+                self.ctx.bad_constructs.append((src, "version_diff", f"version_diff: {why}"))
+            elif hit != lit.this:
+                new = exp.Literal.string(hit)
+                lit.replace(new)
+                rel.args[i] = new
+
+    def _check_diff_versions(self, src: exp.Table, rel: resolve.Relation,
+                             rows: list[dict[str, Any]]) -> None:
+        """A version_diff side without evidence is a typo or a wrong signal: say which."""
+        assert self.meta is not None
+        signal, *versions = resolve.rel_literals(rel)
+        have = {r["program_version"] for r in rows}
+        known = self.meta.versions("evidence")
+        for v in versions:
+            if v in have or v not in known:  # unknown selectors: _resolve_selectors said so
+                continue
+            why = (f"has no whole-kernel {signal!r} evidence with a region" if v in known
+                   else f"is not a program version in the store{resolve.suggest(v, known)}")
+            self.ctx.bad_constructs.append((src, "version_diff", f"version_diff: {v!r} {why}"))
+
+    def _predicates(self, sc: Scope, alias: str, uf: sx.UnionFind, mapping: set[str] | None
+                    ) -> tuple[list[Pred], set[str]]:
+        """The query's simple predicates on ``alias`` (and on runs joined to it), rewritten."""
+        node = sc.expression
+        where = node.args.get("where")
+        conds = sx.conjuncts(where.this if where is not None else None)
+        for j in node.args.get("joins") or []:
+            side = (j.args.get("side") or "").upper()
+            if side in ("", "INNER") or (side == "LEFT" and j.this.alias_or_name.lower()
+                                         == alias):
+                conds += sx.conjuncts(j.args.get("on"))
+        out: list[Pred] = []
+        used: set[str] = set()
+        for c in conds:
+            if isinstance(c, exp.In) and c.args.get("query") is not None:
+                p = self._semi_join(sc, c, alias, uf, mapping, used)
+                if p is not None:
+                    out.append(p)
+                continue
+            if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
+                continue
+            p = self._rewrite(sc, c, alias, uf, mapping, used)
+            if p is None:
+                p = self._propagated(sc, c, alias, uf, mapping, used)
+            if p is not None:
+                out.append(p)
+        return out, used
+
+    def _semi_join(self, sc: Scope, c: exp.In, alias: str, uf: sx.UnionFind,
+                   mapping: set[str] | None, used: set[str]) -> Pred | None:
+        """``e.run_id IN (SELECT run_id FROM run WHERE timing_clean)``: the values the
+        (uncorrelated) subquery returns become a literal IN list over our column."""
+        col = c.this
+        if not isinstance(col, exp.Column) or self.meta is None:
+            return None
+        target = self._rewrite(sc, col, alias, uf, mapping, set())
+        if target is None:
+            return None
+        query = c.args["query"]
+        sub = query.this if isinstance(query, exp.Subquery) else query
+        values = self.meta.values(sub.sql(dialect="duckdb"))
+        if values is None:
+            return None
+        lits: list[exp.Expression] = [
+            exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
+            for v in values if v is not None]
+        node = exp.In(this=exp.column(target.names[0]), expressions=lits or [exp.Null()])
+        used.add(target.names[0])
+        return Pred(node, [target.names[0]])
+
+    def _propagated(self, sc: Scope, c: exp.Expression, alias: str, uf: sx.UnionFind,
+                    mapping: set[str] | None, used: set[str]) -> Pred | None:
+        """``b.col = 'x'`` for ``a.col = 'x'`` when the query also says ``a.col = b.col``."""
+        if not isinstance(c, exp.EQ | exp.In):
+            return None
+        col, rest = c.this, [c.expression] if isinstance(c, exp.EQ) else c.expressions
+        if not isinstance(col, exp.Column) or not rest or not all(
+                isinstance(x, exp.Literal) for x in rest):
+            return None
+        ref = self._ref(sc, col)
+        if ref is None or ref[0] == alias:
+            return None
+        for a2, n2 in list(uf.parent):
+            if a2 == alias and uf.find((a2, n2)) == uf.find(ref) and (
+                    mapping is None or n2 in mapping):
+                new = c.copy()
+                new.set("this", exp.column(n2))
+                used.add(n2)
+                return Pred(new, [n2])
+        return None
+
+    def _rewrite(self, sc: Scope, e: exp.Expression, alias: str, uf: sx.UnionFind,
+                 mapping: set[str] | None, used: set[str]) -> Pred | None:
+        """``e`` over metadata columns if it only reads ``alias`` (or runs joined to it)."""
+        cols = list(e.find_all(exp.Column))
+        if not cols or any(isinstance(c.this, exp.Star) for c in cols):
+            return None
+        names: list[str] = []
+        for c in cols:
+            ref = self._ref(sc, c)
+            if ref is None:
+                return None
+            a, n = ref
+            if a == alias:
+                if mapping is not None and n not in mapping:
+                    return None
+            elif not self._is_run_of(sc, a, alias, uf) or n not in resolve.catalog_columns(
+                    "run"):
+                # a key of another stream equated to one of ours still keys our rows
+                if isinstance(e, exp.Column):
+                    for (a2, n2), _root in list(uf.parent.items()):
+                        if a2 == alias and uf.find((a2, n2)) == uf.find(ref):
+                            used.add(n2)
+                            return Pred(e, [n2])
+                return None
+            names.append(n)
+        used.update(names)
+        return Pred(e, names)
+
+    def _is_run_of(self, sc: Scope, a: str, alias: str, uf: sx.UnionFind) -> bool:
+        src = sc.selected_sources.get(a, (None, None))[1]
+        rel = self.relations.get(id(src)) if isinstance(src, exp.Table) else None
+        return rel is not None and rel.name == "run" and uf.find((a, "run_id")) == uf.find(
+            (alias, "run_id"))
