@@ -12,9 +12,9 @@ answers. With ``ARGUS_DIST_REPLAY=DIR`` every launch is answered from a recorded
 wall seconds (and GPU seconds: wall × ranks on a GPU host).
 
 Example:
-    >>> p = plan_torchrun("prog/step", ["step_time"], ["torchrun", "--nproc-per-node", "2",
-    ...                   "prog.py"], Path("."))
-    >>> results = execute(p, store, Path("work"))
+    >>> p = plan_torchrun("prog/step", ["step_time"], ["torchrun",  # doctest: +SKIP
+    ...                   "--nproc-per-node", "2", "prog.py"], Path("."))
+    >>> results = execute(p, store, Path("work"))  # doctest: +SKIP
 """
 
 from __future__ import annotations

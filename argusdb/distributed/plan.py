@@ -22,6 +22,7 @@ changes overlap (seen on 2 H200s: the overlapped program ran 1.28x slower under 
 one did not change).
 
 Example:
+    >>> _ = Path("tp_block.py").write_text("import torch.distributed")  # the user's program
     >>> p = plan_torchrun("tp_block/step", ["duration", "exposed_communication"],
     ...                   ["torchrun", "--nproc-per-node", "4", "tp_block.py"], Path("."))
     >>> [(t.action, t.params.get("world_size")) for t in p.tasks][:2]
