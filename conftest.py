@@ -1,5 +1,5 @@
 """Doctests of the package's module examples: ``pytest`` collects every module of
-``argusdb/`` and ``collectors/`` as a doctest module (what ``--doctest-modules`` does, limited
+``argusdb/`` as a doctest module (what ``--doctest-modules`` does, limited
 to the package: the tests' own helpers, workers and recorded programs are not examples).
 
 Every example runs in a fresh folder holding what examples name: ``argus.duckdb`` (the store
@@ -38,7 +38,7 @@ ARTEFACTS = {
 
 
 #: Package folders whose modules' examples run as doctests.
-DOCTEST_ROOTS = (ROOT / "argusdb", ROOT / "collectors")
+DOCTEST_ROOTS = (ROOT / "argusdb",)
 #: Modules that are programs, not examples: the CLI entry point and the recorded kernels.
 collect_ignore = ["argusdb/__main__.py"]
 collect_ignore_glob = ["argusdb/demo/h200/*"]

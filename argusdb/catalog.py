@@ -1,6 +1,6 @@
-"""The catalog: documented SQL modules of ``schema/`` and ``queries/``.
+"""The catalog: documented SQL modules of ``argusdb/schema/`` and ``argusdb/queries/``.
 
-A module is a ``.sql`` file; its path (``queries/attribution/split.sql`` →
+A module is a ``.sql`` file; its path (``argusdb/queries/attribution/split.sql`` →
 ``attribution.split``) is its name. A module only declares tables, views and macros. The comment
 block above each ``CREATE`` describes the object; the ``--`` comment above each column line
 describes that column (meaning, unit, provenance). The store copies these into DuckDB with
@@ -9,7 +9,7 @@ undocumented column.
 
 A comment line that starts with ``@`` is an annotation, not documentation: ``-- @name`` or
 ``-- @name: value`` above a ``CREATE`` annotates the object, above a column line the columns
-that follow it (as the column's doc does). ``schema/`` uses them to state the evidence shape
+that follow it (as the column's doc does). ``argusdb/schema/`` uses them to state the evidence shape
 once (:mod:`argusdb.shape`): ``@batch: NAME`` (the collector batches a table receives),
 ``@key: KIND`` (a column the ingest fills, not the collector) and ``@scope`` (a scope
 coordinate).
@@ -127,7 +127,8 @@ def _parsed(package: str) -> tuple[Module, ...]:
             if child.is_dir() and not child.name.startswith("_"):
                 walk(child, f"{prefix}{child.name}.")
             elif child.name.endswith(".sql"):
-                out.append(_parse(prefix + child.name[:-4], f"{package}/{prefix.replace('.', '/')}"
+                out.append(_parse(prefix + child.name[:-4], f"{package.replace('.', '/')}/"
+                                  f"{prefix.replace('.', '/')}"
                                   f"{child.name}", child.read_text(encoding="utf-8")))
 
     walk(root, "")
@@ -135,12 +136,12 @@ def _parsed(package: str) -> tuple[Module, ...]:
 
 
 def schema_modules() -> list[Module]:
-    """Modules of ``schema/`` (tables), in file-name order."""
-    return _modules("schema")
+    """Modules of ``argusdb/schema/`` (tables), in file-name order."""
+    return _modules("argusdb.schema")
 
 
 def query_modules() -> list[Module]:
-    """Modules of ``queries/`` (views and macros), in dependency-friendly name order.
+    """Modules of ``argusdb/queries/`` (views and macros), in dependency-friendly name order.
 
     A module may name the modules it needs in a first-line comment ``-- requires: a.b, c``.
     """
@@ -149,7 +150,7 @@ def query_modules() -> list[Module]:
 
 @cache
 def _query_order() -> tuple[Module, ...]:
-    mods = _modules("queries")
+    mods = _modules("argusdb.queries")
     by_name = {m.name: m for m in mods}
     from graphlib import TopologicalSorter
 

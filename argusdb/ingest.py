@@ -24,13 +24,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from argusdb import materialize, shape
+from argusdb.collectors import detect, readers
+from argusdb.collectors.base import Artefact, head_bytes, normalize_target
+from argusdb.collectors.validate import check_options, cross_check
 from argusdb.errors import InputError, UsageError
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
 from argusdb.store import Store
 from argusdb.variants import VariantOf, bind
-from collectors import detect, readers
-from collectors.base import Artefact, head_bytes, normalize_target
-from collectors.validate import check_options, cross_check
 
 #: ``argus -v`` shows what each ingest wrote.
 _log = logging.getLogger("argusdb.ingest")
@@ -562,7 +562,7 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
                 "program_version": pl.version, "region_id": r.region_id, "kernel": r.kernel,
                 "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
     rank = None if pl.place.get("rank") is None else str(pl.place["rank"])
-    # What a run gives every row of it (the @key: run and @fill: run columns of schema/).
+    # What a run gives every row of it (the @key: run and @fill: run columns of argusdb/schema/).
     keys = {"run_seq": seq, "program_version": pl.version, "task_id": task_id, "run_id": run_id,
             "rank": rank}
     other_keys: dict[str, Any] | None = None

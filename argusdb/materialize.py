@@ -1,17 +1,17 @@
 """Materialized views: attribution and derivation, refreshed so a stale result is never served.
 
-The logic lives in SQL modules (``queries/attribution/``, ``queries/derivation/``): their views
-and table macros say what the materialized tables ``attribution_split``, ``region_attribution`` and
-``derived_evidence`` should contain for the current inputs. This module only decides *when* to
-rebuild and writes the rows. Each build records, in ``materialization``, a fingerprint of its
-inputs (runs, region spans and version facts per program version; variant checks; and the SQL
-text of the modules themselves, so changed code also rebuilds). :func:`refresh` rebuilds what is
-stale: a version whose static inputs (spans, listings, call sites, facts, SQL) changed is
-rebuilt whole; runs added since the last build are attributed on their own, together with the
-older runs whose shared lines depend on the newest mapping run. It runs inside every ingest
-transaction, so a run and the attribution that includes it commit together.
-:func:`ensure_fresh` is the guard for readers (the API and the CLI call it before answering),
-so nothing reads rows built from other inputs than the store now holds.
+The logic lives in SQL modules (``argusdb/queries/attribution/``, ``argusdb/queries/derivation/``):
+their views and table macros say what the materialized tables ``attribution_split``,
+``region_attribution`` and ``derived_evidence`` should contain for the current inputs. This module
+only decides *when* to rebuild and writes the rows. Each build records, in ``materialization``, a
+fingerprint of its inputs (runs, region spans and version facts per program version; variant checks;
+and the SQL text of the modules themselves, so changed code also rebuilds). :func:`refresh` rebuilds
+what is stale: a version whose static inputs (spans, listings, call sites, facts, SQL) changed is
+rebuilt whole; runs added since the last build are attributed on their own, together with the older
+runs whose shared lines depend on the newest mapping run. It runs inside every ingest transaction,
+so a run and the attribution that includes it commit together. :func:`ensure_fresh` is the guard for
+readers (the API and the CLI call it before answering), so nothing reads rows built from other
+inputs than the store now holds.
 
 Example:
     >>> with Store.open("argus.duckdb") as st:
@@ -55,7 +55,7 @@ class RefreshReport:
 @cache
 def _code_sha(name: str) -> str:
     """md5 of the SQL of a materialization's modules (read once per process)."""
-    # The shape macros (queries/shape.sql) are part of every materialization's code.
+    # The shape macros (argusdb/queries/shape.sql) are part of every materialization's code.
     text = "".join(m.text for m in catalog.query_modules()
                    if m.name.startswith(_MODULES[name]) or m.name == "shape")
     return hashlib.md5(text.encode()).hexdigest()
@@ -82,7 +82,7 @@ def _attribution_state(store: Store) -> dict[str, _Version]:
                       "FROM attribution_input_state").fetchall()}
 
 
-#: The runs derivation may read (``queries/derivation/``): those of forced-wait variants and
+#: The runs derivation may read (``argusdb/queries/derivation/``): those of forced-wait variants and
 #: their parents (exposed latency), forced-wait and ``torchdist`` runs (exposed
 #: communication), and runs of a multi-process launch (clock offsets). A run of none of these
 #: kinds cannot change a derived value, so adding one rebuilds nothing.

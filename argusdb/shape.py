@@ -1,4 +1,5 @@
-"""The evidence shape, read once from the annotations of ``schema/`` (see :mod:`argusdb.catalog`).
+"""The evidence shape, read once from the annotations of ``argusdb/schema/``
+(see :mod:`argusdb.catalog`).
 
 The DDL is the one home of these facts; this module only reads them:
 
@@ -13,8 +14,8 @@ The DDL is the one home of these facts; this module only reads them:
   (the collector's value, else the run's);
 - the Arrow schema of each batch: the table's other columns, typed as the DDL types them.
 
-The formulas themselves are SQL macros of ``queries/shape.sql``; :func:`keyed` evaluates them
-over a batch before :meth:`argusdb.store.Store.append_batch` appends it.
+The formulas themselves are SQL macros of ``argusdb/queries/shape.sql``; :func:`keyed` evaluates
+them over a batch before :meth:`argusdb.store.Store.append_batch` appends it.
 
 Example:
     >>> SCOPE
@@ -134,7 +135,7 @@ def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
 
     ``region_id`` is ``<program>/<kernel>`` for kernel-wide rows (macro ``kernel_wide``) of
     ``kernels`` (the @triton.jit functions of the program), else NULL. The computed columns
-    are evaluated by the store over the batch, with the macros of ``queries/shape.sql``.
+    are evaluated by the store over the batch, with the macros of ``argusdb/queries/shape.sql``.
     """
     batch = conform(name, batch)
     table = routes()[name]
@@ -159,7 +160,7 @@ def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
         elif kind == "region":
             add[col] = pa.nulls(n, pa.string())
         else:
-            raise ArgusError(f"{table}.{col}: unknown @key kind {kind!r} in schema/")
+            raise ArgusError(f"{table}.{col}: unknown @key kind {kind!r} in argusdb/schema/")
     for col in _annotated(table, "fill"):
         computed.append((col, f"coalesce(nullif({col}, 'all'), ?::VARCHAR, 'all')",
                          pa.string()))

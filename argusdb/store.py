@@ -2,7 +2,7 @@
 
 Each run lands in one transaction: its rows become visible whole or not at all, also when the
 process is killed half-way (DuckDB only makes a transaction durable at COMMIT). Views of
-``queries/`` are (re)created when a store is opened so code and store never disagree.
+``argusdb/queries/`` are (re)created when a store is opened so code and store never disagree.
 
 Example:
     >>> with Store.open("argus.duckdb", read_only=True) as st:
@@ -29,8 +29,8 @@ import pyarrow as pa
 from argusdb import catalog
 from argusdb.errors import QueryFailed, StoreError
 
-#: Version of ``schema/`` this release writes. A store records its own in ``store_meta``; a store
-#: without that table but with ``run`` is version 1 (the first release). See
+#: Version of ``argusdb/schema/`` this release writes. A store records its own in ``store_meta``;
+#: a store #: without that table but with ``run`` is version 1 (the first release). See
 #: :mod:`argusdb.store_versions` for the migrations.
 SCHEMA_VERSION = 2
 #: Seconds a writer (or reader) waits for another process's lock on an embedded store; the
@@ -392,7 +392,7 @@ class Store:
         return bool(row and row[0])
 
     def add_missing_columns(self) -> list[str]:
-        """Add to the store's tables the columns ``schema/`` declares and they lack (a store
+        """Add to the store's tables the columns ``argusdb/schema/`` declares and they lack (a store
         written before the column existed), each with its DDL type and default; returns
         ``table.column`` of each column added. Call it inside the migrating transaction."""
         ref = duckdb.connect(":memory:")

@@ -1,7 +1,7 @@
 """``argus copy SRC DST``: move a store between kinds (embedded file ↔ shared DuckLake), whole.
 
-Every table of ``schema/`` is copied row for row (attribution and derivation included, so the
-copy answers without rebuilding); the destination must hold no runs. The copy is one
+Every table of ``argusdb/schema/`` is copied row for row (attribution and derivation included, so
+the copy answers without rebuilding); the destination must hold no runs. The copy is one
 transaction on the destination: a killed copy leaves it empty. A shared store's DuckLake
 snapshot history stays behind (the copy is its newest snapshot); an embedded destination gets
 one snapshot per run when the source had none of its own (as a migration from schema 1 does).

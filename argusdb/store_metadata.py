@@ -81,7 +81,7 @@ def _filled(relation: str, cols: set[str]) -> list[str]:
     kernel = "x.kernel" if "kernel" in cols else "NULL::VARCHAR"
     # A scope-tree path below the kernel (Proton 'k2/load') is a slice of it; a path with no
     # kernel is a tool scope above kernels. The test of ingest's region binding (the macro
-    # kernel_wide_path of queries/shape.sql).
+    # kernel_wide_path of argusdb/queries/shape.sql).
     sel.append(f"CASE WHEN kernel_wide_path({path}, {kernel}) THEN NULL "
                f"WHEN {kernel} IS NULL THEN 'tool_scope' ELSE 'in_kernel_scope' END "
                f"AS _path_level")

@@ -1,14 +1,14 @@
 """Schema versions, migrations and the embedded store's snapshots (time travel).
 
-A store records the version of ``schema/`` it was written with in ``store_meta``. Opening a
+A store records the version of ``argusdb/schema/`` it was written with in ``store_meta``. Opening a
 store of an older version migrates it inside the transaction that (re)creates the schema, so a
 migration commits whole or not at all; a newer one is refused (:meth:`Store.open`).
 
 Versions:
     1. the releases before schema versions: no ``store_meta``, no ``store_snapshot``, and the
        later of them with the ``rank``/device columns of distributed runs, the earlier without.
-       Migrating adds every column ``schema/`` declares that the store lacks (type and default
-       from the DDL), so both migrate.
+       Migrating adds every column ``argusdb/schema/`` declares that the store lacks (type and
+       default        from the DDL), so both migrate.
     2. ``store_meta`` (schema version) and ``store_snapshot`` (one row per committed ingest). A
        schema-1 store gets one snapshot per run, at the run's ingest time, in run order.
 
@@ -57,7 +57,7 @@ def migrate(store: Store, version: int) -> None:
 
 
 def schema_tables() -> list[str]:
-    """Every table of ``schema/``, in module order."""
+    """Every table of ``argusdb/schema/``, in module order."""
     return [o.name for m in catalog.schema_modules() for o in m.objects if o.kind == "table"]
 
 

@@ -38,9 +38,9 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from argusdb.collectors import detect  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
 from argusdb.store import Store  # noqa: E402
-from collectors import detect  # noqa: E402
 
 SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
 PER_COPY = 10_856  # evidence values in one copy of the softmax source page

@@ -35,9 +35,9 @@ import pyarrow as pa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from argusdb.collectors import detect  # noqa: E402
 from argusdb.ingest import ingest_paths  # noqa: E402
 from argusdb.store import Store  # noqa: E402
-from collectors import detect  # noqa: E402
 
 SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
 

@@ -57,9 +57,9 @@ def make_export(kernels: int, out: Path) -> int:
 
 def child(mode: str, path: Path, store: Path) -> dict[str, float]:
     """Run in a fresh interpreter: read or ingest ``path``; peak RSS and wall time."""
+    from argusdb.collectors import detect
     from argusdb.ingest import ingest_path
     from argusdb.store import Store
-    from collectors import detect
 
     t = time.perf_counter()
     if mode == "read":

@@ -41,9 +41,9 @@ def _rss_mb() -> float:
 
 def child(mode: str, path: Path, batch_rows: int) -> dict[str, float]:
     """Measure one read or ingest in this (fresh) process."""
+    from argusdb.collectors.kineto import KinetoTraceReader
     from argusdb.ingest import ingest_path
     from argusdb.store import Store
-    from collectors.kineto import KinetoTraceReader
 
     # Warm up: the first Arrow conversion imports pandas (lazily, inside pyarrow), tens of MB
     # of modules that would otherwise count as the reader's memory.
@@ -61,7 +61,7 @@ def child(mode: str, path: Path, batch_rows: int) -> dict[str, float]:
             out["traced_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
         else:
-            import collectors.kineto.trace as kt
+            import argusdb.collectors.kineto.trace as kt
             kt.BATCH_ROWS = batch_rows
             assert st is not None
             res = ingest_path(st, path)

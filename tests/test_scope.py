@@ -7,8 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from argusdb import catalog
+from argusdb.collectors.base import (
+    EVIDENCE_SCHEMA,
+    INTRA_KERNEL_SCOPE,
+    SCOPE_COLUMNS,
+    evidence_batch,
+)
 from argusdb.store import Store
-from collectors.base import EVIDENCE_SCHEMA, INTRA_KERNEL_SCOPE, SCOPE_COLUMNS, evidence_batch
 
 
 def _scope_cols(names: list[str]) -> list[str]:

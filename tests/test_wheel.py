@@ -28,7 +28,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     # build from a copy of what the wheel is made of, so no build/ folder lands in the checkout
     src = tmp / "src"
-    for name in ("argusdb", "collectors", "schema", "queries"):
+    for name in ("argusdb",):
         shutil.copytree(ROOT / name, src / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):

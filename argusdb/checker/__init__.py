@@ -15,7 +15,8 @@ Pipeline (one module each, as sqlglot lays out its own)::
 and never runs the query; given a Store it asks the store's metadata (kept on the Store).
 
 Evidence-aware constructs (``version_diff``, ``evidence_accepting``) are table macros of
-``queries/checked.sql``; :mod:`argusdb.checker.constructs` says what they mean to the checker.
+``argusdb/queries/checked.sql``; :mod:`argusdb.checker.constructs` says what they mean to the
+checker.
 
 Example:
     >>> from argusdb.store import Store

@@ -1,8 +1,8 @@
 """Evidence-aware constructs of the checked query language, as data.
 
-Each construct is a table macro declared in ``queries/checked.sql``; this table tells the checker
-what the macro returns and what its use in a query *says*: ``version_diff`` is the explicit way
-to compare program versions region by region (the version rule accepts it), and
+Each construct is a table macro declared in ``argusdb/queries/checked.sql``; this table tells the
+checker what the macro returns and what its use in a query *says*: ``version_diff`` is the explicit
+way to compare program versions region by region (the version rule accepts it), and
 ``evidence_accepting`` acknowledges a combination the checker would otherwise refuse. Uses are
 recorded in ``explain()`` and in ``argus query --json`` under ``constructs``.
 

@@ -1,8 +1,8 @@
 """The resolver: relations and columns of every scope against the catalog.
 
 Names are resolved the way DuckDB resolves them: a FROM item is a CTE, a table or view of the
-catalog (``schema/`` and ``queries/``), an evidence-aware construct, or an allowed table
-function; a column belongs to exactly one source of its scope (or of an enclosing scope, for a
+catalog (``argusdb/schema/`` and ``argusdb/queries/``), an evidence-aware construct, or an allowed
+table function; a column belongs to exactly one source of its scope (or of an enclosing scope, for a
 correlated subquery), to a select-list alias, or to a lambda parameter. Whatever cannot be
 resolved becomes an AR06/AR07 finding with "did you mean" suggestions (difflib).
 

@@ -1,7 +1,7 @@
 """``argus schema [NAME]``: the tables, views and macros users can read, with their docs.
 
-The text comes from the documented SQL modules (``schema/`` and ``queries/``), the same text
-the catalog copies into DuckDB with ``COMMENT ON``; no store is needed.
+The text comes from the documented SQL modules (``argusdb/schema/`` and ``argusdb/queries/``), the
+same text the catalog copies into DuckDB with ``COMMENT ON``; no store is needed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The interval-algebra table macros (``queries/intervals/algebra.sql``) as checker constructs.
+"""The interval-algebra table macros (``argusdb/queries/intervals/algebra.sql``) as checker
+constructs.
 
 The checker refuses table functions it does not know (AR09). These entries say what each macro
 returns, for the checker to merge into ``argusdb.checker.constructs.CONSTRUCTS`` (its owner's

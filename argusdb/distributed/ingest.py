@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from argusdb.collectors import detect
 from argusdb.errors import InputError
 from argusdb.ingest import IngestResult, ingest_paths
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
-from collectors import detect
 
 
 @dataclass

@@ -11,7 +11,7 @@ records without editing the program, in one of three modes (``ARGUS_DIST_MODE``)
   stream current at the call: a synchronous collective's span starts when that stream reaches
   it and ends when the stream may continue (the collective is complete on this rank); for
   ``async_op=True`` the span ends when the program waits for the work. Written as
-  ``<stem>.rank<R>.spans.jsonl`` (``collectors/torchdist``).
+  ``<stem>.rank<R>.spans.jsonl`` (``argusdb/collectors/torchdist``).
 - ``forced``: as ``events``, and each collective is forced synchronous: the device is drained
   before it and the host waits for it after it, so no compute overlaps it (a perturbed variant:
   the run is marked ``forced_wait``).

@@ -159,7 +159,8 @@ def _control(ctx: PlanContext) -> Any:
 
 
 #: Intra-kernel coordinates that Proton instrumentation resolves (scope_event rows per CTA and
-#: warp, see collectors/proton/trace.py); others (a warp role, a loop iteration) it does not.
+#: warp, see argusdb/collectors/proton/trace.py); others (a warp role, a loop iteration) it
+#: does not.
 DELIVERED_INTRA = ("cta", "sm", "warp")
 
 

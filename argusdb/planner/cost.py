@@ -3,7 +3,7 @@
 The runner writes every task's ``wall_s`` and ``gpu_s`` to the ``task`` table with its plan and
 its configuration (the plan's task, so ``config.action`` names the action). The estimate of a
 new task is the median over past finished tasks of the same action (views ``plan_cost`` and
-``plan_cost_action`` of ``queries/plan_cost.sql`` show the same costs per plan).
+``plan_cost_action`` of ``argusdb/queries/plan_cost.sql`` show the same costs per plan).
 
 Example:
     >>> from argusdb.store import Store

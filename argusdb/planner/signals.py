@@ -37,12 +37,12 @@ STALL_REASONS = ("barrier", "branch_resolving", "dispatch", "drain", "imc", "lg"
                  "math", "membar", "mio", "misc", "no_inst", "not_selected", "selected",
                  "short_sb", "sleep", "sleeping", "tex", "wait")
 
-#: Source-page signals that are not stall reasons (names as collectors/ncu gives them).
+#: Source-page signals that are not stall reasons (names as argusdb/collectors/ncu gives them).
 SOURCE_SIGNALS = ("inst_executed", "thread_inst_executed", "thread_inst_executed_pred_on",
                   "warp_stall_samples", "warp_stall_samples_not_issued")
 
 #: Stall reasons of Proton's PC sampling (CUPTI's names, ``stalled_<reason>`` in the hatchet
-#: tree; collectors/proton gives them as ``stall_<reason>``), as recorded on the H200.
+#: tree; argusdb/collectors/proton gives them as ``stall_<reason>``), as recorded on the H200.
 PROTON_STALL_REASONS = ("barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss",
                         "lg_throttle", "long_scoreboard", "math_pipe_throttle", "membar",
                         "mio_throttle", "misc", "no_instruction", "not_selected", "selected",

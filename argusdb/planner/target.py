@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from collectors.base import normalize_target
+from argusdb.collectors.base import normalize_target
 
 if TYPE_CHECKING:
     from argusdb.regions import ProgramSource

@@ -45,7 +45,7 @@ class Activity:
     """cupti-python activity tracing as sessions: start(), launches, stop(path) writes JSON lines.
 
     Records are the ``CONCURRENT_KERNEL`` and ``RUNTIME`` kinds, with the field names of the
-    fixtures (``argusdb/demo/h200/*/*.cupti.jsonl``) that ``collectors/cupti`` reads.
+    fixtures (``argusdb/demo/h200/*/*.cupti.jsonl``) that ``argusdb/collectors/cupti`` reads.
     """
 
     KERNEL_FIELDS = ("name", "start", "end", "correlation_id", "grid_x", "grid_y", "grid_z",

@@ -229,7 +229,7 @@ def test_perfetto_export_reads_back_through_a_chrome_trace_reader(h200: Connecti
                                                                   tmp_path: Path) -> None:
     """Export a recorded H200 run as Chrome trace JSON, read it with the kineto collector (a
     reader of torch.profiler's Chrome traces), and get the recorded launches back, to the ns."""
-    from collectors import detect
+    from argusdb.collectors import detect
 
     run = h200.query("SELECT run_id FROM run WHERE artefact_name = "
                      "'matmul.bk64_s3.run1.cupti.jsonl'").to_pylist()[0]["run_id"]

@@ -19,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
+from argusdb.collectors import detect
 from argusdb.errors import InputError
 from argusdb.store import Store
-from collectors import detect
 from tests.collectors.corrupt_cases import BAD_OPTIONS, CASES, CUPTI, VALID, Case
 from tests.conftest import DATA, DEMO, KERNELS
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from argusdb.collectors import detect
 from argusdb.errors import InputError
-from collectors import detect
 from tests.conftest import DEMO
 
 JSONL = DEMO / "softmax" / "softmax.cupti.jsonl"

@@ -10,16 +10,16 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from argusdb.collectors import detect
+from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
+from argusdb.collectors.chrome import us_to_ns
+from argusdb.collectors.kineto import KinetoTraceReader
+from argusdb.collectors.kineto.hostops import LaunchIndex
+from argusdb.collectors.kineto.trace import counter_signal
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
-from collectors import detect
-from collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
-from collectors.chrome import us_to_ns
-from collectors.kineto import KinetoTraceReader
-from collectors.kineto.hostops import LaunchIndex
-from collectors.kineto.trace import counter_signal
 from tests.conftest import DATA
 
 KINETO = DATA / "kineto"

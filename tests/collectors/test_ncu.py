@@ -12,12 +12,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from argusdb.collectors import detect
+from argusdb.collectors.base import EVIDENCE_SCHEMA
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
-from collectors import detect
-from collectors.base import EVIDENCE_SCHEMA
 from tests.conftest import DATA, DEMO, KERNELS
 
 SOURCE = DEMO / "softmax" / "softmax.source.csv"
@@ -226,7 +226,7 @@ REPORT = DATA / "ncu" / "softmax.ncu-rep"
 
 
 def test_ncu_rep_without_nsight_compute(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("collectors.ncu.report.find_ncu", lambda: None)
+    monkeypatch.setattr("argusdb.collectors.ncu.report.find_ncu", lambda: None)
     with pytest.raises(InputError) as err:
         detect(REPORT).read(REPORT)
     msg = str(err.value)
@@ -294,7 +294,7 @@ def test_details_page_is_refused_for_the_raw_page() -> None:
 
 def test_source_page_streams_in_bounded_batches(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    import collectors.ncu.source_csv as mod
+    import argusdb.collectors.ncu.source_csv as mod
 
     text = SOURCE.read_text()
     big = tmp_path / "big.source.csv"
@@ -314,7 +314,7 @@ def test_cli_ingest_of_a_report_exits_2_with_the_export_command(
 
     from tests.cli.test_cli import run
 
-    monkeypatch.setattr("collectors.ncu.report.find_ncu", lambda: None)
+    monkeypatch.setattr("argusdb.collectors.ncu.report.find_ncu", lambda: None)
     db = str(tmp_path / "s.duckdb")
     code, out, _ = run("ingest", db, str(DATA / "ncu" / "softmax.ncu-rep"), "--json")
     assert code == 2

@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from argusdb.collectors import detect
+from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
+from argusdb.collectors.nsys import NsysSqliteReader
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.store import Store
-from collectors import detect
-from collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
-from collectors.nsys import NsysSqliteReader
 from tests.conftest import DATA
 
 EXPORT = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"

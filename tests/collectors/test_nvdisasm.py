@@ -7,11 +7,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from argusdb.collectors import detect
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
-from collectors import detect
 from tests.conftest import DEMO, KERNELS
 
 SASS = DEMO / "matmul" / "matmul.sass"

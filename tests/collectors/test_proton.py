@@ -10,14 +10,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from argusdb.collectors import detect
+from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
+from argusdb.collectors.proton import HatchetReader, ProtonInstrTraceReader, ProtonTraceReader
+from argusdb.collectors.proton.hatchet import metric_signal
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
-from collectors import detect
-from collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
-from collectors.proton import HatchetReader, ProtonInstrTraceReader, ProtonTraceReader
-from collectors.proton.hatchet import metric_signal
 from tests.conftest import DATA
 
 PROTON = DATA / "proton"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+from argusdb.collectors.kineto import KinetoTraceReader
 from bench.synth_kineto import SRC, write_replicated_trace
-from collectors.kineto import KinetoTraceReader
 
 
 def _traced_peak(path: Path, batch_rows: int) -> tuple[int, int]:

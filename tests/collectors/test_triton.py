@@ -7,12 +7,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from argusdb.collectors import detect
+from argusdb.collectors.triton.locations import Locations, trailing_loc
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
-from collectors import detect
-from collectors.triton.locations import Locations, trailing_loc
 from tests.conftest import DATA, DEMO, KERNELS
 
 TTGIR = DEMO / "softmax" / "softmax.ttgir"

@@ -1,4 +1,4 @@
-"""The shared checks of collectors/validate.py, case by case."""
+"""The shared checks of argusdb/collectors/validate.py, case by case."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from decimal import Decimal
 import pytest
 
 from argusdb import demo
-from argusdb.errors import InputError, UsageError
-from collectors.validate import (
+from argusdb.collectors.validate import (
     MAX_INTERVAL_NS,
     Braces,
     Unique,
@@ -19,6 +18,7 @@ from collectors.validate import (
     measurement,
     us_to_ns,
 )
+from argusdb.errors import InputError, UsageError
 
 
 @pytest.mark.parametrize(("value", "target"), [

@@ -1,4 +1,4 @@
-"""queries/intervals and queries/distributed: seed rows + query + expected rows."""
+"""argusdb/queries/intervals and argusdb/queries/distributed: seed rows + query + expected rows."""
 
 from __future__ import annotations
 

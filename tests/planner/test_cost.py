@@ -1,4 +1,4 @@
-"""Measurement cost is queryable (views of queries/plan_cost.sql) and feeds estimates."""
+"""Measurement cost is queryable (views of argusdb/queries/plan_cost.sql) and feeds estimates."""
 
 from __future__ import annotations
 

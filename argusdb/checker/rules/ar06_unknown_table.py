@@ -28,6 +28,7 @@ class UnknownTable(Rule):
     def check(self, ctx: Context) -> list[Finding]:
         known = ", ".join(known_relations())
         return [self.finding(ctx, node, f"no table or view {name!r} in the store{hint}",
-                             f"read one of: {known} (documented in schema/ and queries/; "
+                             f"read one of: {known} (documented in argusdb/schema/ and "
+                             f"argusdb/queries/; "
                              f"evidence is the main view)", table=name)
                 for node, name, hint in ctx.unknown_tables]

@@ -28,6 +28,7 @@ class UnknownColumn(Rule):
     def check(self, ctx: Context) -> list[Finding]:
         return [self.finding(ctx, node, problem,
                              "use a column of the tables in FROM; their meaning, unit and "
-                             "provenance are documented in schema/ and queries/ (e.g. "
-                             "queries/evidence.sql)", column=name)
+                             "provenance are documented in argusdb/schema/ and argusdb/queries/ "
+                             "(e.g. "
+                             "argusdb/queries/evidence.sql)", column=name)
                 for node, name, problem in ctx.unknown_columns]

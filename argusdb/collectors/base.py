@@ -1,0 +1,307 @@
+"""The one contract every collector follows.
+
+A collector is a package under ``argusdb/collectors/`` named after its tool (``ncu``, ``nvdisasm``,
+``triton``, ``cupti``, ``kineto``, ``proton``, ``nsys``). It exposes one module-level object
+``READERS``: a list of :class:`Reader`. A reader recognises an artefact from its content
+(``sniff``) and turns it into an :class:`Artefact`: metadata plus a stream of Arrow record batches
+named after the tables of ``argusdb/schema/``. Collectors never import duckdb and never see the
+store; ingest adds the keys (program version, task, run, region) before the store appends the
+batches; the columns of each batch are those ``argusdb/schema/`` declares
+(:func:`argusdb.shape.batch_schema`).
+
+Example:
+    >>> from argusdb.collectors import detect
+    >>> art = detect("softmax.source.csv").read("softmax.source.csv")
+    >>> sorted({table for table, batch in art.batches()})
+    ['evidence', 'instruction']
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import hashlib
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Protocol
+
+import pyarrow as pa
+
+from argusdb import shape
+from argusdb.errors import InputError
+
+#: The UTF-8 byte-order mark some editors and Windows tools write before text.
+BOM = codecs.BOM_UTF8
+
+#: Scope columns every evidence row carries; ``'all'`` where a coordinate does not apply.
+#: ``rank`` (the process of a multi-process launch) is outermost, then the launch of a kernel,
+#: then the coordinates inside one launch (:data:`INTRA_KERNEL_SCOPE`). Read from the
+#: ``@scope`` columns of ``schema/`` (:mod:`argusdb.shape`), the one list.
+SCOPE_COLUMNS = shape.SCOPE
+#: Scope coordinates inside one kernel launch (they nest: a value at one of them is a slice).
+INTRA_KERNEL_SCOPE = shape.INTRA_KERNEL_SCOPE
+
+#: Columns of the ``evidence`` batches a collector yields: ``observed_evidence`` less the
+#: columns ingest fills (``@key``), typed as the DDL types them.
+EVIDENCE_SCHEMA = shape.batch_schema("evidence")
+
+
+@dataclass
+class Interference:
+    """What was active while a run was measured, as the tool reports it.
+
+    A clean timing run has only ``activity_tracing`` set. Anything else perturbs timing:
+    torch.profiler's host-op tracing too (seen on 2 H200s: an overlapped tensor-parallel step
+    ran 38 times slower under it while the serial version did not change).
+    """
+
+    activity_tracing: bool = False
+    torch_profiler: bool = False
+    counter_replay: bool = False
+    replay_passes: int | None = None
+    section_set: str | None = None
+    pc_sampling: bool = False
+    instrumentation: bool = False
+    forced_wait: bool = False
+    serialized: bool = False
+    clock_control: str | None = None
+    cache_control: str | None = None
+
+    def signature(self) -> str:
+        """A canonical, human-readable signature, e.g. ``replay(38 passes, full)+clock:none``."""
+        parts: list[str] = []
+        if self.counter_replay:
+            parts.append(f"replay({self.replay_passes or '?'} passes, {self.section_set or '?'})")
+        for flag in ("instrumentation", "forced_wait", "pc_sampling", "serialized",
+                     "torch_profiler", "activity_tracing"):
+            if getattr(self, flag):
+                parts.append(flag)
+        if self.clock_control:
+            parts.append(f"clock:{self.clock_control}")
+        if self.cache_control:
+            parts.append(f"cache:{self.cache_control}")
+        return "+".join(parts) or "none"
+
+    def timing_clean(self) -> bool:
+        """True when durations from this run reflect unperturbed execution."""
+        return not (self.counter_replay or self.instrumentation or self.forced_wait
+                    or self.pc_sampling or self.serialized or self.torch_profiler)
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A source line an artefact refers to: used to check ``--program`` against the artefact.
+
+    ``text`` is the quoted source line when the artefact quotes it (ncu does), else None.
+    """
+
+    file_name: str
+    line: int
+    text: str | None = None
+
+
+@dataclass
+class Artefact:
+    """What a reader knows about one artefact, and how to stream its rows."""
+
+    path: str
+    collector: str
+    kind: str
+    tool: str
+    adapter_version: str
+    batches: Callable[[], Iterator[tuple[str, pa.RecordBatch]]]
+    tool_version: str | None = None
+    export_schema: str | None = None
+    interference: Interference = field(default_factory=Interference)
+    target: str | None = None
+    device: dict[str, Any] = field(default_factory=dict)
+    kernels: list[str] = field(default_factory=list)
+    source_refs: list[SourceRef] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: Where the run sat in a multi-process launch, as the artefact states it: ``rank``,
+    #: ``world_size``, ``launch_group``, ``device_index`` (each may be absent).
+    launch: dict[str, Any] = field(default_factory=dict)
+
+
+class Reader(Protocol):
+    """One artefact format. ``sniff`` looks at the first bytes only; ``read`` may stream."""
+
+    kind: str
+
+    def sniff(self, path: Path, head: bytes) -> bool: ...
+
+    def read(self, path: Path) -> Artefact: ...
+
+
+
+
+class StrictText:
+    """A text file (plain or gzip) read as UTF-8: a leading BOM is skipped, an invalid byte or a
+    truncated gzip stream becomes an :class:`InputError` naming the line.
+
+    Iterating yields lines, as a text file object does.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        with open(self.path, "rb") as fh:
+            self.gz = fh.read(2) == b"\x1f\x8b"
+        self._fh: IO[str] = (gzip.open(self.path, "rt", encoding="utf-8-sig") if self.gz
+                             else open(self.path, encoding="utf-8-sig"))
+
+    def __enter__(self) -> StrictText:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._fh.close()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __iter__(self) -> Iterator[str]:
+        try:
+            yield from self._fh
+        except UnicodeDecodeError as exc:
+            line, byte = _first_bad_utf8(self.path, self.gz)
+            raise InputError(str(self.path), f"is not valid UTF-8 (line {line}: byte "
+                             f"{byte!r} cannot be decoded)", "re-export the file from the tool "
+                             "(argus reads UTF-8 text, with or without a byte-order mark); "
+                             "a file that was edited or converted to another encoding is "
+                             "refused rather than guessed") from exc
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise InputError(str(self.path), f"the gzip stream ends early or is corrupt ({exc})",
+                             "the file is truncated; copy or export it again") from exc
+
+
+def _first_bad_utf8(path: Path, gz: bool) -> tuple[int, bytes]:
+    """1-based line and the byte of the first invalid UTF-8 sequence in a file."""
+    dec = codecs.getincrementaldecoder("utf-8")()
+    line = 1
+    with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+        while chunk := fh.read(1 << 16):
+            try:
+                dec.decode(chunk)
+            except UnicodeDecodeError as exc:
+                return line + exc.object[:exc.start].count(b"\n"), exc.object[exc.start:
+                                                                              exc.start + 1]
+            line += chunk.count(b"\n")
+    return line, b""
+
+
+def open_text(path: Path) -> StrictText:
+    """Open a possibly gzip-compressed UTF-8 text file (BOM skipped, invalid bytes refused)."""
+    return StrictText(path)
+
+
+def head_bytes(path: Path, n: int = 4096) -> bytes:
+    """The first ``n`` bytes of a file, decompressed when it is gzip."""
+    with open(path, "rb") as fh:
+        raw = fh.read(n)
+    if raw[:2] == b"\x1f\x8b":
+        # A streaming inflate returns what it can, so a truncated .gz is still recognised
+        # (its reader then reports the truncation) rather than taken for an empty file.
+        try:
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, n)
+        except zlib.error:
+            return b""
+    return raw.removeprefix(BOM)  # a UTF-8 byte-order mark is not content: readers skip it
+
+
+def evidence_batch(rows: dict[str, Any]) -> pa.RecordBatch:
+    """Build an ``evidence`` batch; missing scope columns become ``'all'``, others NULL.
+
+    Values are Python lists or Arrow arrays (used as they are, cast to the schema's type), so a
+    reader that builds columns with Arrow compute does not round-trip through Python objects.
+    """
+    n = len(rows["signal"])
+    cols = []
+    everywhere = pa.repeat(pa.scalar("all", pa.string()), n)  # one array for all scope columns
+    for f in EVIDENCE_SCHEMA:
+        v = rows.get(f.name)
+        if isinstance(v, pa.ChunkedArray):
+            v = v.combine_chunks()
+        if isinstance(v, pa.Array):
+            cols.append(v.cast(f.type) if v.type != f.type else v)
+        elif v is not None:
+            cols.append(pa.array(v, type=f.type))
+        elif f.name in SCOPE_COLUMNS:
+            cols.append(everywhere)
+        else:
+            cols.append(pa.nulls(n, type=f.type))
+    return pa.RecordBatch.from_arrays(cols, schema=EVIDENCE_SCHEMA)
+
+
+def code_fingerprint(instructions: list[tuple[str, int, str]]) -> str:
+    """sha256 (hex) of a binary's instruction shape: sorted ``(kernel, pc, opcode)``.
+
+    The opcode is the SASS mnemonic with its modifiers (``LDGSTS.E.BYPASS.128``), without the
+    predicate and operands: Nsight Compute and nvdisasm print operands in different orders and
+    branch targets differently, but agree on the opcode at each PC, so the source page of a
+    report and the listing of its cubin give one fingerprint. ``pc`` is relative to the
+    kernel's first instruction.
+    """
+    h = hashlib.sha256()
+    for kernel, pc, sass in sorted(instructions):
+        tokens = sass.split()
+        if tokens and tokens[0].startswith("@"):
+            tokens = tokens[1:]
+        h.update(f"{kernel}\t{pc}\t{tokens[0] if tokens else ''}\n".encode())
+    return h.hexdigest()
+
+
+def launch_shapes(launches: set[tuple[str, int | None, int | None, int | None]]
+                  ) -> list[list[Any]]:
+    """The binary's launch facts per kernel, sorted: ``[kernel, threads per block, registers
+    per thread, shared bytes per block (static + dynamic)]``.
+
+    These are fixed by the compile (Triton's num_warps, register allocation, num_stages'
+    shared memory), not by the input size (the grid is left out), so two compiles of one
+    kernel name that a trace cannot otherwise tell apart differ here.
+    """
+    return sorted([list(x) for x in launches], key=lambda x: [str(v) for v in x])
+
+
+def normalize_target(value: str | None) -> str | None:
+    """Normalize a GPU target: ``cuda:90``, ``sm_90a``, ``9.0`` → ``sm_90``."""
+    if value is None:
+        return None
+    v = str(value).strip().lower()
+    for prefix in ("cuda:", "sm_", "compute_"):
+        if v.startswith(prefix):
+            v = v[len(prefix):]
+    v = v.rstrip("af")
+    if "." in v:
+        major, minor = v.split(".", 1)
+        v = f"{major}{minor[:1]}"
+    return f"sm_{v}" if v.isdigit() else None
+
+
+#: Columns of the ``kernel_launch`` batches a collector yields (``run_id``, ``region_id`` are
+#: filled by ingest). Trace collectors build them with :func:`kernel_launch_batch`.
+KERNEL_LAUNCH_SCHEMA = shape.batch_schema("kernel_launch")
+
+
+def kernel_launch_batch(rows: dict[str, list[Any]]) -> pa.RecordBatch:
+    """Build a ``kernel_launch`` batch from columns; absent columns become NULL."""
+    n = len(rows["kernel"])
+    cols = [pa.array(rows[f.name], type=f.type) if f.name in rows else pa.nulls(n, type=f.type)
+            for f in KERNEL_LAUNCH_SCHEMA]
+    return pa.RecordBatch.from_arrays(cols, schema=KERNEL_LAUNCH_SCHEMA)
+
+
+#: Columns of the ``collective`` batches a collector yields (``run_id`` is filled by ingest).
+COLLECTIVE_SCHEMA = shape.batch_schema("collective")
+#: Columns of the ``trace_span`` batches (host ops, steps, compute spans).
+TRACE_SPAN_SCHEMA = shape.batch_schema("trace_span")
+
+
+def table_batch(schema: pa.Schema, rows: dict[str, list[Any]]) -> pa.RecordBatch:
+    """Build a batch of ``schema`` from columns; absent columns become NULL."""
+    n = len(next(iter(rows.values()))) if rows else 0
+    cols = [pa.array(rows[f.name], type=f.type) if f.name in rows else pa.nulls(n, type=f.type)
+            for f in schema]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)

@@ -1,5 +1,0 @@
-"""Reader of the argusdb per-rank spans recorder (``argusdb.distributed.recorder``)."""
-
-from collectors.torchdist.spans import SpansReader
-
-READERS = [SpansReader()]
