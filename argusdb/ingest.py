@@ -58,7 +58,7 @@ class IngestResult:
 
 def parse_options(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     """``KEY=VALUE`` strings → dict. Raises UsageError on a malformed pair, or a key or value
-    outside the option grammar (:func:`collectors.validate.check_options`)."""
+    outside the option grammar (:func:`argusdb.collectors.validate.check_options`)."""
     out: dict[str, str] = {}
     for p in pairs:
         if "=" not in p or not p.split("=", 1)[0].strip():
@@ -132,11 +132,11 @@ def artefact_identity(art: Artefact, kernels: list[str] | None = None) -> dict[s
     The sorted kernel names (as a sha256 and a count), the application (process name) where
     the format states one, the device model, the binary's instruction fingerprint where the
     artefact holds the code (``code_sha256`` of the ncu source page and the nvdisasm listing,
-    see :func:`collectors.base.code_fingerprint`) and its launch shape where a trace or a raw
-    page states it (threads per block, registers, shared memory per kernel; cupti-python, ncu
-    raw page; see :func:`collectors.base.launch_shapes`): two artefacts land in one unbound version
-    only when all of these agree, so traces of different applications, different kernels,
-    different GPU models or different compiles of one kernel never merge.
+    see :func:`argusdb.collectors.base.code_fingerprint`) and its launch shape where a trace or
+    a raw page states it (threads per block, registers, shared memory per kernel; cupti-python,
+    ncu raw page; see :func:`argusdb.collectors.base.launch_shapes`): two artefacts land in one
+    unbound version only when all of these agree, so traces of different applications,
+    different kernels, different GPU models or different compiles of one kernel never merge.
     """
     names = sorted(set(art.kernels if kernels is None else kernels))
     dev = artefact_device(art)

@@ -73,7 +73,7 @@ def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
                 fh.write(json.dumps({**rec, "start": rec["start"] + shift,
                                      "end": rec["end"] + shift}) + "\n")
     script = (
-        "import sys, collectors.cupti.activity as a\n"
+        "import sys, argusdb.collectors.cupti.activity as a\n"
         "from argusdb.store import Store\nfrom argusdb.ingest import ingest_path\n"
         "a._BATCH = 1000\n"
         "orig = Store.append_batch\n"
