@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import random
@@ -59,6 +60,9 @@ def _pending_path(path: Path) -> Path:
 #: Leading keywords of library SQL that only reads (does not bump the write generation).
 _READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMMARIZE",
                     "EXPLAIN"})
+#: Seconds a caller waits, past its time limit and the watchdog's grace, for an interrupted
+#: query to unwind before it gets the time-limit error and the query finishes in the background.
+ABANDON_S = 0.4
 #: Caps of one user answer: rows, and bytes of its Arrow batches.
 MAX_ROWS = 1_000_000
 MAX_BYTES = 256 * 2**20
@@ -128,6 +132,21 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+#: Query threads whose caller stopped waiting (see ``Store._guarded``): joined before the
+#: store closes and before the interpreter exits (a thread still inside DuckDB at exit aborts
+#: the process).
+_UNWINDING: set[threading.Thread] = set()
+_UNWINDING_LOCK = threading.Lock()
+
+
+def _join_unwinding() -> None:
+    with _UNWINDING_LOCK:
+        threads = list(_UNWINDING)
+    for t in threads:
+        t.join()
+
+
+atexit.register(_join_unwinding)
 _OVERRUN: Callable[[], None] | None = None
 
 
@@ -375,6 +394,7 @@ class Store:
             marker.unlink(missing_ok=True)
 
     def close(self) -> None:
+        _join_unwinding()  # interrupted queries still unwinding on this store's cursors
         self.con.close()
 
     def __enter__(self) -> Store:
@@ -565,27 +585,75 @@ class Store:
     def _guarded(self, sql: str, timeout_s: float, fetch: Any,
                  cursor: duckdb.DuckDBPyConnection | None = None,
                  limit_s: float | None = None) -> Any:
-        """Run ``sql`` in a READ ONLY transaction that is rolled back, under the time limit."""
+        """Run ``sql`` in a READ ONLY transaction that is rolled back, under the time limit.
+
+        On a cursor of its own the query runs in a worker thread and the caller waits at most
+        ``timeout_s`` plus the watchdog's grace and :data:`ABANDON_S`: a DuckDB operator that
+        checks for interrupts only between phases (a distinct aggregate's finalize over
+        hundreds of millions of keys) may need a second to unwind after its interrupt. Past
+        that the caller gets the time-limit error at once; the interrupted cursor unwinds,
+        rolls back and closes in the background, holding only its own session.
+        """
+        own = cursor is None
         cur = cursor or self.con.cursor()
+        shown = limit_s or timeout_s
+
+        def stopped(exc: BaseException | None = None) -> QueryFailed:
+            err = QueryFailed(f"the query ran longer than {shown:g} s and was stopped",
+                              "narrow it (filter by region, run or signal) or raise the time "
+                              "limit (--timeout)")
+            err.__cause__ = exc
+            return err
+
+        def run() -> Any:
+            try:
+                cur.execute("BEGIN TRANSACTION READ ONLY")
+                with self._watchdog.limit(cur, timeout_s):
+                    try:
+                        return fetch(cur.execute(sql))
+                    except duckdb.InterruptException as exc:
+                        raise stopped(exc) from exc
+                    except duckdb.Error as exc:
+                        raise QueryFailed(f"DuckDB could not run the query: "
+                                          f"{_first_line(exc)}", "fix the query; 'argus "
+                                          "explain' shows what it reads") from exc
+            finally:
+                with suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
+                if own:
+                    cur.close()
+
+        if not own:
+            return run()
+        outcome: dict[str, Any] = {}
+
+        def worker() -> None:
+            try:
+                outcome["value"] = run()
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome["error"] = exc
+            finally:
+                with _UNWINDING_LOCK:
+                    _UNWINDING.discard(threading.current_thread())
+
+        thread = threading.Thread(target=worker, daemon=True, name="argus-query")
+        thread.start()
         try:
-            cur.execute("BEGIN TRANSACTION READ ONLY")
-            with self._watchdog.limit(cur, timeout_s):
-                try:
-                    return fetch(cur.execute(sql))
-                except duckdb.InterruptException as exc:
-                    shown = limit_s or timeout_s
-                    raise QueryFailed(f"the query ran longer than {shown:g} s and was "
-                                      f"stopped", "narrow it (filter by region, run or signal) "
-                                      "or raise the time limit (--timeout)") from exc
-                except duckdb.Error as exc:
-                    raise QueryFailed(f"DuckDB could not run the query: {_first_line(exc)}",
-                                      "fix the query; 'argus explain' shows what it reads"
-                                      ) from exc
-        finally:
-            with suppress(duckdb.Error):
-                cur.execute("ROLLBACK")
-            if cursor is None:
-                cur.close()
+            thread.join(timeout_s + _Watchdog.GRACE_S + ABANDON_S)
+        except BaseException:  # KeyboardInterrupt while waiting: stop the query too
+            with suppress(Exception):
+                cur.interrupt()
+            raise
+        if thread.is_alive():  # interrupted and still unwinding: answer now, let it finish
+            with _UNWINDING_LOCK:
+                if thread.is_alive():
+                    _UNWINDING.add(thread)
+            with suppress(Exception):
+                cur.interrupt()
+            raise stopped()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
 
     def run_exists(self, run_id: str) -> bool:
         row = self.con.execute("SELECT count(*) FROM run WHERE run_id = ?", [run_id]).fetchone()

@@ -179,3 +179,22 @@ def test_cli_ends_a_runaway_operator_at_the_deadline(hostile_store: str) -> None
         doc = json.loads(out)
         assert proc.returncode == 2 and not doc["ok"], out
         assert "ran longer than 1 s" in doc["errors"][0]["message"]
+
+
+def test_api_answers_in_time_when_an_operator_ignores_its_interrupt(hostile_store: str) -> None:
+    """An operator that does not stop at its interrupt (here: a fetch that sleeps through it)
+    costs the API caller at most the limit + grace + abandon wait; the store then closes after
+    the operator ends, and no query thread is left behind."""
+    from argusdb.store import ABANDON_S, Store, _Watchdog
+
+    before = threading.active_count()
+    st = Store.open(hostile_store, read_only=True)
+    t0 = time.monotonic()
+    with pytest.raises(QueryFailed, match=r"ran longer than 0\.5 s"):
+        st._guarded("SELECT 42", 0.5, lambda cur: time.sleep(2.5))
+    waited = time.monotonic() - t0
+    assert 0.5 + _Watchdog.GRACE_S + ABANDON_S - 0.05 <= waited < 0.5 + 1.0  # limit + 1 s
+    st.close()   # waits for the sleeping operator, then closes
+    assert time.monotonic() - t0 >= 2.5
+    time.sleep(0.1)
+    assert threading.active_count() <= before + 1   # at most the process's watchdog
