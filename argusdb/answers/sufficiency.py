@@ -135,13 +135,22 @@ class Coverage:
 
     def _plan_scopes(self, version: str) -> list[dict[str, Any]]:
         if version not in self._plans:
-            rows = _read(
-                self.db, f"SELECT p.plan_id, p.region_id, p.signals, p.scope, r.run_id "
-                f"FROM plan AS p JOIN task AS t ON t.plan_id = p.plan_id "
-                f"JOIN run AS r ON r.task_id = t.task_id "
-                f"WHERE r.program_version = {lit(version)}")
-            self._plans[version] = rows
+            self.read_plans([version])
         return self._plans[version]
+
+    def read_plans(self, versions: list[str]) -> None:
+        """Read the measurement plans of several versions in one query (an answer about two
+        versions asks once, not once per version)."""
+        want = sorted({v for v in versions if v not in self._plans})
+        if not want:
+            return
+        rows = _read(
+            self.db, f"SELECT p.plan_id, p.region_id, p.signals, p.scope, r.run_id, "
+            f"r.program_version FROM plan AS p JOIN task AS t ON t.plan_id = p.plan_id "
+            f"JOIN run AS r ON r.task_id = t.task_id "
+            f"WHERE r.program_version IN ({', '.join(lit(v) for v in want)})")
+        for v in want:
+            self._plans[v] = [r for r in rows if r["program_version"] == v]
 
     # -- judgement ---------------------------------------------------------------------------
     def unattributed_share(self, region: str, version: str, signal: str,
