@@ -155,13 +155,13 @@ class NoiseModel:
             for (ver, sig, k), co in found.items():
                 if ver != v:
                     continue
-                per_run = co.run_samples()
-                if len(per_run) < 2:
+                medians = co.run_medians()
+                if len(medians) < 2:
                     continue
-                s = stats.run_spread([float(np.median(x)) for x in per_run.values()])
+                s = stats.run_spread(medians)
                 if s > spreads.get((sig, k), (-1.0, ""))[0]:
                     spreads[(sig, k)] = (s, f"run-to-run spread {s:.2%} of version {v} "
-                                            f"({len(per_run)} runs)")
+                                            f"({len(medians)} runs)")
         return spreads
 
     def floor(self, signal: str, key: CohortKey) -> tuple[float, str]:
@@ -213,7 +213,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     where = [f"e.region_id = {lit(region)}"]
     if signals:
         where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
-    region_rows = fetch_table(db, where)
+    region_rows = fetch_table(db, where, plans=True)
     found = cohorts(region_rows)
     sides: list[dict[str, list[Cohort]]] = []
     for ref in (ref_a, ref_b):
@@ -234,7 +234,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     result = DiffResult(region, ref_a, ref_b)
     noise = NoiseModel(db, region, min_effect, region_rows, found)
     coverage = Coverage(db, max_unattributed)
-    coverage.read_plans([ref_a.program_version, ref_b.program_version])
+    coverage.plans_of_rows(region_rows)  # the rows carry their runs' plans
     refusals = []
     for sig in wanted:
         pairs, findings = match_cohorts(sig, sides[0][sig], sides[1][sig])
@@ -246,14 +246,15 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
                     result.notes.append(f"{sig}: {side_name} cohort {co.key.to_json()} has no "
                                         f"comparable cohort in the other version; left out")
         for a, b in pairs:
-            t = stats.ratio_test(a.samples, b.samples)
+            xa, xb = a.samples, b.samples
+            t = stats.ratio_test(xa, xb)
             floor, source = noise.floor(sig, a.key)
             significant, verdict = _verdict(t, floor, alpha)
             result.rows.append(DiffRow(
                 region, sig, a.unit, ref_a.program_version, ref_b.program_version,
-                float(np.median(a.samples)), float(np.median(b.samples)), t.ratio,
+                float(np.median(xa)), float(np.median(xb)), t.ratio,
                 t.ci_low, t.ci_high, t.p_value, significant, verdict, floor, source,
-                len(a.samples), len(b.samples), a.runs, b.runs, a.key.standing,
+                len(xa), len(xb), a.runs, b.runs, a.key.standing,
                 f"{a.signature} -> {b.signature}" if a.signature != b.signature
                 else a.signature,
                 a.key.evidence_class, a.key.scope_text()))

@@ -26,6 +26,8 @@ Example:
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -109,6 +111,14 @@ class Cohort:
         for (run, _), v in sorted(self.values.items()):
             out[run].append(v)
         return dict(out)
+
+    def run_medians(self) -> list[float]:
+        """The median of each run's samples (``np.median``'s value: the middle one, or the
+        mean of the two middle ones), in run order."""
+        per_run = self.run_samples()
+        if any(math.isnan(v) for v in self.values.values()):
+            return [float(np.median(x)) for x in per_run.values()]
+        return [float(statistics.median(x)) for x in per_run.values()]
 
     @property
     def association_entropy(self) -> float:
@@ -194,22 +204,31 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
                      f"or add KEY=VALUE pairs. Candidates: {listing}")
 
 
-def fetch_table(db: Connection, where: list[str]) -> pa.Table:
+def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Table:
     """Evidence rows (with their runs' facts) matching SQL predicates over ``e`` (evidence) and
     ``r`` (run), as an Arrow table in the shape :func:`cohorts` reads; rows without a value
     are left out. The predicates are the caller's SQL.
 
     The predicates name metadata columns only (the NULL values are dropped here, not by an
     ``e.value IS NOT NULL`` in SQL), so the checker judges the question from its metadata
-    summary rather than a second scan of the evidence.
+    summary rather than a second scan of the evidence. Observed rows' lineage (their
+    artefact row, which nothing here reads) is not built. With ``plans``, each row also
+    carries the measurement plan of its run's task, if any (``plan_id``, ``plan_region_id``,
+    ``plan_signals``, ``plan_scope``: what :class:`~argusdb.answers.sufficiency.Coverage`
+    reads, in the same question).
     """
     import pyarrow.compute as pc
 
     sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
            f"e.evidence_class, e.association_entropy, e.launch, "
-           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, e.lineage, "
-           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq "
-           f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
+           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, "
+           f"CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage, "
+           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq"
+           + (", p.plan_id, p.region_id AS plan_region_id, p.signals AS plan_signals, "
+              "p.scope AS plan_scope" if plans else "") +
+           " FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
+           + ("LEFT JOIN task AS t ON t.task_id = r.task_id "
+              "LEFT JOIN plan AS p ON p.plan_id = t.plan_id " if plans else "") +
            f"WHERE {' AND '.join(where)} "
            f"ORDER BY e.run_id, e.signal, e.launch")
     table = db.query(sql)
@@ -253,11 +272,12 @@ def versions_in(rows: list[dict[str, Any]] | pa.Table) -> list[str]:
     """The program versions of rows from :func:`fetch_table`, in the order their first run
     landed (as :func:`versions_of_region` orders them, without another query)."""
     first: dict[str, int] = {}
-    if isinstance(rows, pa.Table):
-        grouped = rows.group_by("program_version").aggregate([("run_seq", "min")])
-        first = {str(v): int(q) for v, q in zip(grouped.column("program_version").to_pylist(),
-                                                grouped.column("run_seq_min").to_pylist(),
-                                                strict=True)}
+    if isinstance(rows, pa.Table) and rows.num_rows:
+        codes, names = _codes(rows.column("program_version"))
+        seqs = np.asarray(rows.column("run_seq").to_numpy(), dtype=np.int64)
+        low = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(low, codes, seqs)
+        first = {str(v): int(q) for v, q in zip(names, low.tolist(), strict=True)}
     for r in rows if not isinstance(rows, pa.Table) else ():
         v, seq = str(r["program_version"]), int(r["run_seq"])
         if seq < first.get(v, seq + 1):

@@ -138,6 +138,25 @@ class Coverage:
             self.read_plans([version])
         return self._plans[version]
 
+    def plans_of_rows(self, rows: pa.Table) -> None:
+        """Take the plans of ``rows`` (:func:`~argusdb.answers.select.fetch_table` with
+        ``plans=True``) as their versions' plans, without another query: every claim judged
+        later rests on runs of these rows, and :meth:`gaps` reads only the plans of a claim's
+        runs."""
+        cols = ("plan_id", "plan_region_id", "plan_signals", "plan_scope", "run_id",
+                "program_version")
+        seen: dict[str, dict[tuple[Any, ...], None]] = {}
+        for plan, region, signals, scope, run, version in zip(
+                *(rows.column(c).to_pylist() for c in cols), strict=True):
+            found = seen.setdefault(str(version), {})
+            if plan is not None:
+                found[(plan, region, signals, scope, run)] = None
+        for version, found in seen.items():
+            if version not in self._plans:
+                self._plans[version] = [
+                    {"plan_id": p, "region_id": g, "signals": s, "scope": c, "run_id": r}
+                    for p, g, s, c, r in found]
+
     def read_plans(self, versions: list[str]) -> None:
         """Read the measurement plans of several versions in one query (an answer about two
         versions asks once, not once per version)."""
