@@ -211,7 +211,8 @@ def _from_key(k: int) -> float:
 
 def percentile_ci(samples: Sequence[np.ndarray],
                   statistic: Callable[..., np.ndarray]) -> tuple[float, float]:
-    """Percentile bootstrap CI of ``statistic`` of the samples' medians, exactly as
+    """Monte Carlo percentile bootstrap CI of ``statistic`` of the samples' medians (used
+    where the exact distribution does not apply, see :func:`ratio_ci`), exactly as
     ``scipy.stats.bootstrap(samples, ..., method='percentile', vectorized=True,
     rng=default_rng(SEED))`` computes it: the same index draws (sample by sample, all
     resamples at once), the same medians (:func:`resampled_medians`), the same quantiles."""
