@@ -39,9 +39,9 @@ from argusdb.answers.select import (
     CohortKey,
     VersionRef,
     cohorts,
-    fetch_where,
+    fetch_table,
     lit,
-    resolve_version,
+    resolve_versions,
     version_cohorts,
     versions_in,
 )
@@ -54,6 +54,8 @@ from argusdb.answers.sufficiency import (
 from argusdb.errors import QueryRefused
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from argusdb.api import Connection
 
 #: Default smallest relative change reported as significant (documented minimum effect).
@@ -131,12 +133,12 @@ class NoiseModel:
     """Run-to-run spread per (region, signal, cohort key), measured over all stored versions.
 
     The region's rows of every version are read once (one checked query, or the ``rows`` the
-    caller already fetched with :func:`~argusdb.answers.select.fetch_where`), whatever the
+    caller already fetched with :func:`~argusdb.answers.select.fetch_table`), whatever the
     number of versions and signals asked about.
     """
 
     def __init__(self, db: Connection, region: str, min_effect: float,
-                 rows: list[dict[str, Any]] | None = None,
+                 rows: pa.Table | None = None,
                  found: dict[tuple[str, str, CohortKey], Cohort] | None = None) -> None:
         self.db, self.region, self.min_effect = db, region, min_effect
         self._rows = rows
@@ -145,7 +147,7 @@ class NoiseModel:
 
     def _measure(self) -> dict[tuple[str, CohortKey], tuple[float, str]]:
         rows = self._rows if self._rows is not None else \
-            fetch_where(self.db, [f"e.region_id = {lit(self.region)}"])
+            fetch_table(self.db, [f"e.region_id = {lit(self.region)}"])
         found = self._found if self._found is not None and self._rows is not None \
             else cohorts(rows)
         spreads: dict[tuple[str, CohortKey], tuple[float, str]] = {}
@@ -153,13 +155,13 @@ class NoiseModel:
             for (ver, sig, k), co in found.items():
                 if ver != v:
                     continue
-                per_run = co.run_samples()
-                if len(per_run) < 2:
+                medians = co.run_medians()
+                if len(medians) < 2:
                     continue
-                s = stats.run_spread([float(np.median(x)) for x in per_run.values()])
+                s = stats.run_spread(medians)
                 if s > spreads.get((sig, k), (-1.0, ""))[0]:
                     spreads[(sig, k)] = (s, f"run-to-run spread {s:.2%} of version {v} "
-                                            f"({len(per_run)} runs)")
+                                            f"({len(medians)} runs)")
         return spreads
 
     def floor(self, signal: str, key: CohortKey) -> tuple[float, str]:
@@ -204,13 +206,14 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
             ``argus observe`` request that would produce it).
         QueryRefused: the versions' evidence is not comparable (exit 1, rule codes).
     """
-    ref_a = before if isinstance(before, VersionRef) else resolve_version(db, before, region)
-    ref_b = after if isinstance(after, VersionRef) else resolve_version(db, after, region)
+    named = [v for v in (before, after) if not isinstance(v, VersionRef)]
+    resolved = iter(resolve_versions(db, named, region) if named else [])
+    ref_a, ref_b = (v if isinstance(v, VersionRef) else next(resolved) for v in (before, after))
     # One read of the region (every version: the noise floor needs them all), split in Python.
     where = [f"e.region_id = {lit(region)}"]
     if signals:
         where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
-    region_rows = fetch_where(db, where)
+    region_rows = fetch_table(db, where, plans=True)
     found = cohorts(region_rows)
     sides: list[dict[str, list[Cohort]]] = []
     for ref in (ref_a, ref_b):
@@ -231,6 +234,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     result = DiffResult(region, ref_a, ref_b)
     noise = NoiseModel(db, region, min_effect, region_rows, found)
     coverage = Coverage(db, max_unattributed)
+    coverage.plans_of_rows(region_rows)  # the rows carry their runs' plans
     refusals = []
     for sig in wanted:
         pairs, findings = match_cohorts(sig, sides[0][sig], sides[1][sig])
@@ -242,14 +246,15 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
                     result.notes.append(f"{sig}: {side_name} cohort {co.key.to_json()} has no "
                                         f"comparable cohort in the other version; left out")
         for a, b in pairs:
-            t = stats.ratio_test(a.samples, b.samples)
+            xa, xb = a.samples, b.samples
+            t = stats.ratio_test(xa, xb)
             floor, source = noise.floor(sig, a.key)
             significant, verdict = _verdict(t, floor, alpha)
             result.rows.append(DiffRow(
                 region, sig, a.unit, ref_a.program_version, ref_b.program_version,
-                float(np.median(a.samples)), float(np.median(b.samples)), t.ratio,
+                float(np.median(xa)), float(np.median(xb)), t.ratio,
                 t.ci_low, t.ci_high, t.p_value, significant, verdict, floor, source,
-                len(a.samples), len(b.samples), a.runs, b.runs, a.key.standing,
+                len(xa), len(xb), a.runs, b.runs, a.key.standing,
                 f"{a.signature} -> {b.signature}" if a.signature != b.signature
                 else a.signature,
                 a.key.evidence_class, a.key.scope_text()))

@@ -36,9 +36,10 @@ from argusdb.answers import stats
 from argusdb.answers.select import (
     VersionRef,
     cohorts,
-    fetch_rows,
+    fetch_table,
     lit,
-    resolve_version,
+    resolve_versions,
+    version_cohorts,
     versions_of_region,
 )
 from argusdb.answers.sufficiency import (
@@ -148,21 +149,31 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
             the error names the ``argus observe`` request that would (exit 3).
         UsageError: no program version declares the region (did-you-mean), or a bad version.
     """
-    refs = ([resolve_version(db, v, region) for v in versions] if versions
+    refs = (resolve_versions(db, versions, region) if versions
             else [VersionRef(v, v) for v in versions_of_region(db, region)])
     if not refs:
         raise missing(db, region, signals)
     rep = Report(region, max_entropy_bits, max_unattributed_share=max_unattributed)
     coverage = Coverage(db, max_unattributed, max_entropy_bits)
+    # one question each for the versions' facts, their spans and their rows (with the plans)
+    wanted = ", ".join(dict.fromkeys(lit(r.program_version) for r in refs))
+    metas = {m["program_version"]: m for m in db.query(
+        f"SELECT program_version, program, options, target, parent_version, transform "
+        f"FROM program_version WHERE program_version IN ({wanted})").to_pylist()}
+    spans = {m.pop("program_version"): m for m in db.query(
+        f"SELECT program_version, start_line, end_line FROM region_span WHERE "
+        f"program_version IN ({wanted}) AND region_id = {lit(region)}").to_pylist()}
+    where = [f"e.region_id = {lit(region)}", f"e.program_version IN ({wanted})"]
+    if signals:
+        where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
+    rows = fetch_table(db, where, plans=True)
+    coverage.plans_of_rows(rows)
+    everything = cohorts(rows)
     for ref in refs:
-        meta = db.query(f"SELECT program_version, program, options, target, parent_version, "
-                        f"transform FROM program_version WHERE program_version = "
-                        f"{lit(ref.program_version)}").to_pylist()
-        span = db.query(f"SELECT start_line, end_line FROM region_span WHERE program_version = "
-                        f"{lit(ref.program_version)} AND region_id = {lit(region)}").to_pylist()
-        rep.versions.append({**(meta[0] if meta else {"program_version": ref.program_version}),
-                             "label": ref.label, "lines": span[0] if span else None})
-        found = cohorts(fetch_rows(db, region, ref, signals))
+        meta = metas.get(ref.program_version)
+        rep.versions.append({**(meta or {"program_version": ref.program_version}),
+                             "label": ref.label, "lines": spans.get(ref.program_version)})
+        found = version_cohorts(rows, everything, ref)
         observed = {sig for (_, sig, k) in found if k.evidence_class == "observed"}
         for (_, sig, key), co in sorted(found.items(), key=lambda kv: (
                 kv[0][1], kv[0][2].evidence_class, kv[0][2].standing, kv[0][2].scope)):

@@ -26,9 +26,14 @@ Example:
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
 
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import UsageError
@@ -107,6 +112,14 @@ class Cohort:
             out[run].append(v)
         return dict(out)
 
+    def run_medians(self) -> list[float]:
+        """The median of each run's samples (``np.median``'s value: the middle one, or the
+        mean of the two middle ones), in run order."""
+        per_run = self.run_samples()
+        if any(math.isnan(v) for v in self.values.values()):
+            return [float(np.median(x)) for x in per_run.values()]
+        return [float(statistics.median(x)) for x in per_run.values()]
+
     @property
     def association_entropy(self) -> float:
         """Value-weighted association entropy (bits) of the rows that went in."""
@@ -114,10 +127,7 @@ class Cohort:
 
 
 def _rows(db: Connection, sql: str) -> list[dict[str, Any]]:
-    table = db.query(sql)  # column by column: Arrow's row-wise to_pylist is 3x slower
-    names = table.column_names
-    return [dict(zip(names, vals, strict=True))
-            for vals in zip(*(c.to_pylist() for c in table.columns), strict=True)]
+    return _dicts(db.query(sql))
 
 
 def resolve_version(db: Connection, text: str, region: str | None = None) -> VersionRef:
@@ -131,10 +141,21 @@ def resolve_version(db: Connection, text: str, region: str | None = None) -> Ver
     Raises:
         UsageError: nothing or more than one version matches.
     """
-    t = text.strip()
-    program = region.split("/", 1)[0] if region else None
+    return resolve_versions(db, [text], region)[0]
+
+
+def resolve_versions(db: Connection, texts: list[str], region: str | None = None
+                     ) -> list[VersionRef]:
+    """:func:`resolve_version` of several selectors, reading the program versions once."""
     versions = _rows(db, "SELECT program_version, program, options, transform "
                          "FROM program_version ORDER BY program_version")
+    return [_resolve(db, t, region, versions) for t in texts]
+
+
+def _resolve(db: Connection, text: str, region: str | None,
+             versions: list[dict[str, Any]]) -> VersionRef:
+    t = text.strip()
+    program = region.split("/", 1)[0] if region else None
     if program:
         versions = [v for v in versions if v["program"] == program]
     if "=" in t:
@@ -183,28 +204,59 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
                      f"or add KEY=VALUE pairs. Candidates: {listing}")
 
 
-def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
+def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Table:
     """Evidence rows (with their runs' facts) matching SQL predicates over ``e`` (evidence) and
-    ``r`` (run), in the shape :func:`cohorts` reads. The predicates are the caller's SQL."""
+    ``r`` (run), as an Arrow table in the shape :func:`cohorts` reads; rows without a value
+    are left out. The predicates are the caller's SQL.
+
+    The predicates name metadata columns only (the NULL values are dropped here, not by an
+    ``e.value IS NOT NULL`` in SQL), so the checker judges the question from its metadata
+    summary rather than a second scan of the evidence. Observed rows' lineage (their
+    artefact row, which nothing here reads) is not built. With ``plans``, each row also
+    carries the measurement plan of its run's task, if any (``plan_id``, ``plan_region_id``,
+    ``plan_signals``, ``plan_scope``: what :class:`~argusdb.answers.sufficiency.Coverage`
+    reads, in the same question).
+    """
+    import pyarrow.compute as pc
+
     sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
            f"e.evidence_class, e.association_entropy, e.launch, "
-           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, e.lineage, "
-           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq "
-           f"FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
-           f"WHERE {' AND '.join([*where, 'e.value IS NOT NULL'])} "
+           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, "
+           f"CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage, "
+           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq"
+           + (", p.plan_id, p.region_id AS plan_region_id, p.signals AS plan_signals, "
+              "p.scope AS plan_scope" if plans else "") +
+           " FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
+           + ("LEFT JOIN task AS t ON t.task_id = r.task_id "
+              "LEFT JOIN plan AS p ON p.plan_id = t.plan_id " if plans else "") +
+           f"WHERE {' AND '.join(where)} "
            f"ORDER BY e.run_id, e.signal, e.launch")
-    return _rows(db, sql)
+    table = db.query(sql)
+    if table.column("value").null_count:
+        table = table.filter(pc.is_valid(table.column("value")))
+    return table
+
+
+def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
+    """:func:`fetch_table`'s rows as dicts."""
+    return _dicts(fetch_table(db, where))
+
+
+def _dicts(table: pa.Table) -> list[dict[str, Any]]:
+    names = table.column_names  # column by column: Arrow's row-wise to_pylist is 3x slower
+    return [dict(zip(names, vals, strict=True))
+            for vals in zip(*(c.to_pylist() for c in table.columns), strict=True)]
 
 
 def fetch_rows(db: Connection, region: str, ref: VersionRef,
-               signals: list[str] | None = None) -> list[dict[str, Any]]:
+               signals: list[str] | None = None) -> pa.Table:
     """Evidence rows of ``region`` in one version (and its selected runs), with run facts."""
     where = [f"e.region_id = {lit(region)}", f"e.program_version = {lit(ref.program_version)}"]
     if signals:
         where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
     if ref.runs:
         where.append(f"e.run_id IN ({', '.join(lit(r) for r in ref.runs)})")
-    return fetch_where(db, where)
+    return fetch_table(db, where)
 
 
 def versions_of_region(db: Connection, region: str) -> list[str]:
@@ -216,11 +268,17 @@ def versions_of_region(db: Connection, region: str) -> list[str]:
             sorted(rows, key=lambda r: (int(r["first_seq"]), str(r["program_version"])))]
 
 
-def versions_in(rows: list[dict[str, Any]]) -> list[str]:
-    """The program versions of rows from :func:`fetch_where`, in the order their first run
+def versions_in(rows: list[dict[str, Any]] | pa.Table) -> list[str]:
+    """The program versions of rows from :func:`fetch_table`, in the order their first run
     landed (as :func:`versions_of_region` orders them, without another query)."""
     first: dict[str, int] = {}
-    for r in rows:
+    if isinstance(rows, pa.Table) and rows.num_rows:
+        codes, names = _codes(rows.column("program_version"))
+        seqs = np.asarray(rows.column("run_seq").to_numpy(), dtype=np.int64)
+        low = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(low, codes, seqs)
+        first = {str(v): int(q) for v, q in zip(names, low.tolist(), strict=True)}
+    for r in rows if not isinstance(rows, pa.Table) else ():
         v, seq = str(r["program_version"]), int(r["run_seq"])
         if seq < first.get(v, seq + 1):
             first[v] = seq
@@ -239,18 +297,25 @@ def standing(row: dict[str, Any]) -> str:
     return "clean"
 
 
-def cohorts(rows: list[dict[str, Any]]) -> dict[tuple[str, str, CohortKey], Cohort]:
-    """Group rows into cohorts keyed by (version, signal, CohortKey); sum parts, keep repeats."""
+def cohorts(rows: list[dict[str, Any]] | pa.Table
+            ) -> dict[tuple[str, str, CohortKey], Cohort]:
+    """Group rows into cohorts keyed by (version, signal, CohortKey); sum parts, keep repeats.
+
+    ``rows`` is :func:`fetch_table`'s Arrow table (grouped column-wise: NumPy sums the parts
+    of a sample in row order, as a loop would) or its rows as dicts.
+    """
+    if isinstance(rows, pa.Table):
+        return _cohorts_of_table(rows)
     out: dict[tuple[str, str, CohortKey], Cohort] = {}
     keys: dict[tuple[Any, ...], CohortKey] = {}  # rows of one run share their key's inputs
+    lineages: dict[str, dict[str, Any]] = {}
     for r in rows:
         inputs = (r["evidence_class"], r["unit"], r["signal"], r.get("instrumentation"),
                   r.get("forced_wait"), r["timing_clean"], r["signature"],
                   *(r[c] for c in NESTED_SCOPE))
         key = keys.get(inputs)
         if key is None:
-            scope = tuple((c, str(r[c])) for c in NESTED_SCOPE if str(r[c]) != "all")
-            key = keys[inputs] = CohortKey(standing(r), str(r["evidence_class"]), scope)
+            key = keys[inputs] = _cohort_key(r)
         ck = (str(r["program_version"]), str(r["signal"]), key)
         co = out.get(ck)
         if co is None:
@@ -262,27 +327,142 @@ def cohorts(rows: list[dict[str, Any]]) -> dict[tuple[str, str, CohortKey], Coho
         co.signatures.add(str(r["signature"]))
         co.entropy_weighted += abs(v) * float(r["association_entropy"] or 0.0)
         co.weight += abs(v)
-        # Observed rows' lineage is their artefact row: nothing below reads it.
-        lineage = json.loads(r["lineage"]) if isinstance(r.get("lineage"), str) and \
-            r["evidence_class"] != "observed" else {}
-        cond = (lineage or {}).get("conditions")
-        if cond is not None and cond not in co.conditions:
-            co.conditions.append(cond)
-        # Runs a value rests on besides its own: attribution's mapping runs, a derived value's
-        # parent (unperturbed) run.
-        for k in ("mapping_run_ids", "parent_run_id"):
-            rel = (lineage or {}).get(k)
-            co.related_runs.update(str(x) for x in (rel if isinstance(rel, list) else
-                                                    [rel] if rel else []))
+        if r["evidence_class"] != "observed":
+            _add_lineage(co, r.get("lineage"), lineages)
     return out
 
 
-def version_cohorts(rows: list[dict[str, Any]],
+def _cohort_key(r: dict[str, Any]) -> CohortKey:
+    scope = tuple((c, str(r[c])) for c in NESTED_SCOPE if str(r[c]) != "all")
+    return CohortKey(standing(r), str(r["evidence_class"]), scope)
+
+
+def _add_lineage(co: Cohort, text: Any, parsed: dict[str, dict[str, Any]]) -> None:
+    """What a row's lineage adds to its cohort: derived conditions, related runs.
+
+    Observed rows' lineage is their artefact row: nothing below reads it, so callers pass
+    only attributed and derived rows' lineage.
+    """
+    if not isinstance(text, str):
+        return
+    lineage = parsed.get(text)
+    if lineage is None:
+        lineage = parsed[text] = json.loads(text) or {}
+    cond = lineage.get("conditions")
+    if cond is not None and cond not in co.conditions:
+        co.conditions.append(cond)
+    # Runs a value rests on besides its own: attribution's mapping runs, a derived value's
+    # parent (unperturbed) run.
+    for k in ("mapping_run_ids", "parent_run_id"):
+        rel = lineage.get(k)
+        co.related_runs.update(str(x) for x in (rel if isinstance(rel, list) else
+                                                [rel] if rel else []))
+
+
+#: Columns whose values decide a row's cohort key (see :func:`cohorts`).
+_KEY_INPUTS = ("program_version", "signal", "evidence_class", "unit", "instrumentation",
+               "forced_wait", "timing_clean", "signature", *NESTED_SCOPE)
+
+
+def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary codes of a column (NULL has its own code) and the values they stand for."""
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks() if enc.num_chunks != 1 else enc.chunk(0)
+        if isinstance(enc, pa.ChunkedArray):  # pragma: no cover - older pyarrow
+            enc = enc.chunk(0)
+    return (np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
+            enc.dictionary.to_pylist())
+
+
+def _group(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of integer code columns (sorted) and each row's index among them: one
+    combined int64 key per row, made dense column by column (NumPy's ``unique(axis=0)`` sorts
+    rows as structured values, ~30x slower)."""
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    for col in columns:
+        _, key = np.unique(key * (int(col.max()) + 1) + col, return_inverse=True)
+        key = key.ravel().astype(np.int64)
+    first = np.full(int(key.max()) + 1, key.size, dtype=np.int64)
+    np.minimum.at(first, key, np.arange(key.size))
+    return np.stack([c[first] for c in columns], axis=1), key
+
+
+def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
+    out: dict[tuple[str, str, CohortKey], Cohort] = {}
+    if t.num_rows == 0:
+        return out
+    names = set(t.column_names)
+    enc = {c: _codes(t.column(c)) for c in _KEY_INPUTS if c in names}
+    combos, combo_of = _group([enc[c][0] for c in enc])
+    # one cohort per distinct (version, signal, key): several input combinations may share it
+    cohort_of_combo = np.empty(len(combos), dtype=np.int64)
+    found: list[Cohort] = []
+    index: dict[tuple[str, str, CohortKey], int] = {}
+    first_row = np.full(len(combos), t.num_rows, dtype=np.int64)
+    np.minimum.at(first_row, combo_of, np.arange(t.num_rows))
+    for i, combo in enumerate(combos):
+        r = {c: enc[c][1][int(code)] for c, code in zip(enc, combo, strict=True)}
+        ck = (str(r["program_version"]), str(r["signal"]), _cohort_key(r))
+        if ck not in index:
+            index[ck] = len(found)
+            found.append(Cohort(ck[0], ck[1], ck[2], r.get("unit"),
+                                bool(r.get("timing_clean"))))
+        cohort_of_combo[i] = index[ck]
+    row_cohort = cohort_of_combo[combo_of]
+    # the first row of a cohort names its unit and timing_clean, as in the row loop
+    firsts: dict[int, int] = {}
+    for i in np.argsort(first_row, kind="stable"):
+        firsts.setdefault(int(cohort_of_combo[i]), int(i))
+    for c, i in firsts.items():
+        r = {k: enc[k][1][int(code)] for k, code in zip(enc, combos[i], strict=True)}
+        found[c].unit, found[c].timing_clean = r.get("unit"), bool(r.get("timing_clean"))
+    value = np.asarray(t.column("value").to_numpy(), dtype=float)
+    weight = np.abs(value)
+    ent = t.column("association_entropy").fill_null(0.0).to_numpy()
+    n_co = len(found)
+    # samples: (cohort, run, launch); parts summed in row order
+    run_codes, run_names = _codes(t.column("run_id"))
+    launch_codes, launch_names = _codes(t.column("launch"))
+    samples, sample_of = _group([row_cohort, run_codes, launch_codes])
+    sums = np.bincount(sample_of, weights=value, minlength=len(samples))
+    runs_text, launch_text = [str(x) for x in run_names], [str(x) for x in launch_names]
+    for (c, rc, lc), v in zip(samples.tolist(), sums.tolist(), strict=True):
+        found[c].values[(runs_text[rc], launch_text[lc])] = v
+    ew = np.bincount(row_cohort, weights=weight * ent.astype(float), minlength=n_co)
+    w = np.bincount(row_cohort, weights=weight, minlength=n_co)
+    for name, attr in (("task_id", "tasks"), ("signature", "signatures")):
+        codes, vals = _codes(t.column(name))
+        for c, k in _group([row_cohort, codes])[0].tolist():
+            getattr(found[c], attr).add(str(vals[k]))
+    lineages: dict[str, dict[str, Any]] = {}
+    cls_codes, cls_names = enc["evidence_class"]
+    not_observed = np.flatnonzero(cls_codes != (cls_names.index("observed")
+                                                if "observed" in cls_names else -1))
+    if not_observed.size:
+        texts = t.column("lineage").take(pa.array(not_observed)).to_pylist()
+        for i, text in zip(not_observed.tolist(), texts, strict=True):
+            _add_lineage(found[int(row_cohort[i])], text, lineages)
+    for c, co in enumerate(found):
+        co.entropy_weighted, co.weight = float(ew[c]), float(w[c])
+    return {(found[c].program_version, found[c].signal, found[c].key): found[c]
+            for c in firsts}  # in the order of their first rows, as the row loop makes them
+
+
+def version_cohorts(rows: list[dict[str, Any]] | pa.Table,
                     found: dict[tuple[str, str, CohortKey], Cohort],
                     ref: VersionRef) -> dict[tuple[str, str, CohortKey], Cohort]:
     """The cohorts of ``ref``'s version among ``found`` (= ``cohorts(rows)``); for a version
     narrowed to some runs, the cohorts of those runs' rows."""
     if ref.runs:
+        if isinstance(rows, pa.Table):
+            import pyarrow.compute as pc
+
+            return cohorts(rows.filter(pc.and_(
+                pc.equal(rows.column("program_version"), ref.program_version),
+                pc.is_in(rows.column("run_id"), pa.array(list(ref.runs), pa.string())))))
         runs = set(ref.runs)
         return cohorts([r for r in rows if r["program_version"] == ref.program_version
                         and r["run_id"] in runs])

@@ -135,13 +135,41 @@ class Coverage:
 
     def _plan_scopes(self, version: str) -> list[dict[str, Any]]:
         if version not in self._plans:
-            rows = _read(
-                self.db, f"SELECT p.plan_id, p.region_id, p.signals, p.scope, r.run_id "
-                f"FROM plan AS p JOIN task AS t ON t.plan_id = p.plan_id "
-                f"JOIN run AS r ON r.task_id = t.task_id "
-                f"WHERE r.program_version = {lit(version)}")
-            self._plans[version] = rows
+            self.read_plans([version])
         return self._plans[version]
+
+    def plans_of_rows(self, rows: pa.Table) -> None:
+        """Take the plans of ``rows`` (:func:`~argusdb.answers.select.fetch_table` with
+        ``plans=True``) as their versions' plans, without another query: every claim judged
+        later rests on runs of these rows, and :meth:`gaps` reads only the plans of a claim's
+        runs."""
+        cols = ("plan_id", "plan_region_id", "plan_signals", "plan_scope", "run_id",
+                "program_version")
+        seen: dict[str, dict[tuple[Any, ...], None]] = {}
+        for plan, region, signals, scope, run, version in zip(
+                *(rows.column(c).to_pylist() for c in cols), strict=True):
+            found = seen.setdefault(str(version), {})
+            if plan is not None:
+                found[(plan, region, signals, scope, run)] = None
+        for version, found in seen.items():
+            if version not in self._plans:
+                self._plans[version] = [
+                    {"plan_id": p, "region_id": g, "signals": s, "scope": c, "run_id": r}
+                    for p, g, s, c, r in found]
+
+    def read_plans(self, versions: list[str]) -> None:
+        """Read the measurement plans of several versions in one query (an answer about two
+        versions asks once, not once per version)."""
+        want = sorted({v for v in versions if v not in self._plans})
+        if not want:
+            return
+        rows = _read(
+            self.db, f"SELECT p.plan_id, p.region_id, p.signals, p.scope, r.run_id, "
+            f"r.program_version FROM plan AS p JOIN task AS t ON t.plan_id = p.plan_id "
+            f"JOIN run AS r ON r.task_id = t.task_id "
+            f"WHERE r.program_version IN ({', '.join(lit(v) for v in want)})")
+        for v in want:
+            self._plans[v] = [r for r in rows if r["program_version"] == v]
 
     # -- judgement ---------------------------------------------------------------------------
     def unattributed_share(self, region: str, version: str, signal: str,

@@ -28,7 +28,7 @@ from argusdb.answers.select import (
     CohortKey,
     VersionRef,
     cohorts,
-    fetch_where,
+    fetch_table,
     lit,
     resolve_version,
     version_cohorts,
@@ -156,7 +156,7 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
         preds = [f"e.region_id = {lit(region)}"]
         if signals:
             preds.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
-        region_rows = fetch_where(db, preds)
+        region_rows = fetch_table(db, preds)
         found = cohorts(region_rows)
         per_version = [version_cohorts(region_rows, found, ref) for ref in refs]
         keys = sorted({(sig, k) for cs in per_version for (_, sig, k) in cs},

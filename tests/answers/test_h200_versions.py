@@ -22,7 +22,13 @@ from argusdb.answers import export
 from argusdb.answers.compat import match_cohorts
 from argusdb.answers.diff import diff
 from argusdb.answers.report import report
-from argusdb.answers.select import cohorts, fetch_rows, fetch_where, resolve_version
+from argusdb.answers.select import (
+    cohorts,
+    fetch_rows,
+    fetch_table,
+    fetch_where,
+    resolve_version,
+)
 from argusdb.answers.trajectory import trajectory
 from argusdb.api import Connection
 from argusdb.cli import main
@@ -87,6 +93,8 @@ def test_diff_separates_a_real_speedup_from_noise(h200: Connection) -> None:
     assert row.ratio == pytest.approx(195869.5 / 210269.5)  # 6.85 % faster
     assert row.ci_low < row.ratio < row.ci_high < 0.99
     assert row.p_value < 1e-20 and row.significant and row.verdict == "lower by 6.85%"
+    # the README's figure, as printed (exact bootstrap distribution of the two medians)
+    assert f"{row.ratio:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}]" == "0.9315 [0.9309, 0.9320]"
     # The noise floor: the run-to-run spread of bk64_s3 (two runs) is below the 1 % minimum.
     m1, m2 = np.median(launches("bk64_s3", "run1")), np.median(launches("bk64_s3", "run2"))
     spread = abs(m1 - m2) / np.median([m1, m2])
@@ -101,6 +109,7 @@ def test_diff_separates_a_real_speedup_from_noise(h200: Connection) -> None:
     assert noise.from_median == float(np.median(launches("bk64_s3", "run1")))
     assert noise.to_median == float(np.median(launches("bk64_s3", "run2")))
     assert noise.ci_low < 1.0 < noise.ci_high
+    assert f"{noise.ratio:.4f} p={noise.p_value:.2f}" == "0.9998 p=0.81"
     assert not noise.significant and noise.verdict.startswith("not significant")
 
     # A slower configuration: twice the time.
@@ -249,3 +258,23 @@ def test_perfetto_export_reads_back_through_a_chrome_trace_reader(h200: Connecti
         (k["name"], k["start"] - t0, k["end"] - k["start"]) for k in kern]
     assert {(r["grid_x"], r["block_x"], r["registers"]) for r in rows} == {
         (k["grid_x"], k["block_x"], k["registers_per_thread"]) for k in kern}
+
+
+def test_cohorts_of_an_arrow_table_are_the_row_loops(h200: Connection) -> None:
+    # observed timing, attributed instruction counts (lineage: mapping runs) and the derived
+    # exposed latency (lineage: conditions, parent run) of every region of the kernel
+    where = ["starts_with(e.region_id, 'matmul/matmul_kernel')"]
+    table = fetch_table(h200, where)
+    by_columns, by_rows = cohorts(table), cohorts(fetch_where(h200, where))
+    assert list(by_columns) == list(by_rows)  # same cohorts, in the same order
+    classes = {k[2].evidence_class for k in by_rows}
+    assert {"observed", "attributed", "derived"} <= classes
+    for key, want in by_rows.items():
+        got = by_columns[key]
+        assert got.values == want.values and list(got.values) != []
+        assert (got.tasks, got.signatures, got.conditions, got.related_runs) == (
+            want.tasks, want.signatures, want.conditions, want.related_runs)
+        assert (got.entropy_weighted, got.weight, got.unit, got.timing_clean) == (
+            want.entropy_weighted, want.weight, want.unit, want.timing_clean)
+    assert any(co.related_runs for co in by_rows.values())
+    assert any(co.conditions for co in by_rows.values())
