@@ -51,6 +51,10 @@ class Construct:
         passthrough: output columns that are columns of every input row of ``base``
             (predicates on them narrow the inputs; empty: the ``evidence`` mapping).
         joined_on: columns the macro combines its inputs on (keys of that combination).
+        input_filter: SQL over ``base`` every input row meets (rows the macro never reads).
+        separates: properties its ``joined_on`` columns keep apart although they are no key
+            column in general (a launch group: one program version under one recorder mode;
+            its rows all have one, so the output's ``launch_group`` keys them too).
     """
 
     name: str
@@ -64,6 +68,8 @@ class Construct:
     selectors: tuple[str, ...] = ()
     passthrough: tuple[str, ...] = ()
     joined_on: tuple[str, ...] = ()
+    input_filter: str = ""
+    separates: tuple[str, ...] = ()
 
     def input_predicates(self, args: list[str]) -> list[str]:
         """SQL predicates over ``base`` selecting each input, one per selector argument
@@ -73,7 +79,8 @@ class Construct:
         out: list[str] = []
         for a in dict.fromkeys(args):
             q = "'" + a.replace("'", "''") + "'"
-            out.append(f"(kind = {q} OR role = {q})")
+            out.append(f"(kind = {q} OR role = {q})" + (f" AND {self.input_filter}"
+                                                          if self.input_filter else ""))
         return out
 
 
@@ -106,6 +113,10 @@ _INTERSECT = ("run_id", "domain", "start_ns", "end_ns", "dur_ns", *_IDENTITY)
 _SPAN_JOIN = ("run_id", "rank", "domain", "a_kind", "a_name", "a_ordinal", "a_step", "b_kind",
               "b_name", "b_ordinal", "b_step", "start_ns", "end_ns", "dur_ns",
               "program_version", "launch_group", "signature", "timing_clean")
+_SPAN_JOIN_RANKS = ("launch_group", "domain", "a_run_id", "a_rank", "a_kind", "a_name",
+                    "a_ordinal", "a_step", "b_run_id", "b_rank", "b_kind", "b_name", "b_ordinal",
+                    "b_step", "start_ns", "end_ns", "dur_ns", "program_version", "signature",
+                    "timing_clean")
 _EXPOSED = ("run_id", "rank", "domain", "kind", "name", "track", "ordinal", "step", "start_ns",
             "end_ns", "dur_ns", "covered_ns", "exposed_ns", "program_version", "launch_group",
             "signature", "timing_clean")
@@ -127,6 +138,15 @@ CONSTRUCTS.update({
     "interval_span_join": _interval("interval_span_join", ("sel_a", "sel_b"), _SPAN_JOIN),
     "interval_exposed": _interval("interval_exposed", ("sel_a", "sel_b"), _EXPOSED,
                                   ("dur_ns", "covered_ns", "exposed_ns")),
+    # pairs intervals of two ranks of one launch group on the aligned clock: its inputs meet
+    # on the launch group, which keeps versions and standings apart
+    "interval_span_join_ranks": Construct(
+        "interval_span_join_ranks", ("sel_a", "sel_b"), _SPAN_JOIN_RANKS,
+        value_columns=("dur_ns",), base="interval_event", selectors=INTERVAL_SELECTORS,
+        passthrough=("launch_group", "domain", "program_version", "signature", "timing_clean"),
+        joined_on=("launch_group", "domain"),
+        input_filter="launch_group IS NOT NULL AND domain = 'trace'",
+        separates=("version", "standing")),
 })
 
 

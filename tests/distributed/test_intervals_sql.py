@@ -110,7 +110,7 @@ def test_constructs_declare_the_macros_columns(store: Store) -> None:
     from argusdb.checker.constructs import CONSTRUCTS
     macros = {n: c for n, c in CONSTRUCTS.items() if c.base == "interval_event"}
     assert set(macros) == {"interval_union", "interval_merge", "interval_intersect",
-                           "interval_span_join", "interval_exposed"}
+                           "interval_span_join", "interval_exposed", "interval_span_join_ranks"}
     for name, c in macros.items():
         args = ", ".join("'compute'" for _ in c.params)
         cur = store.sql(f"SELECT * FROM {name}({args}) LIMIT 0")
@@ -119,6 +119,24 @@ def test_constructs_declare_the_macros_columns(store: Store) -> None:
         assert set(c.passthrough) <= set(c.columns), name
         assert set(c.passthrough) <= {d[0] for d in store.sql(
             "SELECT * FROM interval_event LIMIT 0").description}, name
+
+
+def test_span_join_across_ranks_on_the_aligned_clock(store: Store) -> None:
+    # rank 1's collectives on the reference clock (offset -1020): [30, 190) and [275, 330);
+    # rank 0's compute [0, 100) and [150, 300)
+    rows = store.rows("SELECT a_rank, b_rank, a_ordinal, b_ordinal, start_ns, end_ns, dur_ns "
+                      "FROM interval_span_join_ranks('collective', 'compute') "
+                      "ORDER BY start_ns")
+    assert rows == [
+        {"a_rank": 1, "b_rank": 0, "a_ordinal": 0, "b_ordinal": 0, "start_ns": 30,
+         "end_ns": 100, "dur_ns": 70},
+        {"a_rank": 1, "b_rank": 0, "a_ordinal": 0, "b_ordinal": 1, "start_ns": 150,
+         "end_ns": 190, "dur_ns": 40},
+        {"a_rank": 1, "b_rank": 0, "a_ordinal": 1, "b_ordinal": 1, "start_ns": 275,
+         "end_ns": 300, "dur_ns": 25}]
+    # a rank is never paired with itself (interval_span_join does that)
+    assert store.rows("SELECT count(*) AS n FROM interval_span_join_ranks('collective', "
+                      "'collective') WHERE a_rank = b_rank") == [{"n": 0}]
 
 
 def test_the_identity_of_each_run_passes_through(store: Store) -> None:

@@ -67,15 +67,19 @@ class StreamPass(resolve.Resolver):
         per_input: list[list[dict[str, Any]]] = []
         for text in inputs:
             # each selector is one input: the rows of the base its kind or role selects
-            sel = Pred(sqlglot.parse_one(text, read="duckdb"), ["kind", "role"])
-            per_input.append(self.meta.rows(base, [*preds, sel], keys,
-                                            used | {"kind", "role"}))
+            node = sqlglot.parse_one(text, read="duckdb")
+            names = [c.name for c in node.find_all(exp.Column)]
+            per_input.append(self.meta.rows(base, [*preds, Pred(node, names)], keys,
+                                            used | set(names)))
         rows = [r for part in per_input for r in part] if inputs else \
             self.meta.rows(base, preds, keys, used)
         if con is not None and con.diffs_versions:
             self._check_diff_versions(src, rel, rows)
         cols = self._cols(src) or set()
         keyed = {p: set(cols & ks) for p, ks in KEY_COLUMNS.items()}
+        if con is not None:
+            for p in con.separates:
+                keyed[p] |= cols & set(con.joined_on)
         if con is not None and con.diffs_versions:
             keyed = {"version": {"from_version", "to_version"}, "class": {"evidence_class"},
                      "standing": {"signature"}, "pass": set(), "scope": set()}
@@ -104,7 +108,8 @@ class StreamPass(resolve.Resolver):
             sides.append(Stream(name, con.base, src, Props.of_rows(rows),
                                 {p: set(con.joined_on) & ks for p, ks in KEY_COLUMNS.items()},
                                 set(con.value_columns)))
-        sep = {p for p, ks in KEY_COLUMNS.items() if set(con.joined_on) & ks}
+        sep = {p for p, ks in KEY_COLUMNS.items() if set(con.joined_on) & ks} | set(
+            con.separates)
         self.ctx.combinations.append(Combination("join", src, (sides[0], sides[1]),
                                                  sides[0].props.merge(sides[1].props), sep))
 

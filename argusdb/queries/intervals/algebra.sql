@@ -107,3 +107,30 @@ FROM a LEFT JOIN cov AS c
   ON c.run_id = a.run_id AND c.domain = a.domain AND c.kind = a.kind AND c.name = a.name
  AND c.ordinal IS NOT DISTINCT FROM a.ordinal AND c.start_ns = a.start_ns
  AND c.end_ns = a.end_ns;
+
+-- Span join across ranks: every overlapping pair of an A interval of one rank and a B interval
+-- of another rank of the same launch group, on the launch group's reference clock (aligned_*:
+-- each rank's clock_alignment offset added, so a pair is as good as that alignment, whose
+-- error clock_alignment gives). Single-process runs (no launch group) and intra-kernel scope
+-- instances (no common clock) are left out.
+-- Example: SELECT a_rank, b_rank, sum(dur_ns) AS ns
+--          FROM interval_span_join_ranks('communication', 'compute') GROUP BY ALL
+-- Columns: launch_group, domain, a_run_id, a_rank, a_kind, a_name, a_ordinal, a_step, b_run_id,
+-- b_rank, b_kind, b_name, b_ordinal, b_step, start_ns, end_ns, dur_ns (the shared piece on the
+-- reference clock, ns), then the launch's identity (program_version, signature, timing_clean:
+-- one launch group is one program version under one recorder mode).
+CREATE OR REPLACE MACRO interval_span_join_ranks(sel_a, sel_b) AS TABLE
+SELECT a.launch_group, a.domain, a.run_id AS a_run_id, a.rank AS a_rank, a.kind AS a_kind,
+       a.name AS a_name, a.ordinal AS a_ordinal, a.step AS a_step, b.run_id AS b_run_id,
+       b.rank AS b_rank, b.kind AS b_kind, b.name AS b_name, b.ordinal AS b_ordinal,
+       b.step AS b_step, greatest(a.aligned_start_ns, b.aligned_start_ns) AS start_ns,
+       least(a.aligned_end_ns, b.aligned_end_ns) AS end_ns,
+       least(a.aligned_end_ns, b.aligned_end_ns)
+           - greatest(a.aligned_start_ns, b.aligned_start_ns) AS dur_ns,
+       a.program_version, a.signature, a.timing_clean
+FROM interval_event AS a
+JOIN interval_event AS b
+  ON b.launch_group = a.launch_group AND b.run_id <> a.run_id AND b.domain = a.domain
+ AND b.aligned_start_ns < a.aligned_end_ns AND a.aligned_start_ns < b.aligned_end_ns
+WHERE a.domain = 'trace' AND (a.kind = sel_a OR a.role = sel_a)
+  AND (b.kind = sel_b OR b.role = sel_b);
