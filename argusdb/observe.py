@@ -133,14 +133,11 @@ def _observe_torchrun(region: str, names: list[str], scope: dict[str, str] | Non
     if scope and any(v != "all" for v in scope.values()):
         raise UsageError(f"--scope {scope}: a torchrun observation answers per rank and per "
                          "step; intra-kernel scopes need the harness form")
-    if budget_s is not None:
-        raise UsageError("--budget-s: a torchrun observation is not trimmed to a budget yet; "
-                         "ask for fewer signals (the dry run lists each launch)")
     from argusdb.distributed.observe import observe_torchrun
 
     obs: Observation = observe_torchrun(region, names, command, wd, store, program=program,
                                         options=options, dry_run=dry_run, workdir=workdir,
-                                        progress=progress)
+                                        progress=progress, budget_s=budget_s)
     return obs
 
 

@@ -45,6 +45,9 @@ from argusdb.store import Store
 SUMMARY_EVIDENCE_COLUMNS = ("program_version", "task_id", "run_id", "region_id", "kernel",
                             "signal", "unit", "evidence_class", "replay_pass", "warp_role",
                             "source_file", "scope_path")
+#: Columns a relation's summary keeps besides those (what checks of its constructs filter on:
+#: the interval algebra selects intervals by kind or role, per clock domain).
+SUMMARY_EXTRA_COLUMNS = {"interval_event": ("kind", "role", "domain")}
 #: Most metadata rows read per FROM item; beyond it the answer is truncated (and says so).
 MAX_META_ROWS = 200_000
 #: Largest summary filtered in Python rather than by a query (a round trip costs more).
@@ -125,7 +128,8 @@ def _summary_sql(relation: str, cols: set[str], run_cols: set[str], where: str =
                  ) -> str:
     """``relation`` grouped down to the summary columns first, run columns joined after:
     one pass over the rows (those ``where`` selects), the joins and CASEs only over groups."""
-    keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"]
+    keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"] + list(
+        SUMMARY_EXTRA_COLUMNS.get(relation, ()))
     coords = [f"{c} <> 'all' AS _not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
     grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, _index_level, "
                f"{', '.join(coords)}, "
@@ -195,7 +199,7 @@ class StoreMetadata:
         return _fingerprint(self.cur)
 
     def _summary_columns(self, relation: str, where: str = "true") -> tuple[list[str], str]:
-        cols = list(SUMMARY_EVIDENCE_COLUMNS)
+        cols = list(SUMMARY_EVIDENCE_COLUMNS) + list(SUMMARY_EXTRA_COLUMNS.get(relation, ()))
         run_cols = self.columns("run")
         cols += [c for c in sorted(run_cols) if c not in cols]
         cols += ["_scope", "_standing", "_granularity"]

@@ -165,6 +165,15 @@ class Combination:
     def diffs_versions(self) -> bool:
         return any(s.diffs_versions for s in self.streams)
 
+    @property
+    def intervals(self) -> bool:
+        """Whether intervals (``interval_event`` or an interval macro's rows) meet here."""
+        from argusdb.checker.constructs import CONSTRUCTS
+
+        return any(s.relation == "interval_event" or (
+            s.relation in CONSTRUCTS and CONSTRUCTS[s.relation].base == "interval_event")
+            for s in self.streams)
+
     def what(self) -> str:
         """Human words for the combination, e.g. 'the aggregate over e (group region_id=x)'."""
         names = " and ".join(f"{s.alias}" + (f" ({s.relation})" if s.relation != s.alias

@@ -232,6 +232,13 @@ class Resolver:
                 (node, con.name, f"{con.name} takes {len(con.params)} argument(s) "
                                  f"({', '.join(con.params)}), got {len(lits)}"))
             return
+        for a in lits if con.selectors else []:
+            if a not in con.selectors:
+                self.ctx.bad_constructs.append(
+                    (node, con.name, f"{a!r} is not an interval selector of {con.name} (a kind "
+                                     f"or role of interval_event: {', '.join(con.selectors)})"
+                                     f"{suggest(str(a), list(con.selectors))}"))
+                return
         line, col = position(self.ctx.sql, node)
         self.ctx.constructs.append({"construct": con.name, "args": lits, "line": line,
                                     "col": col})

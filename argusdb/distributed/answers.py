@@ -166,7 +166,7 @@ def observation(store: Store, request: dict[str, Any],
         t = by_action.get(action)
         if t is None:
             return None, f"the plan has no {action} launch"
-        if t["status"] != "done":
+        if t["status"] not in ("done", "reused"):
             why = (t.get("detail") or {}).get("reason") or (t.get("detail") or {}).get("error")
             return None, f"{action} {t['status']}: {why or 'no detail'}"
         # a replayed launch keeps its recorded launch group

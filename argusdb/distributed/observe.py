@@ -195,7 +195,15 @@ def execute(p: Plan, store: Store, workdir: Path,
             res.detail["reason"] = f"depends on failed {sorted(failed & set(task.depends_on))}"
         else:
             try:
-                if task.kind == "collect":
+                if task.kind == "collect" and task.reuse:
+                    # a stored launch group of the same version, mode and ranks answers it
+                    res.status = "reused"
+                    res.run_ids = list(task.reuse["runs"])
+                    res.program_version = task.reuse["program_version"]
+                    res.detail.update({"mode": task.params["mode"],
+                                       "launch_group": task.reuse["launch_group"],
+                                       "reused": task.reuse["why"]})
+                elif task.kind == "collect":
                     _collect(p, task, store, workdir, res, timeout_s)
                 elif task.kind == "synthesize":
                     _synthesize(store, res)
@@ -230,16 +238,17 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
                      store: str | Path | Store | None, *, program: str | Path | None = None,
                      options: dict[str, str] | None = None, dry_run: bool = False,
                      workdir: str | Path | None = None, progress: bool | None = None,
-                     timeout_s: float | None = None) -> Any:
+                     timeout_s: float | None = None, budget_s: float | None = None) -> Any:
     """``observe`` for a torchrun command: plan (and unless ``dry_run``) launch, store, answer.
 
     ``progress`` is taken for ``observe``'s signature: a line per launch is always printed.
     Returns an :class:`argusdb.observe.Observation` whose report has, besides the task table,
     ``distributed``: per signal a per-rank answer with a verdict (:func:`answers.observation`).
-    Runs on a CPU too (gloo); what needs CUDA is reported ``insufficient``.
+    Runs on a CPU too (gloo); what needs CUDA is reported ``insufficient``. ``budget_s`` fits
+    the plan to that many estimated wall seconds by recorded costs (:func:`plan.trim`).
     """
     from argusdb.distributed.answers import observation
-    from argusdb.distributed.plan import plan_torchrun
+    from argusdb.distributed.plan import plan_torchrun, trim
     from argusdb.observe import Observation, _plan_report
 
     if timeout_s is None and os.environ.get("ARGUS_DIST_TIMEOUT_S"):
@@ -257,6 +266,10 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
         st = store
     try:
         p = plan_torchrun(region, signals, command, cwd, st, program=program, options=options)
+        if budget_s is not None:
+            p = trim(p, budget_s, lambda sigs, timeline: plan_torchrun(
+                region, sigs, command, cwd, st, program=program, options=options,
+                plan_id=p.plan_id, timeline=timeline))
         if dry_run:
             rep = _plan_report(p)
             rep["distributed"] = p.request["distributed"]
@@ -265,7 +278,7 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
         st.insert_row("plan", {
             "plan_id": p.plan_id, "source_name": p.request["source"], "region_id": region,
             "signals": p.request["signals"], "scope": {}, "plan": p.to_json(),
-            "n_tasks": len(p.tasks), "n_reused": 0,
+            "n_tasks": len(p.tasks), "n_reused": sum(1 for t in p.tasks if t.reuse),
             "created_at": datetime.now(UTC).replace(tzinfo=None)})
         wd = Path(workdir) if workdir else Path(f"{st.path}.runs") / p.plan_id
         wd.mkdir(parents=True, exist_ok=True)
@@ -276,20 +289,27 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
             st.close()
 
 
+def _reused_runs(p: Plan) -> list[str]:
+    return [r for t in p.tasks if t.reuse for r in t.reuse["runs"]]
+
+
 def _evidence(st: Store, p: Plan) -> Any:
-    return st.arrow("SELECT * FROM evidence WHERE list_contains(?, task_id) "
-                    "ORDER BY evidence_id", [[t.id for t in p.tasks]])
+    """The plan's evidence: what its tasks stored and what the launches it reused hold."""
+    return st.arrow("SELECT * FROM evidence WHERE list_contains(?, task_id) OR "
+                    "list_contains(?, run_id) ORDER BY evidence_id",
+                    [[t.id for t in p.tasks], _reused_runs(p)])
 
 
 def _report(st: Store, p: Plan, results: list[LaunchOutcome], answer: Any) -> dict[str, Any]:
     tasks: list[dict[str, Any]] = [
         {"id": r.task_id, "action": r.action, "run": p.task(r.task_id).run, "status": r.status,
-         "wall_s": r.wall_s, "gpu_s": r.gpu_s, "reuse": None, "runs": r.run_ids,
+         "wall_s": r.wall_s, "gpu_s": r.gpu_s, "reuse": p.task(r.task_id).reuse,
+         "runs": r.run_ids,
          "params": p.task(r.task_id).params, "detail": r.detail} for r in results]
     counts: dict[str, dict[str, int]] = {}
     for row in st.rows("SELECT signal, evidence_class, count(*) AS n FROM evidence WHERE "
-                       "list_contains(?, task_id) GROUP BY ALL ORDER BY ALL",
-                       [[t.id for t in p.tasks]]):
+                       "list_contains(?, task_id) OR list_contains(?, run_id) "
+                       "GROUP BY ALL ORDER BY ALL", [[t.id for t in p.tasks], _reused_runs(p)]):
         counts.setdefault(row["signal"], {})[row["evidence_class"]] = row["n"]
     failed = [{"task": r.task_id, "action": r.action, "status": r.status,
                "error": r.detail.get("error") or r.detail.get("reason"),

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from argusdb.distributed.torchrun import TorchrunCommand, parse
-from argusdb.planner import cost
 from argusdb.planner.plan import Plan, PlanError, Task
 from argusdb.regions import ProgramSource, parse_regions
 from argusdb.store import Store
@@ -139,14 +138,49 @@ def _plan_id(request: dict[str, Any]) -> str:
     return "p-" + hashlib.sha256(doc.encode()).hexdigest()[:10]
 
 
+def estimates(store: Store, world_size: int) -> dict[str, dict[str, Any]]:
+    """Recorded cost per action (``plan_cost_task``: medians of past finished tasks), for a plan
+    of ``world_size`` ranks: a torchrun launch's cost grows with its ranks, so tasks of the same
+    world size are taken when the store has any, else those of every world size. Each estimate
+    says so in ``same_world_size``: True, False (pooled over other rank counts) or None (the
+    action's tasks launch no ranks)."""
+    rows = store.rows(
+        "SELECT action, world_size, wall_s, gpu_s FROM plan_cost_task "
+        "WHERE status = 'done' AND wall_s IS NOT NULL")
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["action"], []).append(r)
+    out: dict[str, dict[str, Any]] = {}
+    for action, rs in by.items():
+        same = [r for r in rs if r["world_size"] == world_size]
+        pick = same or rs
+        gpu = [r["gpu_s"] for r in pick if r["gpu_s"] is not None]
+        out[action] = {"wall_s": _median([r["wall_s"] for r in pick]),
+                       "gpu_s": _median(gpu) if gpu else None, "from_tasks": len(pick),
+                       "same_world_size": True if same else False if any(
+                           r["world_size"] is not None for r in rs) else None}
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    ys = sorted(xs)
+    n = len(ys)
+    return float(ys[n // 2]) if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
+
+
 def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: Path,
                   store: Store | None = None, *, program: str | Path | None = None,
                   options: dict[str, str] | None = None, step_mark: str | None = None,
-                  plan_id: str | None = None) -> Plan:
+                  plan_id: str | None = None, timeline: bool = True,
+                  reuse: bool = True) -> Plan:
     """Plan the launches that answer ``signals`` of ``region_id`` in a torchrun program.
 
     ``step_mark`` is the name of the program's step range (``record_function``): default the
-    environment's ``ARGUS_STEP_MARK``, else ``step``.
+    environment's ``ARGUS_STEP_MARK``, else ``step``. With ``timeline`` False (a budget that
+    cannot afford it) no ``dist_profiler`` launch is planned unless ``host_ops`` is asked for.
+    With a store (and ``reuse``), a launch the store already holds for the same program version,
+    recorder mode and rank count, with the rows the task answers, is reused
+    (:mod:`argusdb.distributed.reuse`); the notes say why others were not.
 
     Raises:
         UsageError: the torchrun command cannot be read (see :func:`torchrun.parse`).
@@ -228,9 +262,13 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
                         ["exposed_communication"])
         forced.depends_on.append(variant.id)
         collects.append(forced)
-    collects.append(launch("dist_profiler", "host ops and collectives per rank as "
-                           "torch.profiler records them, for the per-rank timeline; never read "
-                           "for step time or overlap", ["host_ops"]))
+    if timeline or "host_ops" in names:
+        collects.append(launch("dist_profiler", "host ops and collectives per rank as "
+                               "torch.profiler records them, for the per-rank timeline; never "
+                               "read for step time or overlap", ["host_ops"]))
+    else:
+        notes.append("no dist_profiler launch (the budget cannot afford it and no requested "
+                     "signal needs it): the per-rank timeline shows no host ops")
     if "duration" in names and target.kind == "kernel":
         collects.append(launch("dist_cupti", f"kernel records of {target.name} (CUPTI activity "
                                "only, no host ops) per rank: its duration; needs CUDA",
@@ -251,14 +289,43 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
         if t.kind == "collect":
             n += 1
             t.run = f"r{n}"
+    if store is not None and reuse:
+        _reuse(store, p, target, world, step_mark, options)
     if store is not None:
-        est = cost.estimates(store)
+        est = estimates(store, world)
         for t in p.tasks:
             t.estimate = est.get(t.action)
-    notes.append("launches are not reused from the store: each observation launches the "
-                 "program again (its ranks, clocks and interference differ per launch)")
     p.validate()
     return p
+
+
+def _reuse(store: Store, p: Plan, target: Target, world: int, step_mark: str,
+           options: dict[str, str] | None) -> None:
+    """Mark the collect tasks a stored launch group answers (:mod:`argusdb.distributed.reuse`):
+    same program version, same recorder mode, same rank count, rows that answer the task."""
+    from argusdb.distributed import reuse
+    from argusdb.planner.reuse import parent_versions
+
+    versions = parent_versions(store, ProgramSource.from_path(target.source),
+                               {str(k): str(v) for k, v in options.items()} if options else None)
+    groups: dict[str, str] = {}
+    for t in p.tasks:
+        if t.kind != "collect":
+            continue
+        hit, why_not = reuse.find(store, t, versions, target, world, step_mark)
+        p.notes.extend(why_not)
+        if hit is not None:
+            t.reuse = hit
+            groups[t.params["launch_group"]] = hit["launch_group"]
+    if not versions.ids:
+        p.notes.append(f"no stored launch reused: no stored runs of {versions.why}" if options
+                       else f"no stored launch reused: {versions.why}")
+    elif not groups:
+        p.notes.append("no stored launch reused: no launch of this version has the plan's "
+                       "recorder mode, rank count and rows")
+    for t in p.tasks:
+        if t.action == "dist_overlap":
+            t.params["launch_groups"] = [groups.get(g, g) for g in t.params["launch_groups"]]
 
 
 def _apart(mode: str) -> str:
@@ -271,3 +338,37 @@ def _apart(mode: str) -> str:
         "cupti": "kernel records come from CUPTI activity, which the clean span timing does "
                  "not run",
     }[mode]
+
+
+def trim(p: Plan, budget_s: float, replan: Any) -> Plan:
+    """Fit a torchrun plan to ``budget_s`` estimated wall seconds (recorded costs, see
+    :func:`estimates`), as :func:`argusdb.observe.trim` fits a single-process plan: first the
+    ``dist_profiler`` launch when no requested signal needs it (it only draws host ops on the
+    per-rank timeline), then, one at a time, the signal whose own launches cost most.
+    ``replan(signals, timeline)`` plans again. ``notes`` say what was dropped and why;
+    ``request.dropped_signals`` and ``request.dropped_launches`` list it.
+
+    Raises:
+        PlanError: a task has no recorded cost, or even the smallest plan is over the budget.
+    """
+    from argusdb.observe import estimate
+    from argusdb.observe import trim as trim_signals
+
+    signals = list(p.request["signals"])
+    est = estimate(p)
+    dropped: list[str] = []
+    notes: list[str] = []
+    prof = [t for t in p.tasks if t.action == "dist_profiler"]
+    if not est["unknown"] and est["wall_s"] > budget_s and prof and "host_ops" not in signals:
+        q = replan(signals, False)
+        saved = est["wall_s"] - estimate(q)["wall_s"]
+        notes.append(f"dropped the dist_profiler launch: the plan was estimated at "
+                     f"{est['wall_s']:.3g} s, over the budget of {budget_s:g} s, and no requested "
+                     f"signal needs it (it draws host ops on the per-rank timeline); it saves "
+                     f"{saved:.3g} s of recorded launch costs")
+        dropped.append("dist_profiler")
+        p = q
+    p = trim_signals(p, budget_s, lambda sigs: replan(sigs, not dropped))
+    p.notes[:0] = notes
+    p.request["dropped_launches"] = dropped
+    return p

@@ -20,7 +20,9 @@ SELECT
     -- GPU time the task held a device, seconds; NULL when it used none.
     t.gpu_s,
     -- When the task finished (UTC).
-    t.finished_at
+    t.finished_at,
+    -- Ranks the task launched (a torchrun launch: its world size); NULL for other tasks.
+    TRY_CAST(t.config -> 'params' ->> 'world_size' AS INTEGER) AS world_size
 FROM task AS t
 WHERE t.plan_id IS NOT NULL;
 

@@ -11,6 +11,12 @@ replay, an instrumented run with per-warp-role values, a forced-wait variant run
 *derived* rows (inserted into ``derived_evidence`` after a refresh of the materializations,
 so the ``evidence`` view shows them with ``evidence_class = 'derived'``). Every seed run has
 ``kind = 'seed'`` and artefact names starting with ``SEED-``.
+
+``dist_store``: recorded 2-H200 torchrun launches of ``tools/h200/xlayer/tp_block.py``
+(``tests/data/gpu/xlayer``): the serial version's clean (``events``), profiled (``profiler``)
+and forced-synchronous (``forced``) launches and the overlapped version's clean launch, each
+its own launch group named after its folder (``xl-serial-events-1`` ...): intervals of two
+versions and three interference signatures for the interval algebra's cases.
 """
 
 from __future__ import annotations
@@ -152,6 +158,41 @@ def build_full(path: Path) -> dict[str, str]:
     return ids
 
 
+#: Launches of the dist store: (version, recorder modes).
+DIST_LAUNCHES = (("serial", ("events", "profiler", "forced")), ("overlap", ("events",)))
+
+
+def build_dist(path: Path) -> dict[str, str]:
+    """The recorded torchrun launches (see the module docstring); ids DS, DO: the versions."""
+    from argusdb.distributed.ingest import ingest_launch
+
+    xl = Path(__file__).resolve().parents[1] / "data" / "gpu" / "xlayer"
+    src = ProgramSource.from_path(xl.parents[3] / "tools" / "h200" / "xlayer" / "tp_block.py")
+    ids: dict[str, str] = {}
+    with Store.open(path, create=True) as st:
+        for version, modes in DIST_LAUNCHES:
+            for mode in modes:
+                launch = ingest_launch(st, xl / f"xl-{version}-{mode}-1", src,
+                                       {"version": version, "target": "sm_90"})
+                ids["DS" if version == "serial" else "DO"] = launch.runs[0].program_version
+        with st.transaction():
+            materialize.refresh(st)
+    return ids
+
+
+@pytest.fixture(scope="session")
+def dist_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    path = tmp_path_factory.mktemp("checker_dist") / "dist.duckdb"
+    return path, build_dist(path)
+
+
+@pytest.fixture(scope="session")
+def dist_store(dist_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
+    st = Store.open(dist_built[0], read_only=True)
+    yield st
+    st.close()
+
+
 @pytest.fixture(scope="session")
 def full_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     path = tmp_path_factory.mktemp("checker_full") / "full.duckdb"
@@ -216,7 +257,7 @@ def memory_of(st: Store) -> MemoryMetadata:
 
 
 @pytest.fixture(scope="session")
-def memory_stores(seeded_store: Store, demo_store: Store, full_store: Store
-                  ) -> dict[str, MemoryMetadata]:
+def memory_stores(seeded_store: Store, demo_store: Store, full_store: Store,
+                  dist_store: Store) -> dict[str, MemoryMetadata]:
     return {"seeded": memory_of(seeded_store), "demo": memory_of(demo_store),
-            "full": memory_of(full_store)}
+            "full": memory_of(full_store), "dist": memory_of(dist_store)}

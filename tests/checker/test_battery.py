@@ -3,7 +3,9 @@
 ``battery.yaml`` holds questions written by hand; two more per aggregate and window function
 of the function catalogue are made here: one that puts three program versions (and clean with
 replayed timing) together, which must be refused, and the same function per run, which must be
-accepted and run. Prints the score (false accepts, false refusals); the README quotes it.
+accepted and run. Questions marked ``store: dist`` ask about the interval algebra over the
+recorded torchrun launches (``dist_store`` of conftest.py: two versions; clean, profiled and
+forced launches). Prints the score (false accepts, false refusals); the README quotes it.
 """
 
 from __future__ import annotations
@@ -72,19 +74,22 @@ def _generated(store: Store) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def battery(full_store: Store, full_built: tuple[Any, dict[str, str]]) -> list[dict[str, str]]:
-    ids = full_built[1]
-    hand = [{**q, "sql": q["sql"].format(**ids)} for q in yaml.safe_load(BATTERY.read_text())]
+def battery(full_store: Store, full_built: tuple[Any, dict[str, str]],
+            dist_built: tuple[Any, dict[str, str]]) -> list[dict[str, str]]:
+    hand = [{**q, "sql": q["sql"].format(**(dist_built[1] if q.get("store") == "dist"
+                                               else full_built[1]))}
+            for q in yaml.safe_load(BATTERY.read_text())]
     return hand + _generated(full_store)
 
 
-def test_battery_score(battery: list[dict[str, str]], full_store: Store,
+def test_battery_score(battery: list[dict[str, str]], full_store: Store, dist_store: Store,
                        capsys: pytest.CaptureFixture[str]) -> None:
     assert [q["sql"] for q in battery if q["verdict"] == "unfit"] == []
     assert len(battery) >= 150
     false_accepts, false_refusals = [], []
     for q in battery:
-        findings = checker.check(q["sql"], full_store)
+        store = dist_store if q.get("store") == "dist" else full_store
+        findings = checker.check(q["sql"], store)
         if q["verdict"] == "refuse" and not findings:
             false_accepts.append(q["sql"])
         elif q["verdict"] == "accept":
@@ -92,7 +97,7 @@ def test_battery_score(battery: list[dict[str, str]], full_store: Store,
                 false_refusals.append(f"{q['sql']} -> {[str(f)[:120] for f in findings]}")
             else:
                 try:
-                    checker.execute(q["sql"], full_store)
+                    checker.execute(q["sql"], store)
                 except QueryFailed as exc:
                     false_refusals.append(f"{q['sql']} -> runs into {exc}")
     n_acc = sum(q["verdict"] == "accept" for q in battery)

@@ -107,11 +107,78 @@ def test_clock_alignment_and_instances(store: Store) -> None:
 
 
 def test_constructs_declare_the_macros_columns(store: Store) -> None:
-    from argusdb.distributed.constructs import INTERVAL_CONSTRUCTS
-    for name, c in INTERVAL_CONSTRUCTS.items():
+    from argusdb.checker.constructs import CONSTRUCTS
+    macros = {n: c for n, c in CONSTRUCTS.items() if c.base == "interval_event"}
+    assert set(macros) == {"interval_union", "interval_merge", "interval_intersect",
+                           "interval_span_join", "interval_exposed", "interval_span_join_ranks"}
+    for name, c in macros.items():
         args = ", ".join("'compute'" for _ in c.params)
         cur = store.sql(f"SELECT * FROM {name}({args}) LIMIT 0")
         assert tuple(d[0] for d in cur.description) == c.columns, name
+        # every pass-through column is a column of the input and of the output
+        assert set(c.passthrough) <= set(c.columns), name
+        assert set(c.passthrough) <= {d[0] for d in store.sql(
+            "SELECT * FROM interval_event LIMIT 0").description}, name
+
+
+def test_span_join_across_ranks_on_the_aligned_clock(store: Store) -> None:
+    # rank 1's collectives on the reference clock (offset -1020): [30, 190) and [275, 330);
+    # rank 0's compute [0, 100) and [150, 300)
+    rows = store.rows("SELECT a_rank, b_rank, a_ordinal, b_ordinal, start_ns, end_ns, dur_ns "
+                      "FROM interval_span_join_ranks('collective', 'compute') "
+                      "ORDER BY start_ns")
+    assert rows == [
+        {"a_rank": 1, "b_rank": 0, "a_ordinal": 0, "b_ordinal": 0, "start_ns": 30,
+         "end_ns": 100, "dur_ns": 70},
+        {"a_rank": 1, "b_rank": 0, "a_ordinal": 0, "b_ordinal": 1, "start_ns": 150,
+         "end_ns": 190, "dur_ns": 40},
+        {"a_rank": 1, "b_rank": 0, "a_ordinal": 1, "b_ordinal": 1, "start_ns": 275,
+         "end_ns": 300, "dur_ns": 25}]
+    # a rank is never paired with itself (interval_span_join does that)
+    assert store.rows("SELECT count(*) AS n FROM interval_span_join_ranks('collective', "
+                      "'collective') WHERE a_rank = b_rank") == [{"n": 0}]
+
+
+def test_the_identity_of_each_run_passes_through(store: Store) -> None:
+    rows = store.rows("SELECT DISTINCT run_id, program_version, launch_group, rank, signature, "
+                      "timing_clean FROM interval_exposed('collective', 'compute') "
+                      "ORDER BY run_id")
+    assert rows == [{"run_id": r, "program_version": "v1", "launch_group": "lg", "rank": k,
+                     "signature": "none", "timing_clean": True}
+                    for k, r in enumerate(("r0", "r1"))]
+
+
+def test_checked_queries_over_the_macros(store: Store) -> None:
+    """A checked span join over the runs of one version with one standing is answered; one
+    more version, or a profiled run beside the clean ones, is refused with its rule."""
+    from argusdb import checker
+    from argusdb.errors import QueryRefused
+
+    q = ("SELECT a_name, b_name, sum(dur_ns) AS ns FROM interval_span_join('collective', "
+         "'span') GROUP BY ALL")
+    assert checker.execute(q, store).to_pylist() == [
+        {"a_name": "allreduce", "b_name": "mlp", "ns": 80}]
+    store.insert_row("program_version", {"program_version": "v2", "program": "p"})
+    seed.run(store, "r2", "v2", collector="torchdist", timing_clean=True, signature="none")
+    _span(store, "r2", "span", "compute", "mlp", 0, 100, 0, 0)
+    _coll(store, "r2", 0, 0, 50, 150, step=0)
+    with pytest.raises(QueryRefused) as refused:
+        checker.execute(q, store)
+    f = refused.value.findings[0]
+    assert f.code == "AR01" and "interval_span_join" in f.message and "argus diff" in f.remedy
+    assert checker.execute(q.replace("GROUP BY ALL", "WHERE program_version = 'v1' GROUP BY "
+                                     "ALL"), store).num_rows == 1
+    seed.run(store, "r3", "v1", collector="kineto", timing_clean=False,
+             signature="torch_profiler+activity_tracing")
+    _span(store, "r3", "span", "compute", "mlp", 0, 100, 0, 0)
+    _coll(store, "r3", 0, 0, 50, 150, step=0)
+    with pytest.raises(QueryRefused) as refused:
+        checker.execute(q.replace("GROUP BY ALL", "WHERE program_version = 'v1' GROUP BY "
+                                  "ALL"), store)
+    f = refused.value.findings[0]
+    assert f.code == "AR02" and "torch_profiler" in f.message and "timing_clean" in f.remedy
+    ok = q.replace("GROUP BY ALL", "WHERE program_version = 'v1' AND timing_clean GROUP BY ALL")
+    assert checker.execute(ok, store).to_pylist()[0]["ns"] == 80
 
 
 def test_clock_offset_is_derived_evidence_with_its_error(store: Store) -> None:

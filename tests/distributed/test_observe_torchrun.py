@@ -143,6 +143,22 @@ def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
     assert code == 0, out
     est = {t["action"]: t["estimate"] for t in json.loads(out[out.index("{"):])["tasks"]}
     assert est["dist_events"]["wall_s"] > 0.5 and est["dist_forced"]["from_tasks"] == 1
+    # the same 2-rank request again: every launch of this version, mode and rank count is
+    # reused, nothing is launched or stored, and the answers are the same
+    code, out = observe(["--region", "tp_block/step", "--signals",
+                         "duration,exposed_communication,collective_duration,host_ops",
+                         "--store", str(store), "--option", "version=serial", "--json"],
+                        torchrun(2))
+    assert code == 0, out
+    again = json.JSONDecoder().raw_decode(out[out.index('{"ok"'):])[0]
+    collect = [t for t in again["tasks"] if t["action"] in ("dist_events", "dist_forced",
+                                                            "dist_profiler")]
+    assert len(collect) == 3 and all(t["status"] == "reused" for t in collect)
+    assert {t["reuse"]["launch_group"] for t in collect} == {
+        f"{plan}.{m}" for m in ("events", "forced", "profiler")}
+    assert again["distributed"]["signals"]["duration"] == d["duration"]
+    with Store.open(store, read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM run")[0]["n"] == len(runs)
 
 
 def test_the_python_api_plans_a_torchrun_command() -> None:

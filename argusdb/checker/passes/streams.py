@@ -16,7 +16,7 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from argusdb.checker import constructs, resolve
-from argusdb.checker.context import KEY_COLUMNS, Props, Stream
+from argusdb.checker.context import KEY_COLUMNS, Combination, Props, Stream
 from argusdb.checker.metadata import Metadata, evidence_columns, evidence_relation
 from argusdb.checker.passes import syntax as sx
 from argusdb.checker.predicates import Pred
@@ -34,13 +34,14 @@ class StreamPass(resolve.Resolver):
                      ) -> tuple[Stream, list[dict[str, Any]]] | None:
         con = rel.construct
         if con is not None:
-            base = "evidence"
+            base = con.base
         elif rel.kind in ("table", "view") and evidence_relation(rel.name):
             base = rel.name
         else:
             return None
         assert self.meta is not None
-        mapping = sx.DIFF_META if con is not None and con.diffs_versions else None
+        mapping = sx.DIFF_META if con is not None and con.diffs_versions else \
+            set(con.passthrough) if con is not None and con.passthrough else None
         preds, used = self._predicates(sc, alias, uf, mapping)
         if con is not None and con.diffs_versions:
             self._resolve_selectors(src, rel)
@@ -62,23 +63,55 @@ class StreamPass(resolve.Resolver):
                 if pk is not None:
                     keys.append(pk)
                     key_ids.append(id(k))
-        rows = self.meta.rows(base, preds, keys, used)
+        inputs = con.input_predicates(resolve.rel_literals(rel)) if con is not None else []
+        per_input: list[list[dict[str, Any]]] = []
+        for text in inputs:
+            # each selector is one input: the rows of the base its kind or role selects
+            node = sqlglot.parse_one(text, read="duckdb")
+            names = [c.name for c in node.find_all(exp.Column)]
+            per_input.append(self.meta.rows(base, [*preds, Pred(node, names)], keys,
+                                            used | set(names)))
+        rows = [r for part in per_input for r in part] if inputs else \
+            self.meta.rows(base, preds, keys, used)
         if con is not None and con.diffs_versions:
             self._check_diff_versions(src, rel, rows)
         cols = self._cols(src) or set()
         keyed = {p: set(cols & ks) for p, ks in KEY_COLUMNS.items()}
+        if con is not None:
+            for p in con.separates:
+                keyed[p] |= cols & set(con.joined_on)
         if con is not None and con.diffs_versions:
             keyed = {"version": {"from_version", "to_version"}, "class": {"evidence_class"},
                      "standing": {"signature"}, "pass": set(), "scope": set()}
         values = set(con.value_columns) if con is not None else set(evidence_columns(rel.name))
-        st = Stream(alias, rel.name, src, Props.of_rows(rows), keyed, values,
+        st = Stream(alias or rel.name, rel.name, src, Props.of_rows(rows), keyed, values,
                     base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
                     keys_sql=[k.sql for k in keys], key_ids=key_ids,
                     scope_filtered=filtered)
         if con is not None and con.acknowledgeable:
             acks = resolve.rel_literals(rel)[0]
             st.acks = set(acks if isinstance(acks, list) else [acks])
+        if len(per_input) == 2:
+            self._input_combination(src, alias, rel, per_input)
         return st, rows
+
+    def _input_combination(self, src: exp.Table, alias: str, rel: resolve.Relation,
+                           per_input: list[list[dict[str, Any]]]) -> None:
+        """A macro that combines two inputs (span join, intersect, exposed part) is a join of
+        them, keyed by the columns it joins on (``run_id``: one run's intervals only)."""
+        con = rel.construct
+        assert con is not None
+        sides = []
+        for arg, rows in zip(dict.fromkeys(resolve.rel_literals(rel)), per_input,
+                             strict=True):
+            name = f"{alias} input {arg!r}"
+            sides.append(Stream(name, con.base, src, Props.of_rows(rows),
+                                {p: set(con.joined_on) & ks for p, ks in KEY_COLUMNS.items()},
+                                set(con.value_columns)))
+        sep = {p for p, ks in KEY_COLUMNS.items() if set(con.joined_on) & ks} | set(
+            con.separates)
+        self.ctx.combinations.append(Combination("join", src, (sides[0], sides[1]),
+                                                 sides[0].props.merge(sides[1].props), sep))
 
     def _resolve_selectors(self, src: exp.Table, rel: resolve.Relation) -> None:
         """version_diff's versions in the forms ``argus diff`` accepts (an ID, a unique

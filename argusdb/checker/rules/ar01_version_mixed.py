@@ -40,12 +40,16 @@ class VersionMixed(Rule):
                 continue
             vs = sorted(c.props.versions)
             shown = ", ".join(vs[:4]) + (f" and {len(vs) - 4} more" if len(vs) > 4 else "")
+            compare = (f"compare versions region by region with version_diff('<signal>', "
+                       f"'{vs[0]}', '{vs[1]}')")
+            if c.intervals:  # intervals of two versions never share a timeline
+                compare = ("compare the versions' steps and collectives with argus diff "
+                           "(ratio and confidence interval per step and collective)")
             out.append(self.finding(
                 ctx, c.node,
                 f"{c.what()} combines evidence of {len(vs)} program versions ({shown}) as if "
                 f"from one program",
                 f"group or partition by program_version (or run_id), filter one version "
-                f"(WHERE program_version = '{vs[0]}'), or compare versions region by region "
-                f"with version_diff('<signal>', '{vs[0]}', '{vs[1]}')",
+                f"(WHERE program_version = '{vs[0]}'), or {compare}",
                 program_versions=vs))
         return out

@@ -41,14 +41,20 @@ class InterferenceConflict(Rule):
             st = sorted(c.props.standings)
             perturbed = [s for s in st if s != "clean"]
             clean = "clean timing" if "clean" in st else "values"
+            remedy = ("keep one standing: restrict to clean runs (JOIN run r USING (run_id) "
+                      "WHERE r.timing_clean), or group/join by run_id or signature; to compare "
+                      "timing, collect a clean timing run of the same version (argus observe "
+                      "SOURCE_FILE --region REGION --signals duration, or ingest a CUPTI "
+                      "activity trace)")
+            if c.intervals:  # host-op tracing and forced waits change overlap itself
+                remedy = ("keep one standing: restrict to timing-clean launches (WHERE "
+                          "timing_clean; every interval macro returns it), or group/join by "
+                          "run_id or signature; step time and overlap come from a clean launch "
+                          "(argus observe ... -- torchrun: its dist_events launch), host ops "
+                          "from the profiled one, each read on its own")
             out.append(self.finding(
                 ctx, c.node,
                 f"{c.what()} combines {clean} with values perturbed by "
                 f"{' and '.join(repr(p) for p in perturbed)}: these runs' interference "
-                f"signatures conflict",
-                "keep one standing: restrict to clean runs (JOIN run r USING (run_id) WHERE "
-                "r.timing_clean), or group/join by run_id or signature; to compare timing, "
-                "collect a clean timing run of the same version (argus observe SOURCE_FILE "
-                "--region REGION --signals duration, or ingest a CUPTI activity trace)",
-                standings=st))
+                f"signatures conflict", remedy, standings=st))
         return out

@@ -51,9 +51,11 @@ WITH steps AS (
       AND EXISTS (SELECT 1 FROM collective AS c WHERE c.run_id = i.run_id AND c.clock = i.clock)
 ),
 piece AS (
-    SELECT 'compute' AS what, * FROM interval_union('compute')
-    UNION ALL SELECT 'communication', * FROM interval_union('communication')
-    UNION ALL SELECT 'overlap', *, 0 FROM interval_intersect('communication', 'compute')
+    SELECT 'compute' AS what, run_id, domain, start_ns, end_ns FROM interval_union('compute')
+    UNION ALL SELECT 'communication', run_id, domain, start_ns, end_ns
+    FROM interval_union('communication')
+    UNION ALL SELECT 'overlap', run_id, domain, start_ns, end_ns
+    FROM interval_intersect('communication', 'compute')
 ),
 per AS (
     SELECT s.run_id, s.step, p.what,
