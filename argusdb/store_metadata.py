@@ -34,7 +34,13 @@ from functools import cache
 from typing import Any
 
 from argusdb import catalog
-from argusdb.checker.metadata import META_COLUMNS, TIMING_UNITS
+from argusdb.checker.metadata import (
+    ID_SAMPLE,
+    META_COLUMNS,
+    RULE_COLUMNS,
+    TIMING_UNITS,
+    group_rows,
+)
 from argusdb.checker.predicates import NotSimple, Pred, evaluate
 from argusdb.checker.resolve import catalog_columns
 from argusdb.errors import QueryFailed
@@ -154,12 +160,25 @@ def _filter(rows: list[dict[str, Any]], preds: list[Pred], keys: list[Pred]
     out = []
     for r in rows:
         if all(evaluate(p, r) is True for p in preds):
-            d = {c: r[c] for c in META_COLUMNS}
+            d = {f"_k{i}": evaluate(k, r) for i, k in enumerate(keys)}
+            d.update((c, r[c]) for c in META_COLUMNS)
             d["_rows"] = r["_rows"]
-            for i, k in enumerate(keys):
-                d[f"_k{i}"] = evaluate(k, r)
             out.append(d)
-    return out
+    return group_rows(out)
+
+
+def _grouped_select(keys: list[Pred]) -> str:
+    """Select list of metadata rows grouped to the rules' columns and the query's keys, with
+    the run and task samples of :mod:`argusdb.checker.metadata` (``id_sample`` in SQL: no
+    DISTINCT aggregate, which costs seconds over a big summary); ``GROUP BY ALL`` groups it."""
+    ids = []
+    for c in ("run", "task"):
+        small, top = f"min({c}_id, {ID_SAMPLE})", f"max({c}_id)"
+        ids += [f"list_sort(list_distinct(list_filter(list_append({small}, {top}), "
+                f"x -> x IS NOT NULL))) AS _{c}s",
+                f"coalesce(list_contains({small}, {top}), true) AS _{c}s_complete"]
+    return ", ".join([f"{k.sql()} AS _k{i}" for i, k in enumerate(keys)] + list(RULE_COLUMNS)
+                     + ids)
 
 
 class StoreMetadata:
@@ -257,11 +276,12 @@ class StoreMetadata:
                     return _filter(cached, predicates, keys)
                 except NotSimple:
                     pass
-        sel = ", ".join([f"{k.sql()} AS _k{i}" for i, k in enumerate(keys)]
-                        + list(META_COLUMNS))
+        sel = _grouped_select(keys)
         where = " AND ".join(f"({p.sql()})" for p in predicates) or "true"
         if in_summary:
-            sql = f"SELECT {sel}, _rows FROM {name} AS m WHERE {where} LIMIT {MAX_META_ROWS}"
+            # groups in the order of their first summary row, as the Python path gives them
+            sql = (f"SELECT {sel}, sum(_rows) AS _rows FROM {name} AS m WHERE {where} "
+                   f"GROUP BY ALL ORDER BY min(m.rowid) LIMIT {MAX_META_ROWS}")
         else:
             self.full_scans += 1
             src = _source_sql(relation, self.columns(relation), self.columns("run"))
