@@ -16,7 +16,7 @@ statistics; the peer imports DuckDB alone):
   ``config=bn256_s3`` (peer: bench_diff's hand-written SQL of the same medians and spreads).
 
 Run: ``python bench/bench_big.py [--pages 3830] [--keep PATH]`` (the default build writes
-~5 GB and takes ~20 min on 2 cores; ``--pages 200`` is a quick check).
+4.4 GiB and took 68 min on 2 cores shared at load 7–25; ``--pages 200`` is a quick check).
 """
 
 from __future__ import annotations
