@@ -6,17 +6,19 @@ A static check cannot tell which program versions ``WHERE region_id = 'softmax/s
 selects; the store can. For every evidence-bearing FROM item the checker asks for the metadata
 rows the query's own simple predicates select, e.g.::
 
-    SELECT DISTINCT program_version, run_id, evidence_class, _standing, replay_pass, ...
-    FROM <evidence metadata> WHERE region_id = 'softmax/softmax_fwd'
+    SELECT program_version, evidence_class, _standing, replay_pass, ..., <run sample>
+    FROM <evidence metadata> WHERE region_id = 'softmax/softmax_fwd' GROUP BY ALL
 
-It reads a summary of the relation (one row per program version, run, task, region, kernel,
-signal, unit, class, replay pass, warp role, granularity and scope level, with run columns
-joined in). Writers keep the summary in the store (``_argus_meta_<relation>``, stamped with
-a fingerprint of the data) through :func:`refresh`, incrementally: after an ingest only the
-new runs' rows (and the attributed/derived rows of their versions) are summarised again. A
-check never writes: a connection that finds the stored summary stale builds a TEMP copy
-(memory only) for itself. Predicates or keys on columns the summary lacks (``value``,
-``launch``, ``pc`` ...) run against the relation itself: exact, only slower.
+grouped to what the rules compare and the query's keys, runs and tasks as samples (see
+:mod:`argusdb.checker.metadata`): a few hundred rows however many runs match. It reads a
+summary of the relation (one row per program version, run, task, region, kernel, signal, unit,
+class, replay pass, warp role, granularity and scope level, with run columns joined in).
+Writers keep the summary in the store (``_argus_meta_<relation>``, stamped with a fingerprint
+of the data) through :func:`refresh`, incrementally: after an ingest only the new runs' rows
+(and the attributed/derived rows of their versions) are summarised again. A check never writes:
+a connection that finds the stored summary stale builds a TEMP copy (memory only) for itself.
+Predicates or keys on columns the summary lacks (``value``, ``launch``, ``pc`` ...) run against
+the relation itself: exact, only slower.
 
 Example:
     >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
