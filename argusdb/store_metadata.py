@@ -6,17 +6,19 @@ A static check cannot tell which program versions ``WHERE region_id = 'softmax/s
 selects; the store can. For every evidence-bearing FROM item the checker asks for the metadata
 rows the query's own simple predicates select, e.g.::
 
-    SELECT DISTINCT program_version, run_id, evidence_class, _standing, replay_pass, ...
-    FROM <evidence metadata> WHERE region_id = 'softmax/softmax_fwd'
+    SELECT program_version, evidence_class, _standing, replay_pass, ..., <run sample>
+    FROM <evidence metadata> WHERE region_id = 'softmax/softmax_fwd' GROUP BY ALL
 
-It reads a summary of the relation (one row per program version, run, task, region, kernel,
-signal, unit, class, replay pass, warp role, granularity and scope level, with run columns
-joined in). Writers keep the summary in the store (``_argus_meta_<relation>``, stamped with
-a fingerprint of the data) through :func:`refresh`, incrementally: after an ingest only the
-new runs' rows (and the attributed/derived rows of their versions) are summarised again. A
-check never writes: a connection that finds the stored summary stale builds a TEMP copy
-(memory only) for itself. Predicates or keys on columns the summary lacks (``value``,
-``launch``, ``pc`` ...) run against the relation itself: exact, only slower.
+grouped to what the rules compare and the query's keys, runs and tasks as samples (see
+:mod:`argusdb.checker.metadata`): a few hundred rows however many runs match. It reads a
+summary of the relation (one row per program version, run, task, region, kernel, signal, unit,
+class, replay pass, warp role, granularity and scope level, with run columns joined in).
+Writers keep the summary in the store (``_argus_meta_<relation>``, stamped with a fingerprint
+of the data) through :func:`refresh`, incrementally: after an ingest only the new runs' rows
+(and the attributed/derived rows of their versions) are summarised again. A check never writes:
+a connection that finds the stored summary stale builds a TEMP copy (memory only) for itself.
+Predicates or keys on columns the summary lacks (``value``, ``launch``, ``pc`` ...) run against
+the relation itself: exact, only slower.
 
 Example:
     >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
@@ -34,7 +36,13 @@ from functools import cache
 from typing import Any
 
 from argusdb import catalog
-from argusdb.checker.metadata import META_COLUMNS, TIMING_UNITS
+from argusdb.checker.metadata import (
+    ID_SAMPLE,
+    META_COLUMNS,
+    RULE_COLUMNS,
+    TIMING_UNITS,
+    group_rows,
+)
 from argusdb.checker.predicates import NotSimple, Pred, evaluate
 from argusdb.checker.resolve import catalog_columns
 from argusdb.errors import QueryFailed
@@ -158,12 +166,25 @@ def _filter(rows: list[dict[str, Any]], preds: list[Pred], keys: list[Pred]
     out = []
     for r in rows:
         if all(evaluate(p, r) is True for p in preds):
-            d = {c: r[c] for c in META_COLUMNS}
+            d = {f"_k{i}": evaluate(k, r) for i, k in enumerate(keys)}
+            d.update((c, r[c]) for c in META_COLUMNS)
             d["_rows"] = r["_rows"]
-            for i, k in enumerate(keys):
-                d[f"_k{i}"] = evaluate(k, r)
             out.append(d)
-    return out
+    return group_rows(out)
+
+
+def _grouped_select(keys: list[Pred]) -> str:
+    """Select list of metadata rows grouped to the rules' columns and the query's keys, with
+    the run and task samples of :mod:`argusdb.checker.metadata` (``id_sample`` in SQL: no
+    DISTINCT aggregate, which costs seconds over a big summary); ``GROUP BY ALL`` groups it."""
+    ids = []
+    for c in ("run", "task"):
+        small, top = f"min({c}_id, {ID_SAMPLE})", f"max({c}_id)"
+        ids += [f"list_sort(list_distinct(list_filter(list_append({small}, {top}), "
+                f"x -> x IS NOT NULL))) AS _{c}s",
+                f"coalesce(list_contains({small}, {top}), true) AS _{c}s_complete"]
+    return ", ".join([f"{k.sql()} AS _k{i}" for i, k in enumerate(keys)] + list(RULE_COLUMNS)
+                     + ids)
 
 
 class StoreMetadata:
@@ -261,11 +282,12 @@ class StoreMetadata:
                     return _filter(cached, predicates, keys)
                 except NotSimple:
                     pass
-        sel = ", ".join([f"{k.sql()} AS _k{i}" for i, k in enumerate(keys)]
-                        + list(META_COLUMNS))
+        sel = _grouped_select(keys)
         where = " AND ".join(f"({p.sql()})" for p in predicates) or "true"
         if in_summary:
-            sql = f"SELECT {sel}, _rows FROM {name} AS m WHERE {where} LIMIT {MAX_META_ROWS}"
+            # groups in the order of their first summary row, as the Python path gives them
+            sql = (f"SELECT {sel}, sum(_rows) AS _rows FROM {name} AS m WHERE {where} "
+                   f"GROUP BY ALL ORDER BY min(m.rowid) LIMIT {MAX_META_ROWS}")
         else:
             self.full_scans += 1
             src = _source_sql(relation, self.columns(relation), self.columns("run"))

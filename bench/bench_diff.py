@@ -49,6 +49,7 @@ from argusdb.answers.trajectory import trajectory  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
 from argusdb.regions import ProgramSource  # noqa: E402
 from argusdb.store import Store  # noqa: E402
+from bench.diff_peer import PEER  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu"
 MATMUL = ROOT / "tools" / "h200" / "kernels" / "matmul.py"
@@ -104,36 +105,6 @@ def build(path: Path, pages: int, timing: int) -> int:
     assert row is not None
     return int(row[0])
 
-
-#: The diff's question in hand-written SQL: per-sample sums of both versions, medians per
-#: signal, and per-run medians of every version (the noise floor's input).
-PEER = """
-WITH samples AS (
-    SELECT e.program_version, e.signal, e.evidence_class, r.timing_clean, e.run_id, e.launch,
-           sum(e.value) AS v
-    FROM evidence AS e JOIN run AS r USING (run_id)
-    WHERE e.region_id = $region AND e.value IS NOT NULL
-    GROUP BY ALL
-),
-sides AS (
-    SELECT program_version, signal, evidence_class, timing_clean, median(v) AS median,
-           count(*) AS n
-    FROM samples WHERE program_version IN ($a, $b) GROUP BY ALL
-),
-noise AS (
-    SELECT program_version, signal, evidence_class, timing_clean,
-           (max(m) - min(m)) / median(m) AS spread
-    FROM (SELECT program_version, signal, evidence_class, timing_clean, run_id, median(v) AS m
-          FROM samples GROUP BY ALL)
-    GROUP BY ALL HAVING count(*) >= 2
-)
-SELECT a.signal, a.median AS from_median, b.median AS to_median, b.median / a.median AS ratio,
-       (SELECT max(spread) FROM noise AS z WHERE z.signal = a.signal
-           AND z.evidence_class = a.evidence_class AND z.timing_clean = a.timing_clean) AS spread
-FROM sides AS a JOIN sides AS b ON a.signal = b.signal AND a.evidence_class = b.evidence_class
-    AND a.timing_clean = b.timing_clean
-WHERE a.program_version = $a AND b.program_version = $b
-"""
 
 #: The same, also returning both sides' samples (in run, launch order) for the interval and
 #: the rank test.

@@ -42,6 +42,13 @@ KEY_COLUMNS: dict[str, frozenset[str]] = {
 }
 
 
+#: Props sets filled from one metadata column each (runs and tasks: see ``Props.add``).
+_PROP_COLUMNS = (("versions", "program_version"), ("classes", "evidence_class"),
+                 ("standings", "_standing"), ("signatures", "signature"),
+                 ("passes", "replay_pass"), ("signals", "signal"), ("scopes", "_scope"),
+                 ("units", "unit"), ("granularities", "_granularity"), ("devices", "device"))
+
+
 @dataclass
 class Props:
     """Distinct property values of a set of evidence rows."""
@@ -59,6 +66,11 @@ class Props:
     granularities: set[str] = field(default_factory=set)
     devices: set[str] = field(default_factory=set)
     rows: int = 0
+    #: ``runs`` / ``tasks`` are samples (some metadata row had more than it lists); then
+    #: ``run_count_at_least`` is a lower bound of the runs.
+    runs_sampled: bool = False
+    tasks_sampled: bool = False
+    run_count_at_least: int = 0
 
     @classmethod
     def of_rows(cls, rows: list[dict[str, Any]]) -> Props:
@@ -68,15 +80,25 @@ class Props:
         return p
 
     def add(self, r: dict[str, Any]) -> None:
-        for attr, col in (("versions", "program_version"), ("runs", "run_id"),
-                          ("tasks", "task_id"), ("classes", "evidence_class"),
-                          ("standings", "_standing"), ("signatures", "signature"),
-                          ("passes", "replay_pass"), ("signals", "signal"),
-                          ("scopes", "_scope"), ("units", "unit"),
-                          ("granularities", "_granularity"), ("devices", "device")):
+        """Add one metadata row: per run (``run_id``, ``task_id``) or grouped (``_runs``,
+        ``_tasks``: samples, see :mod:`argusdb.checker.metadata`)."""
+        for attr, col in _PROP_COLUMNS:
             v = r.get(col)
             if v is not None:
                 getattr(self, attr).add(v)
+        if "_runs" in r:
+            self.runs.update(r["_runs"])
+            self.tasks.update(r["_tasks"])
+            self.runs_sampled |= not r["_runs_complete"]
+            self.tasks_sampled |= not r["_tasks_complete"]
+            # a sample that is not all of them leaves at least one run out
+            self.run_count_at_least = max(self.run_count_at_least,
+                                          len(r["_runs"]) + (not r["_runs_complete"]))
+        else:
+            for attr, col in (("runs", "run_id"), ("tasks", "task_id")):
+                v = r.get(col)
+                if v is not None:
+                    getattr(self, attr).add(v)
         self.rows += int(r.get("_rows") or 0)
 
     def merge(self, other: Props) -> Props:
@@ -85,6 +107,9 @@ class Props:
                      "passes", "signals", "scopes", "units", "granularities", "devices"):
             setattr(out, attr, getattr(self, attr) | getattr(other, attr))
         out.rows = self.rows + other.rows
+        out.runs_sampled = self.runs_sampled or other.runs_sampled
+        out.tasks_sampled = self.tasks_sampled or other.tasks_sampled
+        out.run_count_at_least = max(self.run_count_at_least, other.run_count_at_least)
         return out
 
     def mixed(self, prop: str) -> bool:
@@ -93,7 +118,8 @@ class Props:
             return len(self.versions) > 1
         if prop == "standing":
             # a conflict is between runs: inside one run, clean counters next to its own
-            # perturbed timing are not a splice
+            # perturbed timing are not a splice (a row's sample holds its smallest and its
+            # largest run, so two runs show as two)
             return len(self.standings) > 1 and len(self.runs) > 1
         if prop == "pass":
             return len(self.passes) > 1 and len(self.signals) > 1
@@ -116,7 +142,9 @@ class Props:
                 "standings": sorted(self.standings), "replay_passes": sorted(self.passes),
                 "signals": sorted(self.signals), "scopes": sorted(self.scopes),
                 "units": sorted(self.units), "granularities": sorted(self.granularities),
-                "devices": sorted(self.devices), "rows": self.rows}
+                "devices": sorted(self.devices), "rows": self.rows,
+                "runs_sampled": self.runs_sampled, "tasks_sampled": self.tasks_sampled,
+                "run_count_at_least": max(len(self.runs), self.run_count_at_least)}
 
 
 @dataclass

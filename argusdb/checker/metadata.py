@@ -18,6 +18,14 @@ Metadata columns (``META_COLUMNS``):
     ``unit``: the value's unit ('(none)' where the artefact gives none); ``device``: the
     run's device model (NULL where the run does not say).
 
+A metadata row is grouped to what the rules compare (``RULE_COLUMNS`` and the query's keys),
+not per run: its runs and tasks come as aggregates. ``_runs`` (``_tasks``) lists a sample of
+its run (task) ids, sorted: the distinct ones among its ``ID_SAMPLE`` smallest values, and its
+largest; ``_runs_complete`` (``_tasks_complete``) says whether that is every one. The one rule
+that counts runs (a standing conflict is between two runs) only asks whether there are two,
+which the smallest and the largest id decide exactly; provenance lists the samples. A query
+that keys or filters by ``run_id`` still sees one group per run (the key is part of the row).
+
 Which relations hold evidence, and in which columns, is data: ``relations.csv`` beside this
 module declares every table and view users can read (a test fails on an undeclared one).
 
@@ -31,6 +39,8 @@ Example:
 from __future__ import annotations
 
 import csv
+import heapq
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,6 +51,10 @@ from argusdb.checker.predicates import NotSimple, Pred, evaluate
 META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_standing",
                 "signature", "replay_pass", "signal", "_scope", "unit", "_granularity",
                 "device")
+#: The metadata columns a row is grouped by: all but the run and task (kept as aggregates).
+RULE_COLUMNS = tuple(c for c in META_COLUMNS if c not in ("run_id", "task_id"))
+#: Smallest run (task) ids a metadata row's sample is drawn from (see the module docstring).
+ID_SAMPLE = 32
 #: Units of timing values (ours and the tools' own spellings).
 TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second", "cycle",
                 "cycles")
@@ -65,13 +79,61 @@ def evidence_relation(name: str) -> bool:
     return bool(evidence_columns(name))
 
 
+def group_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-run metadata rows (``run_id``, ``task_id``, ``_rows`` and the rest) grouped to
+    everything else, in order of first appearance, with the run and task samples of the module
+    docstring: what the store computes in SQL (``min(run_id, ID_SAMPLE)``, ``max(run_id)``),
+    done in Python.
+
+    Example:
+        >>> [(r["_runs"], r["_runs_complete"], r["_rows"]) for r in group_rows(
+        ...     [{"signal": "a", "run_id": "r2", "task_id": "t", "_rows": 2},
+        ...      {"signal": "a", "run_id": "r1", "task_id": "t", "_rows": 3}])]
+        [(['r1', 'r2'], True, 5)]
+    """
+    out: dict[Any, dict[str, Any]] = {}
+    ids: dict[Any, tuple[list[Any], list[Any]]] = {}
+    for r in rows:
+        rest = [(c, v) for c, v in r.items() if c not in ("run_id", "task_id", "_rows")]
+        try:
+            key: Any = tuple(rest)
+            hit = out.get(key)
+        except TypeError:  # an unhashable key value (a list): compare its text
+            key = repr(rest)
+            hit = out.get(key)
+        if hit is None:
+            hit = out[key] = {**dict(rest), "_rows": 0}
+            ids[key] = ([], [])
+        hit["_rows"] += int(r.get("_rows") or 0)
+        runs, tasks = ids[key]
+        if r.get("run_id") is not None:
+            runs.append(r["run_id"])
+        if r.get("task_id") is not None:
+            tasks.append(r["task_id"])
+    for key, hit in out.items():
+        for name, values in zip(("runs", "tasks"), ids[key], strict=True):
+            hit[f"_{name}"], hit[f"_{name}_complete"] = id_sample(values)
+    return list(out.values())
+
+
+def id_sample(values: list[Any]) -> tuple[list[Any], bool]:
+    """The sample of ``values`` (one per metadata row, repeats kept) and whether it is all of
+    them: the distinct ones among the ``ID_SAMPLE`` smallest, and the largest."""
+    if not values:
+        return [], True
+    small = heapq.nsmallest(ID_SAMPLE, values)
+    top = max(values)
+    return sorted({*small, top}), top in small
+
+
 class Metadata(Protocol):
     """What the checker needs to know about the data (see the module docstring)."""
 
     def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
-        """Distinct metadata rows of ``relation`` under ``predicates`` (each with ``_rows``,
-        its row count), with the value of each of ``keys`` as ``_k<i>``."""
+        """Metadata rows of ``relation`` under ``predicates``, one per distinct value of
+        ``RULE_COLUMNS`` and ``keys`` (each key's value as ``_k<i>``), with ``_rows`` (its
+        row count) and the run and task samples (module docstring)."""
 
     def versions(self, relation: str) -> set[str]:
         """Program versions that have rows in ``relation``."""
@@ -125,7 +187,7 @@ class MemoryMetadata:
     def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
         data = self._rows.get(relation, [])
-        out: dict[tuple[Any, ...], dict[str, Any]] = {}
+        out: list[dict[str, Any]] = []
         for i, r in enumerate(data):
             keep = True
             for p in predicates:
@@ -146,10 +208,9 @@ class MemoryMetadata:
                 except (NotSimple, KeyError):
                     col = self._column(relation, k.sql())
                     ks[f"_k{j}"] = None if col is None else col[i]
-            d = {c: r.get(c) for c in META_COLUMNS} | ks
-            hit = out.setdefault(tuple(map(repr, d.values())), {**d, "_rows": 0})
-            hit["_rows"] += int(r.get("_rows") or 1)
-        return list(out.values())
+            out.append({c: r.get(c) for c in META_COLUMNS} | ks
+                       | {"_rows": int(r.get("_rows") or 1)})
+        return group_rows(out)
 
     def versions(self, relation: str) -> set[str]:
         return {r["program_version"] for r in self._rows.get(relation, [])

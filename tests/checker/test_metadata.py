@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sqlglot
+
 from argusdb import checker, demo
 from argusdb.api import connect
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
+from argusdb.checker.predicates import Pred
 from argusdb.checker.resolve import catalog_objects
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
+from argusdb.store import Store
 from argusdb.store_metadata import StoreMetadata
 from tests.conftest import DEMO, KERNELS
 
@@ -115,3 +119,73 @@ def test_refresh_after_ingests_reads_new_runs_and_whole_rebuilds_only(tmp_path: 
         db.store.sql("DELETE FROM _argus_meta_stamp")
         assert checker.refresh_metadata(db.store) == "rebuilt"
         assert db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL") == inc
+
+
+def _pred(text: str) -> Pred:
+    node = sqlglot.parse_one(text, read="duckdb")
+    return Pred(node, [c.name for c in node.find_all(sqlglot.exp.Column)])
+
+
+def _rows_by_path(meta: StoreMetadata, preds: list[str], keys: list[str]
+                  ) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    ps, ks = [_pred(p) for p in preds], [_pred(k) for k in keys]
+    cols = {n for p in ps + ks for n in p.names}
+    meta._asks.clear()
+    meta._py.clear()
+    by_sql = meta.rows("evidence", ps, ks, cols)  # a process's first question: DuckDB
+    by_python = meta.rows("evidence", ps, ks, cols)  # later ones: the summary in Python
+    return by_sql, by_python
+
+
+def test_metadata_rows_are_grouped_to_the_rules_columns_alike_on_every_path(
+        seeded_store: Store) -> None:
+    from argusdb.checker.metadata import RULE_COLUMNS
+    from tests.checker.conftest import memory_of
+
+    meta = StoreMetadata.of(seeded_store)
+    memory = memory_of(seeded_store)
+    for preds, keys in (([], []), (["signal = 'duration'"], ["program_version"]),
+                        (["region_id IS NOT NULL"], ["run_id", "signal = 'busy_ns'"])):
+        by_sql, by_python = _rows_by_path(meta, preds, keys)
+        mem = memory.rows("evidence", [_pred(p) for p in preds], [_pred(k) for k in keys])
+        assert by_sql == by_python  # same groups, same order (first summary row)
+        assert sorted(map(repr, by_sql)) == sorted(map(repr, [
+            {k: r[k] for k in by_sql[0]} for r in mem]))
+        # one row per distinct value of the rules' columns and the keys: runs aggregated
+        seen = [tuple(r[c] for c in (*RULE_COLUMNS, *(f"_k{i}" for i in range(len(keys)))))
+                for r in by_sql]
+        assert len(seen) == len(set(seen))
+        for r in by_sql:
+            assert r["_runs"] == sorted(set(r["_runs"])) and r["_runs_complete"] in (True, False)
+    # keyed by run: one run per group
+    by_sql, _ = _rows_by_path(meta, [], ["run_id"])
+    assert all(len(r["_runs"]) <= 1 and r["_runs_complete"] for r in by_sql)
+
+
+def test_a_sample_of_runs_keeps_the_standing_rule_exact() -> None:
+    from argusdb.checker import metadata as md
+    from argusdb.checker.context import Props
+
+    def row(run: str, standing: str) -> dict[str, object]:
+        return {"program_version": "a", "run_id": run, "task_id": f"t{run}",
+                "signal": "duration", "_standing": standing, "_rows": 1}
+
+    many = [row(f"r{i:03d}", "clean") for i in range(3 * md.ID_SAMPLE)]
+    grouped = md.group_rows([*many, row("zz", "replay")])
+    p = Props.of_rows(grouped)
+    # the clean group: its 32 smallest runs and its largest; the perturbed one: its run
+    assert p.mixed("standing") and p.runs_sampled and len(p.runs) == md.ID_SAMPLE + 2
+    assert p.to_json()["run_count_at_least"] == md.ID_SAMPLE + 2
+    # one clean run with many rows and one perturbed run, grouped together: still two runs
+    (g,) = md.group_rows([{**row("r1", "x"), "_standing": None}] * (2 * md.ID_SAMPLE)
+                         + [{**row("r2", "x"), "_standing": None}])
+    assert g["_runs"] == ["r1", "r2"] and not g["_runs_complete"]
+    assert Props.of_rows([{**g, "_standing": "clean"}, {**g, "_standing": "replay"}]
+                         ).mixed("standing")
+    # one run's clean counters and its own perturbed timing are no conflict, grouped or not
+    one = md.group_rows([row("r1", "clean"), row("r1", "replay")])
+    assert not Props.of_rows(one).mixed("standing")
+    assert not Props.of_rows([row("r1", "clean"), row("r1", "replay")]).mixed("standing")
+    # two rows of one run each, different runs: a conflict
+    assert Props.of_rows(md.group_rows([row("r1", "clean"), row("r2", "replay")])
+                         ).mixed("standing")

@@ -96,7 +96,13 @@ class CombinationPass(StreamPass):
                     groups.setdefault(g, Props()).add(r)
                 mixed = [(g, p) for g, p in groups.items()
                          if any(p.mixed(x) for x in KEY_COLUMNS if only is None or x in only)]
-                for g, p in mixed[:sx.MAX_GROUPS]:
+                # the first groups, and for each property the first group mixing it, so that
+                # which rules refuse does not hang on the order the groups come in
+                shown = mixed[:sx.MAX_GROUPS]
+                for x in KEY_COLUMNS:
+                    if (only is None or x in only) and not any(p.mixed(x) for _, p in shown):
+                        shown += [gp for gp in mixed if gp[1].mixed(x)][:1]
+                for g, p in shown:
                     label = ", ".join(f"{st.keys_sql[i]()}={v!r}"
                                       for i, v in zip(mine, g, strict=True))
                     self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label,
