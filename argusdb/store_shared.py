@@ -364,16 +364,8 @@ class SharedStore(Store):
                 self.load()
                 if self._attempting:   # what the attempt read before this point is stale
                     raise StoreConflict(f"{self.path}: another writer committed first")
-            self.con.execute("BEGIN")
-            self._new_runs = []
-            try:
-                yield self.con
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                self._new_runs = []
-                raise
-            self.con.execute("COMMIT")
-            self.generation += 1
+            with self._local_transaction(snapshot=False) as con:
+                yield con
             runs, self._new_runs = self._new_runs, []
             self._push(runs)
 
