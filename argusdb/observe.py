@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -83,7 +84,6 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
         RunnerMissingError: not a dry run, and this build has no runner.
     """
     from argusdb.planner import plan as make_plan
-    from argusdb.store import Store
 
     names = [s.strip() for s in signals.split(",")] if isinstance(signals, str) else signals
     command: list[str] | None = None
@@ -102,14 +102,7 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
                          "harness kernel file (source=...)")
     if not dry_run:
         _check_can_run()
-    own = isinstance(store, str | Path)
-    st: Store | None
-    if isinstance(store, str | Path):
-        exists = str(store).startswith("ducklake:") or Path(store).exists()
-        st = Store.open(store, create=not dry_run) if exists or not dry_run else None
-    else:
-        st = store
-    try:
+    with observation_store(store, dry_run) as st:
         kw: dict[str, Any] = {"options": options}
         if command is not None:
             kw.update({"command": command, "cwd": str(wd.resolve())})
@@ -120,8 +113,31 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
             return Observation(p, None, _plan_report(p))
         assert st is not None
         return _run(p, st, Path(source), workdir, progress)
+
+
+@contextmanager
+def observation_store(store: str | Path | Store | None, dry_run: bool
+                      ) -> Iterator[Store | None]:
+    """The store an observation plans against and writes to: ``store`` itself when it is open
+    (the caller closes it), else the store at that path or URI, created unless this is a dry
+    run (a dry run against a store that does not exist plans without one), closed afterwards.
+
+    Example:
+        >>> with observation_store(None, dry_run=True) as st:
+        ...     st is None
+        True
+    """
+    if not isinstance(store, str | Path):
+        yield store
+        return
+    from argusdb.store import Store
+
+    exists = str(store).startswith("ducklake:") or Path(store).exists()
+    st = Store.open(store, create=not dry_run) if exists or not dry_run else None
+    try:
+        yield st
     finally:
-        if own and st is not None:
+        if st is not None:
             st.close()
 
 

@@ -33,7 +33,7 @@ from argusdb.errors import QueryFailed, StoreError
 #: Version of ``argusdb/schema/`` this release writes. A store records its own in ``store_meta``;
 #: a store #: without that table but with ``run`` is version 1 (the first release). See
 #: :mod:`argusdb.store_versions` for the migrations.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Seconds a writer (or reader) waits for another process's lock on an embedded store; the
 #: environment variable ARGUS_LOCK_TIMEOUT overrides it.
 LOCK_TIMEOUT_S = 120.0
@@ -670,18 +670,28 @@ class Store:
         did not give them back.
         """
         with self._lock:
-            self.con.execute("BEGIN")
-            self._new_runs = []
-            try:
-                yield self.con
-                self._before_commit()
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                self._new_runs = []
-                raise
-            self.con.execute("COMMIT")
-            self.generation += 1
+            with self._local_transaction(snapshot=True) as con:
+                yield con
             self._after_commit()
+
+    @contextmanager
+    def _local_transaction(self, snapshot: bool) -> Iterator[duckdb.DuckDBPyConnection]:
+        """``BEGIN`` … ``COMMIT`` on this process's connection, collecting the runs it adds in
+        ``_new_runs``; rolled back on any exception (KeyboardInterrupt included). With
+        ``snapshot``, the commit also records a ``store_snapshot`` row for those runs (a shared
+        store has DuckLake's snapshots instead). The caller holds ``_lock``."""
+        self.con.execute("BEGIN")
+        self._new_runs = []
+        try:
+            yield self.con
+            if snapshot:
+                self._before_commit()
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            self._new_runs = []
+            raise
+        self.con.execute("COMMIT")
+        self.generation += 1
 
     def _before_commit(self) -> None:
         if self._new_runs:

@@ -24,6 +24,10 @@ reloads the new snapshot and runs its whole ingest again (:meth:`SharedStore.ret
 "same bytes again is a no-op" hold without primary keys, and a killed writer leaves nothing
 (DuckLake commits in one Postgres transaction; Parquet files written before are unreferenced).
 
+Schema versions: a writable open of a lake of an older schema (2 onwards) adds what the newer
+``argusdb/schema/`` declares (tables, columns) and its version in one DuckLake commit; a
+read-only open (and time travel) loads what the lake holds, later columns NULL.
+
 Time travel: ``as_of`` attaches DuckLake at that snapshot (``SNAPSHOT_VERSION``) or time
 (``SNAPSHOT_TIME``), read-only; attribution and derivation are stored tables, so they are read
 as they stood.
@@ -55,6 +59,8 @@ from argusdb.store_versions import parse_time, schema_tables
 #: Extension wheels (package, extension name) loaded from their files, in load order.
 EXTENSIONS = (("duckdb_extension_postgres_scanner", "postgres_scanner"),
               ("duckdb_extension_ducklake", "ducklake"))
+#: The first store schema with shared stores; a lake of it or later migrates on a writable open.
+FIRST_SHARED_VERSION = 2
 #: Attempts of one write before giving up (each conflict reloads and reruns it).
 MAX_ATTEMPTS = 200
 _OWN_KEYS = ("data_path", "metadata_schema")
@@ -183,6 +189,8 @@ class SharedStore(Store):
         #: The DuckLake snapshot the working copy holds.
         self.lake_snapshot = -1
         self._cols: dict[str, list[str]] = {}
+        #: Schema version of the lake as opened (older only when opened read-only).
+        self._lake_version = SCHEMA_VERSION
         self._attempting = False
         self.ensure_schema(0)
         self.read_only = read_only
@@ -219,10 +227,16 @@ class SharedStore(Store):
                     raise StoreError(f"{self.path}: written by a newer argusdb (store schema "
                                      f"{version}; this release reads schema {SCHEMA_VERSION}). "
                                      "Upgrade argusdb to open it.")
-                if version < SCHEMA_VERSION:
+                if version < FIRST_SHARED_VERSION:
                     raise StoreError(f"{self.path}: store schema {version} predates shared "
-                                     f"stores (schema {SCHEMA_VERSION}); copy an embedded "
-                                     "store in with 'argus copy' instead.")
+                                     f"stores (schema {FIRST_SHARED_VERSION}); copy an "
+                                     "embedded store in with 'argus copy' instead.")
+                if version < SCHEMA_VERSION and not self.read_only:
+                    self._migrate_lake(tables)
+                    continue
+                # Read-only, a lake of an older schema loads what it has (columns added
+                # since read NULL), as an embedded store answers from a migrated copy.
+                self._lake_version = version
                 missing = [t for t in schema_tables() if t not in tables]
                 if missing and not self.read_only:
                     self._create_lake(missing)   # tables a newer module added, same version
@@ -233,16 +247,51 @@ class SharedStore(Store):
                 time.sleep(random.uniform(0.01, 0.1))
         raise StoreError(f"{self.path}: could not create the store's tables (conflicts)")
 
+    def _typed_columns(self, table: str) -> list[tuple[str, str]]:
+        """(column, type) of ``table`` in the working copy (the schema modules' DDL)."""
+        return [(str(c), str(t)) for c, t in self.con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = 'memory' "
+            "AND table_name = ? ORDER BY column_index", [table]).fetchall()]
+
+    def _lake_columns(self, table: str) -> set[str]:
+        return {c for (c,) in self.lake.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = 'lake' "
+            "AND table_name = ?", [table]).fetchall()}
+
+    def _migrate_lake(self, tables: set[str]) -> None:
+        """Bring a lake of an older schema to this one in one commit: the tables and columns
+        ``argusdb/schema/`` declares that it lacks (columns NULL for the rows held), then its
+        ``schema_version`` (see :mod:`argusdb.store_versions`)."""
+        self.lake.execute("BEGIN")
+        try:
+            for t in schema_tables():
+                if t not in tables:
+                    self._create_table(t)
+                    continue
+                have = self._lake_columns(t)
+                for col, typ in self._typed_columns(t):
+                    if col not in have:
+                        self.lake.execute(f'ALTER TABLE lake.{t} ADD COLUMN "{col}" {typ}')
+            self.lake.execute("UPDATE lake.store_meta SET value = ? WHERE key = "
+                              "'schema_version'", [str(SCHEMA_VERSION)])
+            self.lake.execute("CALL lake.set_commit_message('argus', 'migrate', "
+                              "extra_info => ?)", [json.dumps({"schema": SCHEMA_VERSION})])
+            self.lake.execute("COMMIT")
+        except duckdb.Error as exc:
+            with suppress(duckdb.Error):
+                self.lake.execute("ROLLBACK")
+            raise StoreConflict(f"{self.path}: migrating the schema conflicted ({exc})") from exc
+
+    def _create_table(self, table: str) -> None:
+        self.lake.execute(f"CREATE TABLE IF NOT EXISTS lake.{table} (" + ", ".join(
+            f'"{c}" {t}' for c, t in self._typed_columns(table)) + ")")
+
     def _create_lake(self, tables: list[str]) -> None:
         """Create ``tables`` in the lake (column types as the working copy's) in one commit."""
         self.lake.execute("BEGIN")
         try:
             for t in tables:
-                cols = self.rows("SELECT column_name, data_type FROM duckdb_columns() "
-                                 "WHERE database_name = 'memory' AND table_name = ? "
-                                 "ORDER BY column_index", [t])
-                self.lake.execute(f"CREATE TABLE IF NOT EXISTS lake.{t} (" + ", ".join(
-                    f'"{c["column_name"]}" {c["data_type"]}' for c in cols) + ")")
+                self._create_table(t)
             if "store_meta" in tables:
                 self.lake.execute("INSERT INTO lake.store_meta VALUES ('schema_version', ?), "
                                   "('commits', '0')", [str(SCHEMA_VERSION)])
@@ -271,7 +320,13 @@ class SharedStore(Store):
         try:
             snap = self._current()
             for t in tables or schema_tables():
-                cols = ", ".join(f'"{c}"' for c in self._columns(t))
+                want = self._columns(t)
+                if self._lake_version < SCHEMA_VERSION:   # read-only, older lake
+                    have = self._lake_columns(t)
+                    want = [c for c in want if c in have]
+                    if not want:
+                        continue   # a table the older lake does not have: empty here
+                cols = ", ".join(f'"{c}"' for c in want)
                 data = self.lake.execute(
                     f"SELECT rowid AS _rid, {cols} FROM lake.{t}").to_arrow_table()
                 self.con.register("_argus_lake", data)
@@ -309,16 +364,8 @@ class SharedStore(Store):
                 self.load()
                 if self._attempting:   # what the attempt read before this point is stale
                     raise StoreConflict(f"{self.path}: another writer committed first")
-            self.con.execute("BEGIN")
-            self._new_runs = []
-            try:
-                yield self.con
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                self._new_runs = []
-                raise
-            self.con.execute("COMMIT")
-            self.generation += 1
+            with self._local_transaction(snapshot=False) as con:
+                yield con
             runs, self._new_runs = self._new_runs, []
             self._push(runs)
 

@@ -11,6 +11,11 @@ Versions:
        default        from the DDL), so both migrate.
     2. ``store_meta`` (schema version) and ``store_snapshot`` (one row per committed ingest). A
        schema-1 store gets one snapshot per run, at the run's ingest time, in run order.
+    3. ``kernel_launch`` keeps the launching API call (``api_start_ns``, ``api_dur_ns``,
+       ``api_pid``, ``api_tid``, ``api_src_row``), for the export's flow from call to kernel.
+       Migrating adds the columns, NULL for the launches already stored (ingest the artefact
+       again into a new store to have them); a shared store migrates the same way
+       (:meth:`argusdb.store_shared.SharedStore.open_lake`).
 
 Time travel on an embedded store: snapshot ``S`` holds exactly the runs with
 ``run_seq <= store_snapshot.run_seq_max``. :func:`as_of` copies those runs and what they rest on

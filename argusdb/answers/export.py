@@ -3,8 +3,10 @@
 - :func:`perfetto_trace`: one or several runs as Chrome trace event JSON (what Perfetto UI and
   ``chrome://tracing`` open): one complete (``ph: "X"``) event per kernel launch on a track per
   device and stream, with the launch's region, configuration, host op and launch API in
-  ``args``; the run's host ops, annotations and steps on a track per host thread; and one per
-  intra-kernel scope instance (Proton instrumentation, ``scope_event``) on a track per CTA
+  ``args``; the runtime or driver call that launched it on its host thread, with a flow arrow
+  (``ph: "s"`` → ``ph: "f"``, ``bp: "e"``, category ``ac2g`` as Kineto writes it) from the call
+  to the kernel; the run's host ops, annotations and steps on a track per host thread; and one
+  per intra-kernel scope instance (Proton instrumentation, ``scope_event``) on a track per CTA
   (process ``<kernel> Core<sm> CTA<cta>``, as Proton names it) and warp.
 - :func:`hatchet_literal`: a region tree (program → kernel → regions) of one version with one
   metric per signal, in Hatchet's literal format (``GraphFrame.from_literal``).
@@ -22,8 +24,9 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,13 +58,18 @@ def perfetto_trace(db: Connection, run_id: str | Sequence[str]) -> dict[str, Any
     """The kernel launches, host ops and intra-kernel scopes of runs as Chrome trace JSON.
 
     Each run is a group of processes of its own, named after the run (``run <id> (<artefact>)
-    ...``): its devices (a thread per stream), its host threads where the store holds the
-    run's host ops (``trace_span``: torch ops, annotations, steps, as Kineto traces of a
-    distributed launch give them) and its Proton scope instances (a process per CTA, a thread
-    per warp). Timestamps are microseconds (the format's unit) from the run's own first kernel
-    or host op (runs come from different clocks), with the nanosecond originals in ``args``;
-    ``displayTimeUnit`` is ``ns``. Scope instances keep their trace's own origin and nominal
-    clock (see ``scope_event``), with their cycles and region in ``args``.
+    ...``): its devices (a thread per stream), its host processes and threads where the store
+    holds the run's launching calls (``kernel_launch.api_*``) or host ops (``trace_span``:
+    torch ops, annotations, steps, as Kineto traces of a distributed launch give them) and its
+    Proton scope instances (a process per CTA, a thread per warp). Each kernel with a stored
+    launching call gets one flow (a flow ``id`` of its own) whose start lies at the middle of
+    the call's slice and whose end, bound to the enclosing slice, at the middle of the kernel's:
+    both ends fall strictly inside their slices wherever these last 2 ns or more, so no viewer
+    binds an end to a neighbour or a parent. Timestamps are microseconds (the format's unit)
+    from the run's own first kernel, call or host op (runs come from different clocks), with
+    the nanosecond originals in ``args``; ``displayTimeUnit`` is ``ns``. Scope instances keep
+    their trace's own origin and nominal clock (see ``scope_event``), with their cycles and
+    region in ``args``.
 
     Raises:
         UsageError: a run is unknown, or has neither kernel launches, host ops nor scope events.
@@ -71,12 +79,13 @@ def perfetto_trace(db: Connection, run_id: str | Sequence[str]) -> dict[str, Any
         raise UsageError("no run to export; name one or more with --run")
     events: list[dict[str, Any]] = []
     runs = []
+    flow_ids = itertools.count(1)
     for rid in ids:
         run = _run(db, rid)
         runs.append(run)
         label = f"run {run['run_id'][:8]} ({run['artefact_name']})" if len(ids) > 1 else ""
         first = 1 + max((e["pid"] for e in events), default=-1)
-        own = _run_events(db, run, first, label)
+        own = _run_events(db, run, first, label, flow_ids)
         if not own:
             raise UsageError(f"run {run['run_id']} ({run['artefact_name']}) has no kernel "
                              f"launches, host ops or scope events; export a run of a tracing "
@@ -90,9 +99,9 @@ def perfetto_trace(db: Connection, run_id: str | Sequence[str]) -> dict[str, Any
     return {"displayTimeUnit": "ns", "traceEvents": events, "otherData": other}
 
 
-def _run_events(db: Connection, run: dict[str, Any], first_pid: int,
-                label: str) -> list[dict[str, Any]]:
-    """One run's events, its processes numbered from ``first_pid``."""
+def _run_events(db: Connection, run: dict[str, Any], first_pid: int, label: str,
+                flow_ids: Iterator[int]) -> list[dict[str, Any]]:
+    """One run's events, its processes numbered from ``first_pid``, flows from ``flow_ids``."""
     # The whole timeline of the artefact: a trace's kernels that are not the program's are a
     # timeline run of their own (run.meta.other_kernels; see argusdb.ingest).
     runs = ", ".join(lit(r) for r in (run["run_id"], run["other_run"]) if r)
@@ -100,6 +109,7 @@ def _run_events(db: Connection, run: dict[str, Any], first_pid: int,
         f"SELECT k.kernel, k.launch, k.region_id, k.start_ns, k.end_ns, k.dur_ns, "
         f"k.correlation_id, k.host_op, k.launch_api, k.grid_x, k.grid_y, k.grid_z, k.block_x, "
         f"k.block_y, k.block_z, k.registers, k.shared_bytes, k.device_id, k.stream_id, "
+        f"k.api_start_ns, k.api_dur_ns, k.api_pid, k.api_tid, k.api_src_row, "
         f"r.program_version, k.run_id "
         f"FROM kernel_launch AS k JOIN run AS r USING (run_id) "
         f"WHERE k.run_id IN ({runs}) ORDER BY k.start_ns").to_pylist()
@@ -107,38 +117,119 @@ def _run_events(db: Connection, run: dict[str, Any], first_pid: int,
         f"SELECT kind, role, name, track, step, rank, start_ns, end_ns, dur_ns, clock "
         f"FROM trace_span WHERE run_id = {lit(run['run_id'])} AND clock = 'host' "
         f"ORDER BY start_ns").to_pylist()
-    starts = [int(r["start_ns"]) for r in launches] + [int(r["start_ns"]) for r in spans]
+    starts = [int(r["start_ns"]) for r in launches] + [int(r["start_ns"]) for r in spans] + [
+        int(r["api_start_ns"]) for r in launches if r["api_start_ns"] is not None]
     t0 = min(starts) if starts else 0
     events = _launch_events(run, launches, t0, first_pid, label)
-    events += _host_events(run, spans, t0, 1 + max((e["pid"] for e in events),
-                                                   default=first_pid - 1), label)
+    host = _HostTracks(run, t0, 1 + max((e["pid"] for e in events), default=first_pid - 1),
+                       label, launches, first_pid)
+    events += host.spans(spans)
+    events += host.calls(launches, flow_ids)
+    events += host.names()
     events += _scope_events(db, run, 1 + max((e["pid"] for e in events),
                                              default=first_pid - 1))
     return events
 
 
-def _host_events(run: dict[str, Any], spans: list[dict[str, Any]], t0: int, pid: int,
-                 label: str) -> list[dict[str, Any]]:
-    """Host ops, annotations and steps of a run: one process, a thread per traced thread."""
-    if not spans:
-        return []
-    tids: dict[str, int] = {}
-    events: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-                                     "args": {"name": f"{label} host".strip()}}]
-    for r in spans:
-        track = str(r["track"] or "host")
-        if track not in tids:
-            digits = track.rsplit(":", 1)[-1]
-            tids[track] = tid = int(digits) if digits.isdigit() else 1 + len(tids)
+def _us(ns: int) -> float:
+    """Nanoseconds as the format's microseconds (exact: at most 3 decimals)."""
+    return ns / 1000.0
+
+
+def _device_pid(first_pid: int, r: dict[str, Any]) -> int:
+    return first_pid + int(r["device_id"] or 0)
+
+
+class _HostTracks:
+    """The host side of a run: a process per host process ID, a thread per traced thread.
+
+    Launching calls carry their process and thread IDs (``kernel_launch.api_pid/api_tid``);
+    host ops (``trace_span``) name only their thread, so they go to the process of the calls
+    when the run's calls come from one process (a rank's trace), else to a process of their own.
+    """
+
+    def __init__(self, run: dict[str, Any], t0: int, first_pid: int, label: str,
+                 launches: list[dict[str, Any]], device_pid0: int) -> None:
+        self.run, self.t0, self.label = run, t0, label
+        self.first_pid, self.device_pid0 = first_pid, device_pid0
+        self.pids: dict[int | None, int] = {}
+        self.threads: dict[tuple[int, int], str] = {}
+        os_pids = {r["api_pid"] for r in launches if r["api_start_ns"] is not None}
+        self.span_process = next(iter(os_pids)) if len(os_pids) == 1 else None
+
+    def _pid(self, os_pid: int | None) -> int:
+        if os_pid not in self.pids:
+            self.pids[os_pid] = self.first_pid + len(self.pids)
+        return self.pids[os_pid]
+
+    def _tid(self, pid: int, tid: int, name: str) -> int:
+        self.threads.setdefault((pid, tid), name)
+        return tid
+
+    def spans(self, spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Host ops, annotations and steps, on the thread each names."""
+        events: list[dict[str, Any]] = []
+        named: dict[str, int] = {}
+        for r in spans:
+            pid = self._pid(self.span_process)
+            track = str(r["track"] or "host")
+            if track not in named:
+                digits = track.rsplit(":", 1)[-1]
+                named[track] = int(digits) if digits.isdigit() else 1 + len(named)
+            tid = self._tid(pid, named[track], track)
+            events.append({
+                "name": r["name"], "cat": r["kind"], "ph": "X", "pid": pid, "tid": tid,
+                "ts": _us(int(r["start_ns"]) - self.t0), "dur": _us(int(r["dur_ns"])),
+                "args": {"kind": r["kind"], "role": r["role"], "step": r["step"],
+                         "rank": r["rank"], "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
+                         "run_id": self.run["run_id"]}})
+        return events
+
+    def calls(self, launches: list[dict[str, Any]], flow_ids: Iterator[int]
+              ) -> list[dict[str, Any]]:
+        """Each launching call once (a graph launch starts several kernels), under Kineto's
+        category for its API, and one flow per kernel from the call to the kernel."""
+        events: list[dict[str, Any]] = []
+        slices: dict[tuple[Any, ...], tuple[int, int, int]] = {}
+        for r in launches:
+            if r["api_start_ns"] is None:
+                continue
+            start, dur = int(r["api_start_ns"]), int(r["api_dur_ns"] or 0)
+            key = (r["api_pid"], r["api_tid"], start, r["correlation_id"])
+            if key not in slices:
+                pid = self._pid(r["api_pid"])
+                tid = self._tid(pid, int(r["api_tid"] or 0), f"thread:{r['api_tid']}")
+                slices[key] = (pid, tid, start + dur // 2)
+                api = str(r["launch_api"] or "launch")
+                events.append({
+                    "name": api, "ph": "X", "pid": pid, "tid": tid,
+                    "cat": "cuda_runtime" if api.lstrip("_").startswith("cuda") else
+                    "cuda_driver",
+                    "ts": _us(start - self.t0), "dur": _us(dur),
+                    "args": {"correlation": r["correlation_id"], "start_ns": start,
+                             "dur_ns": dur, "src_row": r["api_src_row"],
+                             "run_id": self.run["run_id"]}})
+            pid, tid, mid = slices[key]
+            fid = next(flow_ids)
+            kernel_mid = int(r["start_ns"]) + int(r["dur_ns"] or 0) // 2
+            events.append({"name": "ac2g", "cat": "ac2g", "ph": "s", "id": fid, "pid": pid,
+                           "tid": tid, "ts": _us(mid - self.t0)})
+            events.append({"name": "ac2g", "cat": "ac2g", "ph": "f", "bp": "e", "id": fid,
+                           "pid": _device_pid(self.device_pid0, r),
+                           "tid": int(r["stream_id"] or 0), "ts": _us(kernel_mid - self.t0)})
+        return events
+
+    def names(self) -> list[dict[str, Any]]:
+        """Metadata events naming the host processes and threads."""
+        events: list[dict[str, Any]] = []
+        for os_pid, pid in self.pids.items():
+            what = f"host pid {os_pid}" if os_pid is not None else "host"
+            events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                           "args": {"name": f"{self.label} {what}".strip()}})
+        for (pid, tid), name in self.threads.items():
             events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                           "args": {"name": track}})
-        events.append({
-            "name": r["name"], "cat": r["kind"], "ph": "X", "pid": pid, "tid": tids[track],
-            "ts": (int(r["start_ns"]) - t0) / 1000.0, "dur": int(r["dur_ns"]) / 1000.0,
-            "args": {"kind": r["kind"], "role": r["role"], "step": r["step"],
-                     "rank": r["rank"], "start_ns": r["start_ns"], "dur_ns": r["dur_ns"],
-                     "run_id": run["run_id"]}})
-    return events
+                           "args": {"name": name}})
+        return events
 
 
 def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]], t0: int,
@@ -149,7 +240,7 @@ def _launch_events(run: dict[str, Any], launches: list[dict[str, Any]], t0: int,
     events: list[dict[str, Any]] = []
     named: set[tuple[int, int]] = set()
     for r in launches:
-        pid, tid = first_pid + int(r["device_id"] or 0), int(r["stream_id"] or 0)
+        pid, tid = _device_pid(first_pid, r), int(r["stream_id"] or 0)
         if (pid, tid) not in named:
             named.add((pid, tid))
             events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,

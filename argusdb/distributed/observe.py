@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from argusdb import materialize
-from argusdb.distributed.ingest import ingest_launch
+from argusdb.distributed.ingest import LaunchResult, ingest_launch
 from argusdb.errors import ArgusError, UsageError
 from argusdb.planner.plan import Plan, Task
 from argusdb.regions import ProgramSource
@@ -85,16 +85,25 @@ def _replay(p: Plan, task: Task, store: Store, root: Path, res: LaunchOutcome) -
         res.detail["error"] = (f"ARGUS_DIST_REPLAY={root}: no recorded {mode} launch "
                                f"({folder} is missing); nothing stored")
         return
+    launch = _store_launch(p, task, store, folder, res)
+    res.detail.update({"mode": mode, "launch_group": launch.launch_group,
+                       "replayed_from": str(folder)})
+
+
+def _store_launch(p: Plan, task: Task, store: Store, folder: Path, res: LaunchOutcome,
+                  launch_group: str | None = None) -> LaunchResult:
+    """Ingest every rank's artefact in ``folder`` as one launch of the plan's program (under
+    ``launch_group``, else the group the artefacts name) and record its runs in ``res``."""
     dist = p.request["distributed"]
     opts = {str(k): str(v) for k, v in (p.request.get("options") or {}).items()}
     launch = ingest_launch(store, folder, ProgramSource.from_path(dist["source_path"]),
-                           opts or None, task_id=task.id,
+                           opts or None, launch_group, task_id=task.id,
                            world_size=int(task.params["world_size"]))
     res.run_ids = [r.run_id for r in launch.runs]
+    # a Kineto trace's kernels that are not the program's sit in a timeline run of their own
     res.run_ids += [str(r.other["run_id"]) for r in launch.runs if r.other]
     res.program_version = launch.runs[0].program_version if launch.runs else None
-    res.detail.update({"mode": mode, "launch_group": launch.launch_group,
-                       "replayed_from": str(folder)})
+    return launch
 
 
 def _stop(proc: subprocess.Popen[bytes], out: Path) -> None:
@@ -161,15 +170,7 @@ def _collect(p: Plan, task: Task, store: Store, workdir: Path, res: LaunchOutcom
         res.detail["error"] = (f"torchrun exited {proc.returncode}: {_tail(text)}; nothing "
                                f"stored; log: {log}")
         return
-    dist = p.request["distributed"]
-    opts = {str(k): str(v) for k, v in (p.request.get("options") or {}).items()}
-    launch = ingest_launch(store, out, ProgramSource.from_path(dist["source_path"]), opts or None,
-                           task.params["launch_group"], task_id=task.id,
-                           world_size=int(task.params["world_size"]))
-    res.run_ids = [r.run_id for r in launch.runs]
-    # a Kineto trace's kernels that are not the program's sit in a timeline run of their own
-    res.run_ids += [str(r.other["run_id"]) for r in launch.runs if r.other]
-    res.program_version = launch.runs[0].program_version if launch.runs else None
+    launch = _store_launch(p, task, store, out, res, task.params["launch_group"])
     res.detail["artefacts"] = [{"file": Path(r.path).name, "kind": r.kind, "rows": r.rows}
                                for r in launch.runs]
 
@@ -249,7 +250,7 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
     """
     from argusdb.distributed.answers import observation
     from argusdb.distributed.plan import plan_torchrun, trim
-    from argusdb.observe import Observation, _plan_report
+    from argusdb.observe import Observation, _plan_report, observation_store
 
     if timeout_s is None and os.environ.get("ARGUS_DIST_TIMEOUT_S"):
         try:
@@ -257,14 +258,7 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
         except ValueError as exc:
             raise UsageError(f"ARGUS_DIST_TIMEOUT_S={os.environ['ARGUS_DIST_TIMEOUT_S']!r}: "
                              "expected seconds (e.g. 600)") from exc
-    own = isinstance(store, str | Path)
-    st: Store | None
-    if isinstance(store, str | Path):
-        exists = str(store).startswith("ducklake:") or Path(store).exists()
-        st = Store.open(store, create=not dry_run) if exists or not dry_run else None
-    else:
-        st = store
-    try:
+    with observation_store(store, dry_run) as st:
         p = plan_torchrun(region, signals, command, cwd, st, program=program, options=options)
         if budget_s is not None:
             p = trim(p, budget_s, lambda sigs, timeline: plan_torchrun(
@@ -284,9 +278,6 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
         wd.mkdir(parents=True, exist_ok=True)
         results = execute(p, st, wd, timeout_s)
         return Observation(p, _evidence(st, p), _report(st, p, results, observation))
-    finally:
-        if own and st is not None:
-            st.close()
 
 
 def _reused_runs(p: Plan) -> list[str]:

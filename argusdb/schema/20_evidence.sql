@@ -97,6 +97,23 @@ CREATE TABLE IF NOT EXISTS kernel_launch (
     -- found through the correlation ID (kineto cuda_runtime/cuda_driver events, nsys
     -- CUPTI_ACTIVITY_KIND_RUNTIME); NULL when the artefact has no runtime records.
     launch_api VARCHAR,
+    -- Start of that launching call on the host, ns, on the same clock as start_ns (the tool
+    -- stamps API calls and kernels with one timestamp source): kineto cuda_runtime/cuda_driver
+    -- ts, nsys CUPTI_ACTIVITY_KIND_RUNTIME.start, cupti RUNTIME/DRIVER record start. NULL
+    -- where launch_api is.
+    api_start_ns BIGINT,
+    -- Duration of the launching call, ns (the call's end - api_start_ns); NULL where
+    -- launch_api is.
+    api_dur_ns BIGINT,
+    -- Process ID of the host thread that made the call (kineto pid, nsys globalTid >> 24 &
+    -- 0xFFFFFF, cupti process_id); NULL where the artefact does not say.
+    api_pid BIGINT,
+    -- Thread ID of the host thread that made the call (kineto tid, nsys globalTid & 0xFFFFFF,
+    -- cupti thread_id); NULL where the artefact does not say.
+    api_tid BIGINT,
+    -- Lineage of the call: its record in the artefact (kineto: index in traceEvents; nsys:
+    -- rowid in CUPTI_ACTIVITY_KIND_RUNTIME; cupti: 0-based line of the JSONL file).
+    api_src_row BIGINT,
     -- Grid dimensions (x, y, z).
     grid_x INTEGER,
     grid_y INTEGER,

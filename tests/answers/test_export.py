@@ -1,7 +1,9 @@
 """Exports load in their target tools: Chrome trace rules, llnl-hatchet, pyarrow.
 
 Perfetto's Python trace processor downloads its binary at run time (no network here), so the
-Chrome trace is validated against the trace event format's rules instead.
+Chrome trace is validated against the trace event format's rules instead
+(:mod:`tests.answers.chrome_trace`), flow binding included; where a ``trace_processor_shell``
+is at hand (``ARGUS_TRACE_PROCESSOR``), Perfetto itself reads the export back too.
 """
 
 from __future__ import annotations
@@ -21,32 +23,23 @@ from argusdb.answers.select import resolve_version
 from argusdb.api import Connection
 from argusdb.cli import main
 from argusdb.errors import QueryRefused
+from tests.answers.chrome_trace import bind_flows, check_chrome_trace
 from tests.answers.conftest import MATMUL_TRACE
 from tests.conftest import DATA
 
 REGION = "matmul/matmul_kernel"
 
 
-def check_chrome_trace(doc: dict) -> list[dict]:
-    """The rules of the Trace Event Format (JSON object form) for the phases we write."""
-    assert isinstance(doc["traceEvents"], list)
-    assert doc.get("displayTimeUnit") in ("ms", "ns")
-    complete = []
-    for ev in doc["traceEvents"]:
-        assert isinstance(ev["name"], str) and ev["ph"] in ("X", "M")
-        assert isinstance(ev["pid"], int) and isinstance(ev["tid"], int)
-        if ev["ph"] == "X":
-            assert isinstance(ev["ts"], float | int) and isinstance(ev["dur"], float | int)
-            assert ev["ts"] >= 0 and ev["dur"] >= 0
-            complete.append(ev)
-        else:
-            assert ev["name"] in ("process_name", "thread_name") and "name" in ev["args"]
-    return complete
-
-
 def _recorded_launches() -> list[dict]:
     recs = [json.loads(x) for x in MATMUL_TRACE.read_text().splitlines()]
     return [r for r in recs if r["kind"] in ("KERNEL", "CONCURRENT_KERNEL")]
+
+
+def _recorded_calls() -> list[dict]:
+    """The recording's runtime calls that launched one of its kernels."""
+    recs = [json.loads(x) for x in MATMUL_TRACE.read_text().splitlines()]
+    kernels = {r["correlation_id"] for r in recs if r["kind"] == "CONCURRENT_KERNEL"}
+    return [r for r in recs if r["kind"] == "RUNTIME" and r["correlation_id"] in kernels]
 
 
 def test_perfetto_trace_of_a_run(relabelled: Connection, tmp_path: Path) -> None:
@@ -58,14 +51,18 @@ def test_perfetto_trace_of_a_run(relabelled: Connection, tmp_path: Path) -> None
     r = CliRunner().invoke(main, ["export", path, "--run", run[:8], "--format", "perfetto",
                                   str(out)])
     assert r.exit_code == 0, r.output
-    events = check_chrome_trace(json.loads(out.read_text()))
-    rec = _recorded_launches()
-    assert len(events) == len(rec) == 33
-    t0 = min(x["start"] for x in rec)
+    doc = json.loads(out.read_text())
+    events = [e for e in check_chrome_trace(doc) if e["cat"] == "kernel"]
+    rec, calls = _recorded_launches(), _recorded_calls()
+    assert len(events) == len(rec) == 33 and len(calls) == 13
+    # from the run's first event: a kernel or the runtime call that launched one
+    t0 = min(x["start"] for x in rec + calls)
     first = min(rec, key=lambda x: x["start"])
     ev = events[0]
-    assert ev["name"] == first["name"] and ev["ts"] == 0.0
+    assert ev["name"] == first["name"] and ev["ts"] == (first["start"] - t0) / 1000.0
     assert ev["dur"] == (first["end"] - first["start"]) / 1000.0
+    # the 13 kernels launched by a recorded runtime call have their flow from it
+    assert len(bind_flows(doc)) == 13
     mm = [e for e in events if e["name"] == "matmul_kernel"]
     assert len(mm) == 20 and {e["args"]["region_id"] for e in mm} == {REGION}
     last = max(rec, key=lambda x: x["start"])

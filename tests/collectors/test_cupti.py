@@ -8,7 +8,7 @@ import pytest
 
 from argusdb.collectors import detect
 from argusdb.errors import InputError
-from tests.conftest import DEMO
+from tests.conftest import DATA, DEMO
 
 JSONL = DEMO / "softmax" / "softmax.cupti.jsonl"
 
@@ -36,3 +36,29 @@ def test_truncated_record_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text(JSONL.read_text()[:-40])
     with pytest.raises(InputError, match="not a JSON record"):
         list(detect(bad).read(bad).batches())
+
+
+def test_the_launching_runtime_call_is_stored_with_its_time_thread_and_line() -> None:
+    import json
+
+    path = DATA / "gpu" / "programs" / "model" / "cupti_timing.parent" / "timing.638.cupti.jsonl"
+    art = detect(path).read(path)
+    kl = pa.Table.from_batches([b for t, b in art.batches() if t == "kernel_launch"]).to_pylist()
+    # Oracle: the file's own records, read with json.
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    calls = {r["correlation_id"]: (i, r) for i, r in enumerate(recs) if r["kind"] == "RUNTIME"}
+    linked = [k for k in kl if k["api_src_row"] is not None]
+    # 135 of the 163 kernels were launched by a recorded runtime call (the rest by driver calls
+    # that runtime-only tracing did not record: their columns stay NULL)
+    assert len(kl) == 163 and len(linked) == 135
+    for k in kl:
+        if k["correlation_id"] not in calls:
+            assert k["launch_api"] is None and k["api_start_ns"] is None
+            continue
+        i, call = calls[k["correlation_id"]]
+        assert k["api_src_row"] == i
+        assert (k["api_start_ns"], k["api_dur_ns"]) == (call["start"], call["end"] - call["start"])
+        assert (k["api_pid"], k["api_tid"]) == (call["process_id"], call["thread_id"])
+        assert k["launch_api"] == {211: "cudaLaunchKernel", 430: "cudaLaunchKernelExC"}[
+            call["cbid"]]
+        assert call["start"] < k["start_ns"]

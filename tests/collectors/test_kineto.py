@@ -180,11 +180,16 @@ def test_innermost_enclosing_cpu_op_on_the_same_thread() -> None:
     ix.add_cpu_op(1, 10, 100, 400, "aten::addmm")        # inner op: wins for calls inside it
     ix.add_cpu_op(1, 11, 0, 1000, "other_thread_op")
     ix.add_runtime(1, 10, 200, 7, "cudaLaunchKernel")    # inside addmm
-    ix.add_runtime(1, 10, 600, 8, "cudaLaunchKernel")    # inside linear only
+    ix.add_runtime(1, 10, 600, 8, "cudaLaunchKernel", dur_ns=5, src_row=4)  # in linear only
     ix.add_runtime(1, 10, 5000, 9, "cudaMemcpyAsync")    # inside nothing
-    hosts, apis = ix.resolve().lookup([8, 7, 9, 42, None])
-    assert hosts == ["aten::linear", "aten::addmm", None, None, None]
-    assert apis == ["cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync", None, None]
+    found = ix.resolve().lookup([8, 7, 9, 42, None])
+    assert found.host_op == ["aten::linear", "aten::addmm", None, None, None]
+    assert found.launch_api == ["cudaLaunchKernel", "cudaLaunchKernel", "cudaMemcpyAsync", None,
+                                None]
+    # the call itself: its time, duration, process, thread and traceEvents index
+    assert found.api_start_ns == [600, 200, 5000, None, None]
+    assert found.api_dur_ns[0] == 5 and found.api_src_row[0] == 4
+    assert found.api_pid[:3] == [1, 1, 1] and found.api_tid[:3] == [10, 10, 10]
 
 
 def test_microseconds_to_exact_nanoseconds() -> None:
@@ -201,3 +206,30 @@ def test_gzip_cut_inside_its_first_block_is_reported_as_truncated(tmp_path: Path
     with pytest.raises(InputError, match="gzip stream ends early"):
         ingest_path(store, cut)
     assert _nothing_written(store)
+
+
+@pytest.mark.parametrize("path", [TRITON, SIMPLE_ADD, DATA / "gpu" / "xlayer" /
+                                  "xl-overlap-profiler-1" /
+                                  "tp_block.overlap.profiler.r1.rank0.kineto.json.gz"],
+                         ids=["triton", "pytorch2.1", "h200-rank0"])
+def test_the_launching_call_is_stored_with_its_time_thread_and_event(path: Path) -> None:
+    # Oracle: the trace read whole with json, independently of the streaming reader.
+    import json
+
+    with gzip.open(path, "rt") as fh:
+        events = json.load(fh)["traceEvents"]
+    calls = {e["args"]["correlation"]: (i, e) for i, e in enumerate(events)
+             if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X"}
+    # Kineto's own flow starts ('ac2g', ph 's') sit at the launching call's ts
+    flow_start = {e["id"]: e["ts"] for e in events if e.get("cat") == "ac2g"
+                  and e.get("ph") == "s"}
+    rows = tables(read(path))["kernel_launch"].to_pylist()
+    assert rows and all(r["api_start_ns"] is not None for r in rows)
+    for r in rows:
+        i, call = calls[r["correlation_id"]]
+        assert r["api_src_row"] == i and events[i]["name"] == r["launch_api"]
+        assert r["api_start_ns"] == us_to_ns(Decimal(str(call["ts"])))
+        assert r["api_dur_ns"] == us_to_ns(Decimal(str(call["dur"])))
+        assert (r["api_pid"], r["api_tid"]) == (call["pid"], call["tid"])
+        if r["correlation_id"] in flow_start:
+            assert r["api_start_ns"] == us_to_ns(Decimal(str(flow_start[r["correlation_id"]])))

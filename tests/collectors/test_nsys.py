@@ -61,6 +61,28 @@ def test_kernels_devices_and_export_metadata() -> None:
     assert ev[0]["value"] == 1367644.0 and ev[0]["unit"] == "ns" and ev[0]["launch"] == "0"
 
 
+def test_the_launching_call_is_stored_with_its_time_thread_and_rowid() -> None:
+    import sqlite3
+
+    rows = tables(NsysSqliteReader().read(EXPORT))["kernel_launch"].to_pylist()
+    # Oracle: the export's runtime rows, read with sqlite3 directly.
+    con = sqlite3.connect(f"file:{EXPORT}?mode=ro&immutable=1", uri=True)
+    calls = {r[0]: r[1:] for r in con.execute(
+        "SELECT r.rowid, r.start, r.\"end\", r.globalTid, r.correlationId, s.value FROM "
+        "CUPTI_ACTIVITY_KIND_RUNTIME AS r JOIN StringIds AS s ON s.id = r.nameId")}
+    con.close()
+    assert all(r["api_src_row"] is not None for r in rows)
+    for r in rows:
+        start, end, gtid, corr, name = calls[r["api_src_row"]]
+        assert corr == r["correlation_id"] and name == r["launch_api"]
+        assert (r["api_start_ns"], r["api_dur_ns"]) == (start, end - start)
+        assert (r["api_pid"], r["api_tid"]) == ((gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF)
+        # the call starts before its kernel (one clock for both)
+        assert start < r["start_ns"]
+    # the decoded process ID is the application's own (PROCESSES.pid of cuda-cloverleaf)
+    assert {r["api_pid"] for r in rows} == {1701896}
+
+
 def test_small_batches_stream_the_same_rows() -> None:
     art = NsysSqliteReader(batch_rows=100).read(EXPORT)
     sizes = [b.num_rows for t, b in art.batches() if t == "kernel_launch"]

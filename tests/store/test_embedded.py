@@ -240,3 +240,32 @@ def test_failed_migration_leaves_the_old_store(tmp_path: Path,
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'store_meta'"
                        ).fetchone() == (0,)
     con.close()
+
+
+API_COLUMNS = ("api_start_ns", "api_dur_ns", "api_pid", "api_tid", "api_src_row")
+#: A CUPTI recording whose runtime records launched 135 of its 163 kernels.
+TIMING = ROOT / "tests" / "data" / "gpu" / "programs" / "model" / "cupti_timing.parent" / \
+    "timing.638.cupti.jsonl"
+
+
+def test_v2_store_gains_the_launch_call_columns(tmp_path: Path) -> None:
+    """A schema-2 store (kernel_launch without the api_* columns) migrates on opening: the
+    columns arrive NULL for the launches it holds, and the next ingest fills them."""
+    db = tmp_path / "v2.duckdb"
+    with Store.open(db, create=True) as st:
+        ingest_path(st, CUPTI)
+    con = duckdb.connect(str(db))
+    for c in API_COLUMNS:
+        con.execute(f"ALTER TABLE kernel_launch DROP COLUMN {c}")
+    con.execute("UPDATE store_meta SET value = '2' WHERE key = 'schema_version'")
+    con.close()
+    with Store.open(db, read_only=True) as st:   # migrates through a short writable opening
+        assert st.schema_version() == SCHEMA_VERSION == 3
+        held = st.rows("SELECT count(*) AS n, count(api_start_ns) AS api FROM kernel_launch")
+        assert held[0]["n"] > 0 and held[0]["api"] == 0
+    with Store.open(db) as st:
+        ingest_path(st, TIMING)
+        got = st.rows("SELECT count(*) AS n, count(api_start_ns) AS api, count(api_tid) AS tid "
+                      "FROM kernel_launch WHERE launch_api IS NOT NULL")
+    # the 7 launches held before the migration keep their launch_api, their call columns NULL
+    assert got == [{"n": 135 + 7, "api": 135, "tid": 135}]

@@ -210,3 +210,33 @@ def test_kill_9_during_shared_ingests(shared_uri: str, tmp_path: Path) -> None:
         if run in arts:
             assert n == BASE_LAUNCHES + arts[run]
     print(f"\n{KILLS} kills, {len(rows)} runs landed, {len(committed)} reported")
+
+
+def test_v2_lake_migrates_on_a_writable_open(shared_uri: str) -> None:
+    """A schema-2 lake (kernel_launch without the api_* columns) opens read-only as it is
+    (the columns read NULL) and migrates in one commit on a writable open."""
+    from argusdb.store import SCHEMA_VERSION
+    from argusdb.store_shared import LakeUri, _lake_connect
+    from tests.store.test_embedded import API_COLUMNS, TIMING
+
+    forced = TIMING.parents[1] / "cupti_timing.forced_wait" / "timing.818.cupti.jsonl"
+
+    with Store.open(shared_uri, create=True) as st:
+        ingest_path(st, TIMING)
+    lake = _lake_connect(LakeUri.parse(shared_uri), read_only=False)
+    for c in API_COLUMNS:
+        lake.execute(f"ALTER TABLE lake.kernel_launch DROP COLUMN {c}")
+    lake.execute("UPDATE lake.store_meta SET value = '2' WHERE key = 'schema_version'")
+    lake.close()
+    count = ("SELECT count(*) AS n, count(api_start_ns) AS api FROM kernel_launch "
+             "WHERE launch_api IS NOT NULL")
+    with Store.open(shared_uri, read_only=True) as st:
+        assert st.rows(count) == [{"n": 135, "api": 0}]
+    with Store.open(shared_uri) as st:   # writable: migrates, then ingests with the calls
+        version = st.lake.execute("SELECT value FROM lake.store_meta "  # type: ignore[attr-defined]
+                                  "WHERE key = 'schema_version'").fetchone()
+        assert version == (str(SCHEMA_VERSION),)
+        ingest_path(st, forced)
+    with Store.open(shared_uri, read_only=True) as st:
+        assert st.rows(count) == [{"n": 135 + 177, "api": 177}]
+        assert "migrate" in {s["kind"] for s in st.snapshots()}

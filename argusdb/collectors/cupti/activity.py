@@ -5,6 +5,14 @@ the 64-bit range with ``end >= start`` (and a kernel shorter than 7 days), grid,
 and shared-memory fields are non-negative integers, and no record repeats another (CUPTI
 delivers each activity once: a repeated record means a concatenated file, which would double
 the launches). See :mod:`collectors.validate`.
+
+A kernel's launching call is the ``RUNTIME`` or ``DRIVER`` record with its correlation ID
+(CUPTI gives the pair one ID): ``launch_api`` is named from the record's ``cbid`` through the
+launch entries of CUDA 13.0's ``cupti_runtime_cbid.h`` / ``cupti_driver_cbid.h`` (version
+suffix dropped, as Kineto names them; another cbid is ``cbid <n>``), and ``api_start_ns``,
+``api_dur_ns``, ``api_pid``, ``api_tid`` and ``api_src_row`` (its 0-based line) are the record's.
+Kernels launched through a call that was not recorded (a driver call when only the runtime
+domain was enabled, as in Triton's launches under cupti-python's runtime tracing) keep NULLs.
 """
 
 from __future__ import annotations
@@ -36,6 +44,27 @@ _INT_FIELDS = {"correlation_id": (1 << 63) - 1, "grid_x": INT32_MAX, "grid_y": I
                "static_shared_memory": INT32_MAX, "dynamic_shared_memory": INT32_MAX,
                "device_id": INT32_MAX, "stream_id": (1 << 63) - 1}
 _KERNEL_KINDS = ("CONCURRENT_KERNEL", "KERNEL")
+_API_KINDS = ("RUNTIME", "DRIVER")
+#: Launching calls by (record kind, cbid): CUPTI_RUNTIME_TRACE_CBID_* and
+#: CUPTI_DRIVER_TRACE_CBID_* of CUDA 13.0, version suffix dropped.
+LAUNCH_CBIDS: dict[tuple[str, Any], str] = {
+    ("RUNTIME", 13): "cudaLaunch", ("RUNTIME", 211): "cudaLaunchKernel",
+    ("RUNTIME", 213): "cudaLaunch_ptsz", ("RUNTIME", 214): "cudaLaunchKernel_ptsz",
+    ("RUNTIME", 269): "cudaLaunchCooperativeKernel",
+    ("RUNTIME", 270): "cudaLaunchCooperativeKernel_ptsz",
+    ("RUNTIME", 272): "cudaLaunchCooperativeKernelMultiDevice",
+    ("RUNTIME", 311): "cudaGraphLaunch", ("RUNTIME", 312): "cudaGraphLaunch_ptsz",
+    ("RUNTIME", 430): "cudaLaunchKernelExC", ("RUNTIME", 431): "cudaLaunchKernelExC_ptsz",
+    ("RUNTIME", 505): "__cudaLaunchKernel", ("RUNTIME", 506): "__cudaLaunchKernel_ptsz",
+    ("DRIVER", 115): "cuLaunch", ("DRIVER", 116): "cuLaunchGrid",
+    ("DRIVER", 117): "cuLaunchGridAsync", ("DRIVER", 307): "cuLaunchKernel",
+    ("DRIVER", 442): "cuLaunchKernel_ptsz", ("DRIVER", 477): "cuLaunchCooperativeKernel",
+    ("DRIVER", 478): "cuLaunchCooperativeKernel_ptsz",
+    ("DRIVER", 480): "cuLaunchCooperativeKernelMultiDevice", ("DRIVER", 514): "cuGraphLaunch",
+    ("DRIVER", 515): "cuGraphLaunch_ptsz", ("DRIVER", 652): "cuLaunchKernelEx",
+    ("DRIVER", 653): "cuLaunchKernelEx_ptsz"}
+#: kernel_launch columns of the launching call.
+_API_COLUMNS = ("launch_api", "api_start_ns", "api_dur_ns", "api_pid", "api_tid", "api_src_row")
 #: cupti-python activity record field → kernel_launch column (computed columns are added apart).
 _LAUNCH_COLUMNS = {"start": "start_ns", "end": "end_ns", "correlation_id": "correlation_id",
                    "grid_x": "grid_x", "grid_y": "grid_y", "grid_z": "grid_z",
@@ -99,10 +128,30 @@ class ActivityJsonlReader:
             kernels=sorted(kernels), device={"device_ids": sorted(devices)},
             meta={"devices": sorted(devices), "launch_shape": launch_shapes(shapes)})
 
+    def _calls(self, path: Path) -> dict[Any, tuple[Any, ...]]:
+        """Correlation ID → the launching call's columns (:data:`_API_COLUMNS`), for the
+        correlation IDs kernel records carry (the first call by line where several share one)."""
+        wanted: set[int] = set()
+        calls: dict[Any, tuple[Any, ...]] = {}
+        for row, rec in self._records(path):
+            corr = rec.get("correlation_id")
+            if not isinstance(corr, int) or isinstance(corr, bool):
+                continue
+            if rec["kind"] in _KERNEL_KINDS:
+                wanted.add(corr)
+            elif rec["kind"] in _API_KINDS and corr not in calls and "start" in rec:
+                cbid = rec.get("cbid")
+                name = LAUNCH_CBIDS.get((rec["kind"], cbid), f"cbid {cbid}")
+                calls[corr] = (name, rec["start"], rec["end"] - rec["start"],
+                               _id(rec.get("process_id")), _id(rec.get("thread_id")), row)
+        return {c: v for c, v in calls.items() if c in wanted}
+
     def _batches(self, path: Path) -> Iterator[tuple[str, pa.RecordBatch]]:
         seen: dict[str, int] = {}
+        calls = self._calls(path)
+        none = (None,) * len(_API_COLUMNS)
         kl: dict[str, list[Any]] = {k: [] for k in (*_LAUNCH_COLUMNS.values(), "kernel", "launch",
-                                                    "dur_ns", "shared_bytes")}
+                                                    "dur_ns", "shared_bytes", *_API_COLUMNS)}
         ev: dict[str, list[Any]] = {k: [] for k in ("kernel", "launch", "signal", "value", "unit",
                                                     "src_row")}
         for row, rec in self._records(path):
@@ -118,6 +167,9 @@ class ActivityJsonlReader:
             kl["dur_ns"].append(rec["end"] - rec["start"])
             kl["shared_bytes"].append((rec.get("static_shared_memory") or 0)
                                       + (rec.get("dynamic_shared_memory") or 0))
+            for col, v in zip(_API_COLUMNS, calls.get(rec.get("correlation_id"), none),
+                              strict=True):
+                kl[col].append(v)
             ev["kernel"].append(name)
             ev["launch"].append(str(idx))
             ev["signal"].append("duration")
@@ -137,6 +189,11 @@ class ActivityJsonlReader:
         for cols in (kl, ev):
             for v in cols.values():
                 v.clear()
+
+
+def _id(v: Any) -> int | None:
+    """A process or thread ID as the record gives it (an integer), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 63 else None
 
 
 def _checked(path: Path, i: int, rec: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,8 @@ What it reads:
   trace order, ``ts``/``dur`` µs → exact integer ns, grid, block, registers per thread, shared
   memory (Kineto writes static + dynamic), device, stream, correlation ID) and one ``evidence``
   row per launch: ``duration`` in ns, scope ``launch=<index>``. Each launch also gets the host
-  op that launched it (see :mod:`collectors.kineto.hostops`) and the launching API call.
+  op that launched it (see :mod:`collectors.kineto.hostops`) and the launching API call: its
+  name, start, duration, pid and tid, and its index in ``traceEvents`` (``api_src_row``).
 - ``cat: "cuda_profiler_range"`` events (CUPTI range profiler, ``experimental_config`` with
   ``profiler_metrics``) → one ``evidence`` row per counter: signal = the metric name in
   snake_case (``smsp__sass_thread_inst_executed_op_ffma_pred_on.sum`` →
@@ -26,7 +27,7 @@ device, stream and correlation are non-negative integers; no kernel event repeat
 is a known CUDA target (for NVIDIA devices). A truncated JSON or gzip stream is refused.
 
 Not read: memcpy/memset, syncs, flow (``ac2g``) events (their link is the correlation ID that
-kernel events carry already), Python stacks.
+kernel events carry already; the export draws the flows again from it), Python stacks.
 
 Memory: two streaming passes. :meth:`KinetoTraceReader.read` scans the trace once with ijson
 (header, kernel names, runtime calls and ``cpu_op`` intervals for host-op linkage); the batches
@@ -168,8 +169,9 @@ class _Scan:
             self.ranges[name] += 1
         elif cat in _LAUNCH_CATS and isinstance(ev.get("correlation"), int):
             assert ts is not None
+            assert dur is not None
             self.index.add_runtime(ev.get("pid"), ev.get("tid"), ts, ev["correlation"],
-                                   str(name))
+                                   str(name), dur, i)
         elif cat == "cpu_op":
             assert ts is not None and dur is not None
             self.index.add_cpu_op(ev.get("pid"), ev.get("tid"), ts, ts + dur, str(name))
@@ -372,9 +374,8 @@ class _Out:
         if self.ev["signal"]:
             yield "evidence", evidence_batch(self.ev)
         if self.kl["kernel"]:
-            hosts, apis = self.launches.lookup(self.kl["correlation_id"])
-            yield "kernel_launch", kernel_launch_batch({**self.kl, "host_op": hosts,
-                                                        "launch_api": apis})
+            calls = self.launches.lookup(self.kl["correlation_id"])
+            yield "kernel_launch", kernel_launch_batch({**self.kl, **calls.columns()})
         self._reset()
 
 

@@ -10,7 +10,10 @@ What it reads:
   binds to its region), start/end/duration in ns as recorded, grid, block, registers per thread,
   static + dynamic shared memory, device, stream, correlation ID; the launching API call
   (``cudaLaunchKernel_v7000``, ``cuLaunchKernel``, ...) comes from ``CUPTI_ACTIVITY_KIND_RUNTIME``
-  through the correlation ID within the same process. One ``evidence`` row per launch:
+  through the correlation ID within the same process (the first such call, by start), with its
+  start, duration, process and thread (``globalTid``: pid = ``globalTid >> 24 & 0xFFFFFF``, tid =
+  ``globalTid & 0xFFFFFF``, as the export's documentation decodes it) and its ``rowid`` as
+  lineage (``api_src_row``). One ``evidence`` row per launch:
   ``duration`` in ns, scope ``launch=<index>``.
 - Launch index: 0-based per kernel name over the whole run in start order (device as the tie
   break). An export may hold several GPUs; evidence has no device coordinate, so a run-wide index
@@ -170,23 +173,27 @@ class NsysSqliteReader:
             kernels=names, meta=meta)
 
     def _batches(self, path: Path, has_runtime: bool) -> Iterator[tuple[str, pa.RecordBatch]]:
-        api = "rn.value" if has_runtime else "NULL"
-        # One API call per (process, correlation ID): the GROUP BY keeps a kernel from being
+        call = ("rn.value, r.start, r.\"end\" - r.start, (r.globalTid >> 24) & 16777215, "
+                "r.globalTid & 16777215, r.rowid") if has_runtime else "NULL, " * 5 + "NULL"
+        # One API call per (process, correlation ID), the first one: a kernel is not
         # duplicated when an export records several calls under one correlation ID.
-        with_api = ("WITH api AS (SELECT correlationId, globalTid >> 24 AS proc, "
-                    "min(nameId) AS nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1, 2) "
+        with_api = ("WITH api AS (SELECT rowid AS rid, correlationId, globalTid >> 24 AS proc, "
+                    "row_number() OVER (PARTITION BY correlationId, globalTid >> 24 "
+                    "ORDER BY start, rowid) AS nth FROM CUPTI_ACTIVITY_KIND_RUNTIME) "
                     ) if has_runtime else ""
-        join = ("LEFT JOIN api AS r ON r.correlationId = k.correlationId "
-                "AND r.proc = (k.globalPid >> 24) "
+        join = ("LEFT JOIN api AS a ON a.correlationId = k.correlationId "
+                "AND a.proc = (k.globalPid >> 24) AND a.nth = 1 "
+                "LEFT JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r ON r.rowid = a.rid "
                 "LEFT JOIN StringIds AS rn ON rn.id = r.nameId") if has_runtime else ""
-        sql = (f"{with_api}SELECT s.value, k.start, k.end, k.correlationId, {api}, "
+        sql = (f"{with_api}SELECT s.value, k.start, k.end, k.correlationId, {call}, "
                "k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ, k.registersPerThread, "
                "k.staticSharedMemory + k.dynamicSharedMemory, k.deviceId, k.streamId "
                "FROM CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN StringIds AS s ON s.id = k.demangledName "
                f"{join} ORDER BY k.start, k.deviceId, k.correlationId")
-        cols = ("kernel", "start_ns", "end_ns", "correlation_id", "launch_api", "grid_x",
-                "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers",
-                "shared_bytes", "device_id", "stream_id")
+        cols = ("kernel", "start_ns", "end_ns", "correlation_id", "launch_api", "api_start_ns",
+                "api_dur_ns", "api_pid", "api_tid", "api_src_row", "grid_x", "grid_y", "grid_z",
+                "block_x", "block_y", "block_z", "registers", "shared_bytes", "device_id",
+                "stream_id")
         seen: dict[str, int] = {}
         ordinal = 0
         try:
