@@ -49,7 +49,7 @@ from typing import Any
 import duckdb
 
 from argusdb.errors import StoreConflict, StoreError
-from argusdb.store import SCHEMA_VERSION, SHARED_PREFIX, Store
+from argusdb.store import SCHEMA_VERSION, SHARED_MIN_SCHEMA, SHARED_PREFIX, Store
 from argusdb.store_versions import parse_time, schema_tables
 
 #: Extension wheels (package, extension name) loaded from their files, in load order.
@@ -219,7 +219,7 @@ class SharedStore(Store):
                     raise StoreError(f"{self.path}: written by a newer argusdb (store schema "
                                      f"{version}; this release reads schema {SCHEMA_VERSION}). "
                                      "Upgrade argusdb to open it.")
-                if version < SCHEMA_VERSION:
+                if version < SHARED_MIN_SCHEMA:
                     raise StoreError(f"{self.path}: store schema {version} predates shared "
                                      f"stores (schema {SCHEMA_VERSION}); copy an embedded "
                                      "store in with 'argus copy' instead.")
