@@ -421,7 +421,8 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                           time.perf_counter() - t0)
                 if progress is not None:
                     progress(results[-1])
-            # the command's run and task rows, one statement each
+            # the command's rows still held, then its run and task rows, one statement each
+            pending.flush(store)
             store.insert_rows("run", pending.runs)
             store.insert_rows("task", pending.tasks)
             # Attribution and derivation commit with the runs that change their inputs (one
@@ -488,6 +489,38 @@ def _parsed(pl: _Planned) -> list[tuple[str, pa.RecordBatch]]:
     return list(pl.art.batches())
 
 
+class _RowIds:
+    """Whether each run's evidence rows have distinct ``src_row`` (so distinct evidence ids; the
+    table has no key index to refuse a repeat): in Arrow while a run's batches come in rising
+    order, else by one query over the run's id range after its rows are written."""
+
+    def __init__(self) -> None:
+        self.top: dict[str, int] = {}
+        self.unsure: set[str] = set()
+
+    def see(self, run_id: str | None, dest: str, batch: pa.RecordBatch) -> None:
+        if dest != "observed_evidence" or not batch.num_rows or run_id is None:
+            return
+        col = batch.column("src_row")
+        lo, hi = pc.min_max(col).values()
+        if col.null_count or lo.as_py() <= self.top.get(run_id, -1) \
+                or pc.count_distinct(col).as_py() != batch.num_rows:
+            self.unsure.add(run_id)
+        self.top[run_id] = max(self.top.get(run_id, -1), int(hi.as_py()))
+
+    def check(self, store: Store, path: str, seqs: dict[str | None, Any]) -> None:
+        for run_id in sorted(self.unsure):
+            seq = int(seqs[run_id])
+            row = store.sql("SELECT count(*) - count(DISTINCT evidence_id) FROM "
+                            "observed_evidence WHERE evidence_id >= evidence_id_of(?, 0) "
+                            "AND evidence_id < evidence_id_of(?, 0)", [seq, seq + 1]).fetchone()
+            if row is None or row[0]:
+                raise InputError(path, f"the reader gave {row[0] if row else '?'} evidence "
+                                 "rows a row number (src_row) that another row of the run "
+                                 "already has", "report it as a collector bug; nothing was "
+                                 "written")
+
+
 @dataclass
 class _Pending:
     """Rows of one command written at its end (one statement per table, not one per file),
@@ -499,6 +532,30 @@ class _Pending:
     versions: set[str] = field(default_factory=set)
     #: The batches of the artefact being written, parsed ahead (None: read them now).
     parsed: Future[list[tuple[str, pa.RecordBatch]]] | None = None
+    #: Keyed rows not yet appended, per table and Arrow schema: one append per table for
+    #: the command's small files rather than one per file and table (flushed at
+    #: :data:`APPEND_ROWS`, so memory stays bounded by it, not by the command).
+    held: dict[tuple[str, pa.Schema], list[pa.RecordBatch]] = field(default_factory=dict)
+    held_rows: int = 0
+
+    def append(self, store: Store, table: str, batch: pa.RecordBatch) -> int:
+        """Hold ``batch`` (keyed) for ``table``; append what is held once it is large."""
+        if batch.num_rows:
+            self.held.setdefault((table, batch.schema), []).append(batch)
+            self.held_rows += batch.num_rows
+            if self.held_rows >= APPEND_ROWS:
+                self.flush(store)
+        return batch.num_rows
+
+    def flush(self, store: Store) -> None:
+        """Append every held row, one statement per table (and schema)."""
+        held, self.held, self.held_rows = self.held, {}, 0
+        for (table, _), batches in held.items():
+            store.append_batch(table, pa.Table.from_batches(batches))
+
+
+#: Keyed rows an ingest command holds before appending them (about 100 bytes each).
+APPEND_ROWS = 1 << 19
 
 
 def _version_row(store: Store, version: str, program: ProgramSource | None,
@@ -581,6 +638,7 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
     rows: dict[str, int] = {}
     other_rows: dict[str, int] = {}
     stem = program.stem if program else None
+    ids = _RowIds()
     try:
         for table, batch in (pending.parsed.result() if pending.parsed is not None
                              else art.batches()):
@@ -589,10 +647,16 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
                     and not shape.stays_with_program_run(table):
                 batch, rest = _split(batch, pl.kernels)
                 if rest.num_rows and other_new:
-                    other_rows[table] = other_rows.get(table, 0) + store.append_batch(
-                        dest, shape.keyed(store, table, rest, other_keys))
-            rows[table] = rows.get(table, 0) + store.append_batch(
-                dest, shape.keyed(store, table, batch, keys, pl.kernels, stem))
+                    ids.see(other_id, dest, rest)
+                    other_rows[table] = other_rows.get(table, 0) + pending.append(
+                        store, dest, shape.keyed(store, table, rest, other_keys))
+            ids.see(run_id, dest, batch)
+            rows[table] = rows.get(table, 0) + pending.append(
+                store, dest, shape.keyed(store, table, batch, keys, pl.kernels, stem))
+        if ids.unsure:
+            pending.flush(store)
+        ids.check(store, str(pl.path),
+                  {run_id: seq, other_id: other_keys["run_seq"] if other_keys else None})
     except InputError:
         raise
     except (ValueError, KeyError, OSError, EOFError) as exc:

@@ -194,9 +194,37 @@ def _resplits_older(store: Store, version: str, from_seq: int) -> bool:
     return bool(row and row[0])
 
 
+def _fold_pc_lines(store: Store) -> None:
+    """Bring the PC -> line map (``attribution_pc_line``) up to date: fold in the listings of
+    the runs added since it was last brought up to date (all of them when the map was built by
+    other SQL, or never), replacing the rows of the PCs they give."""
+    code = _code_sha("attribution")
+    row = store.sql("SELECT fingerprint, run_seq_built FROM materialization "
+                    "WHERE name = 'pc_line'").fetchone()
+    top = store.sql("SELECT coalesce(max(run_seq), 0) FROM run").fetchone()
+    newest = int(top[0]) if top else 0
+    built = int(row[1]) if row and row[0] == code else 0
+    if row and row[0] == code and built >= newest:
+        return
+    if not built:
+        store.sql("DELETE FROM attribution_pc_line")
+    store.sql("CREATE OR REPLACE TEMP TABLE _argus_pc_line AS "
+              "SELECT * FROM _attribution_pc_line_fold(?::BIGINT)", [built])
+    store.sql("DELETE FROM attribution_pc_line AS o USING _argus_pc_line AS n "
+              "WHERE o.program_version = n.program_version AND o.kernel = n.kernel "
+              "AND o.pc = n.pc")
+    store.sql("INSERT INTO attribution_pc_line BY NAME SELECT * FROM _argus_pc_line")
+    store.sql("DROP TABLE _argus_pc_line")
+    store.sql("DELETE FROM materialization WHERE name = 'pc_line'")
+    store.insert_row("materialization", {
+        "name": "pc_line", "program_version": WHOLE, "fingerprint": code, "runs_fingerprint": "",
+        "run_seq_built": newest, "n_rows": 0, "built_at": datetime.now(UTC).replace(tzinfo=None)})
+
+
 def refresh(store: Store) -> RefreshReport:
     """Rebuild every stale materialization. Call it inside the caller's transaction."""
     report = RefreshReport()
+    _fold_pc_lines(store)
     current = _attribution_state(store)
     plan = _plan(store, current)
     now = datetime.now(UTC).replace(tzinfo=None)

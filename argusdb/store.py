@@ -31,7 +31,7 @@ from argusdb import catalog
 from argusdb.errors import QueryFailed, StoreError
 
 #: Version of ``argusdb/schema/`` this release writes. A store records its own in ``store_meta``;
-#: a store #: without that table but with ``run`` is version 1 (the first release). See
+#: a store without that table but with ``run`` is version 1 (the first release). See
 #: :mod:`argusdb.store_versions` for the migrations.
 SCHEMA_VERSION = 3
 #: Seconds a writer (or reader) waits for another process's lock on an embedded store; the
@@ -260,6 +260,8 @@ class Store:
         self.memory_limit = "4GB"
         #: Runs added by the open transaction (see :meth:`transaction`).
         self._new_runs: list[str] = []
+        #: Tables with a key (see :meth:`_or_ignore`), read on first use.
+        self._keyed: set[str] | None = None
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -735,8 +737,18 @@ class Store:
         cols = list(row)
         vals = [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
                 for v in row.values()]
-        self.con.execute(f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
-                         f"({', '.join('?' for _ in cols)})", vals)
+        self.con.execute(f"INSERT {self._or_ignore(table)}INTO {table} ({', '.join(cols)}) "
+                         f"VALUES ({', '.join('?' for _ in cols)})", vals)
+
+    def _or_ignore(self, table: str) -> str:
+        """'OR IGNORE ' for a table with a key (a row already there stays), else '' (DuckDB
+        refuses OR IGNORE without one; such a table, e.g. observed_evidence, takes every row)."""
+        keyed = self._keyed
+        if keyed is None:
+            keyed = self._keyed = {str(t) for (t,) in self.con.execute(
+                "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type "
+                "IN ('PRIMARY KEY', 'UNIQUE')").fetchall()}
+        return "OR IGNORE " if table in keyed else ""
 
     def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         """:meth:`insert_row` for many rows: one statement per set of columns."""
@@ -749,12 +761,12 @@ class Store:
                 self._new_runs.extend(str(r["run_id"]) for r in group)
             one = f"({', '.join('?' for _ in cols)})"
             self.con.execute(
-                f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES "
+                f"INSERT {self._or_ignore(table)}INTO {table} ({', '.join(cols)}) VALUES "
                 f"{', '.join(one for _ in group)}",
                 [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
                  for r in group for v in r.values()])
 
-    def append_batch(self, table: str, batch: pa.RecordBatch) -> int:
+    def append_batch(self, table: str, batch: pa.RecordBatch | pa.Table) -> int:
         """Append ``batch`` to ``table``, by column name; nothing is computed here (ingest
         fills the keys first, :func:`argusdb.shape.keyed`). Returns the rows appended."""
         if batch.num_rows:
@@ -767,7 +779,7 @@ class Store:
         """The answer of library SQL ``query`` that reads ``batch`` as ``_argus_batch``."""
         return self._over_batch(batch, query, params, fetch=True)
 
-    def _over_batch(self, batch: pa.RecordBatch, query: str,
+    def _over_batch(self, batch: pa.RecordBatch | pa.Table, query: str,
                     params: Sequence[Any] | None = None, fetch: bool = False) -> Any:
         if not self._locked:
             # DuckDB reads the local variable by its name (a replacement scan): register()

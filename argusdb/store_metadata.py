@@ -413,11 +413,14 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
     incremental = stamp is not None and have == {*cols, "_rows"} \
         and stamp.split(":")[-1] == fp.split(":")[-1]
     run_list = sorted(set(runs or ()))
+    first_seq = 0
     if incremental and runs is None and "run_seq" in have:
         # the runs the summary has not seen yet (and every attributed/derived row below)
-        run_list = [r[0] for r in cur.execute(
-            f"SELECT run_id FROM run WHERE run_seq > (SELECT coalesce(max(run_seq), -1) "
-            f"FROM {name})").fetchall()]
+        new = cur.execute(
+            f"SELECT run_id, run_seq FROM run WHERE run_seq > (SELECT coalesce(max(run_seq), "
+            f"-1) FROM {name})").fetchall()
+        run_list = [r[0] for r in new]
+        first_seq = min((int(r[1]) for r in new), default=0)
     elif runs is None:
         incremental = False
 
@@ -428,13 +431,18 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
     # the new runs' observed rows, and the attributed/derived rows of their versions (all
     # of them when the runs are not named: a materialization may have rebuilt any)
     parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'"]
+    narrow: dict[str, str] = {}   # a part's extra filter on the relation (not the summary)
     if runs is None and incremental:
         # Attribution adds the new runs' rows, or rebuilds a version whole and says so
         # (materialization rows 'rebuilt'); derivation is small and re-read whole.
         whole = [r[0] for r in cur.execute("SELECT program_version FROM materialization "
                                            "WHERE name = 'rebuilt'").fetchall()]
-        parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class IN ('observed', "
-                 f"'attributed')", "evidence_class = 'derived'"]
+        # observed rows of runs from first_seq on form one evidence-id range (run_seq * 2^32
+        # + row), which DuckDB's zone maps prune: the scan reads the new rows, not the store
+        parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'",
+                 f"run_id IN ({quoted(run_list)}) AND evidence_class = 'attributed'",
+                 "evidence_class = 'derived'"]
+        narrow[parts[0]] = f" AND evidence_id >= {first_seq * 2**32}"
         if whole:
             parts.append(f"program_version IN ({quoted(whole)}) AND run_id NOT IN "
                          f"({quoted(run_list)}) AND evidence_class = 'attributed'")
@@ -451,7 +459,8 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
         if incremental:
             for which in parts:
                 cur.execute(f"DELETE FROM {name} WHERE {which}")
-                cur.execute(f"INSERT INTO {name} {meta._summary_columns(relation, which)[1]}")
+                cur.execute(f"INSERT INTO {name} "
+                            f"{meta._summary_columns(relation, which + narrow.get(which, ''))[1]}")
         else:
             cur.execute(f"CREATE OR REPLACE TABLE {name} AS {build}")
         if runs is None and store.has_table("materialization"):

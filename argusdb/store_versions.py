@@ -16,6 +16,10 @@ Versions:
        Migrating adds the columns, NULL for the launches already stored (ingest the artefact
        again into a new store to have them); a shared store migrates the same way
        (:meth:`argusdb.store_shared.SharedStore.open_lake`).
+       Also ``observed_evidence`` without the primary-key index on ``evidence_id`` (unique by
+       construction): DuckDB rewrote that index at every checkpoint, so an ingest into a store
+       of 1,000 runs cost ~1 s more than into a store of one. Migrating copies the table into
+       one created by the current DDL (one pass over the rows, in the migrating transaction; a shared store has no index).
 
 Time travel on an embedded store: snapshot ``S`` holds exactly the runs with
 ``run_seq <= store_snapshot.run_seq_max``. :func:`as_of` copies those runs and what they rest on
@@ -41,7 +45,8 @@ if TYPE_CHECKING:
     from argusdb.store import Store
 
 #: Tables rebuilt from the others (never copied into a snapshot; rebuilt there).
-DERIVED = ("attribution_split", "region_attribution", "derived_evidence", "materialization")
+DERIVED = ("attribution_split", "region_attribution", "derived_evidence", "materialization",
+           "attribution_pc_line")
 #: Tables kept as of a time by a timestamp column of theirs.
 _BY_TIME = {"variant_check": "checked_at", "plan": "created_at"}
 
@@ -57,8 +62,22 @@ def migrate(store: Store, version: int) -> None:
         store.con.execute(
             "INSERT INTO store_snapshot SELECT row_number() OVER (ORDER BY run_seq), "
             "ingested_at, run_seq, 'migrated', [run_id] FROM run ORDER BY run_seq")
+    if version and version < 3:
+        _recreate(store, "observed_evidence")
     store.con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
                       [str(SCHEMA_VERSION)])
+
+
+def _recreate(store: Store, table: str) -> None:
+    """Copy ``table`` into a table the current DDL creates (constraints and indexes as the DDL
+    now declares them), in the caller's transaction."""
+    old = f"_{table}_migrating"
+    store.con.execute(f"ALTER TABLE {table} RENAME TO {old}")
+    for mod in catalog.schema_modules():
+        if any(o.name == table for o in mod.objects):
+            store.con.execute(mod.text)   # CREATE TABLE IF NOT EXISTS: only ``table`` is new
+    store.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {old}")
+    store.con.execute(f"DROP TABLE {old}")
 
 
 def schema_tables() -> list[str]:

@@ -76,6 +76,7 @@ def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
         "import sys, argusdb.collectors.cupti.activity as a\n"
         "from argusdb.store import Store\nfrom argusdb.ingest import ingest_path\n"
         "a._BATCH = 1000\n"
+        "import argusdb.ingest as ing; ing.APPEND_ROWS = 1000  # append as the rows come\n"
         "orig = Store.append_batch\n"
         "def slow(self, *args, **kw):\n"
         "    n = orig(self, *args, **kw); print('batch', flush=True)\n"

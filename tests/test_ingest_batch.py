@@ -73,3 +73,37 @@ def test_ingest_works_without_replacement_scans(store: Store) -> None:
     r = ingest_path(store, SOFTMAX / "softmax.sass")
     n = store.sql("SELECT count(*) FROM instruction").fetchone()
     assert n is not None and n[0] == r.rows["instruction"] > 0
+
+
+@pytest.mark.parametrize("order", ["within a batch", "across batches, out of order"])
+def test_a_repeated_row_number_is_refused(store: Store, order: str) -> None:
+    """observed_evidence has no key index: ingest itself refuses a run whose reader numbers two
+    rows alike (they would share an evidence id), and writes nothing of the command."""
+    import pyarrow as pa
+
+    from argusdb.ingest import read_artefact
+
+    art = read_artefact(DEMO / "softmax" / "softmax.source.csv")
+    parts = [(t, b) for t, b in art.batches()]
+    ev = pa.Table.from_batches([b for t, b in parts if t == "evidence"]).combine_chunks()
+    rows = ev.column("src_row").to_pylist()
+    if order == "within a batch":
+        rows[5] = rows[3]
+        bad = [("evidence", pa.RecordBatch.from_arrays(
+            [pa.array(rows, pa.int64()) if n == "src_row" else ev.column(n).chunk(0)
+             for n in ev.schema.names], names=ev.schema.names))]
+    else:   # the second half first, then the first half with one number of the second
+        half = ev.num_rows // 2
+        first = ev.slice(0, half).to_batches()[0]
+        second = ev.slice(half).to_batches()[0]
+        rows = first.column("src_row").to_pylist()
+        rows[0] = second.column("src_row")[0].as_py()
+        first = pa.RecordBatch.from_arrays(
+            [pa.array(rows, pa.int64()) if n == "src_row" else first.column(n)
+             for n in first.schema.names], names=first.schema.names)
+        bad = [("evidence", second), ("evidence", first)]
+    art.batches = lambda: iter(bad)
+    with pytest.raises(InputError, match="row number"):
+        ingest_paths(store, [art.path], artefacts=[art])
+    assert store.sql("SELECT count(*) FROM observed_evidence").fetchone() == (0,)
+    assert store.sql("SELECT count(*) FROM run").fetchone() == (0,)

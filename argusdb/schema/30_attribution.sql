@@ -37,6 +37,26 @@ CREATE TABLE IF NOT EXISTS attribution_split (
     mapping_run_id VARCHAR
 );
 
+-- Source line of each PC per program version and kernel, materialized: the newest `instruction`
+-- listing (Nsight Compute source page or nvdisasm -g) of the version that gives the PC a file
+-- (and, apart, a line). Provenance: argusdb.materialize, from `instruction` and `run`. Listings
+-- are immutable and a newer one wins per PC, so a refresh folds in only the listings of runs
+-- above its `materialization` row 'pc_line' instead of re-reading every listing of the store.
+CREATE TABLE IF NOT EXISTS attribution_pc_line (
+    -- Program version of the listings.
+    program_version VARCHAR NOT NULL,
+    -- Kernel (function) name.
+    kernel VARCHAR NOT NULL,
+    -- Program counter: byte offset from the start of the kernel's code.
+    pc BIGINT NOT NULL,
+    -- Source file name the newest listing that names one gives the PC.
+    source_file VARCHAR,
+    -- Source line (1-based) the newest listing that names one gives the PC.
+    source_line INTEGER,
+    -- Largest run_seq of the listings folded in for this PC.
+    run_seq BIGINT NOT NULL
+);
+
 -- Region-level attributed evidence (what the `evidence` view shows as evidence_class
 -- 'attributed'): attribution_share summed per run, kernel, region, scope and signal.
 -- Provenance: argusdb.materialize, from attribution_share (observed rows x attribution_split).
@@ -89,7 +109,8 @@ CREATE TABLE IF NOT EXISTS region_attribution (
 -- anything reads it (attribution: the whole version, or only the runs added since).
 -- Provenance: argusdb.materialize.
 CREATE TABLE IF NOT EXISTS materialization (
-    -- Materialization name: 'attribution', 'derivation', 'inputs' (a digest of all inputs at
+    -- Materialization name: 'attribution', 'derivation', 'pc_line' (attribution_pc_line holds
+    -- the listings of runs up to run_seq_built), 'inputs' (a digest of all inputs at
     -- the last refresh: readers skip the per-version comparison while it is unchanged), or
     -- 'rebuilt' (the version's attribution was rebuilt whole since the checker's metadata
     -- summary last read it; argusdb.store_metadata re-reads its rows and deletes the row).

@@ -202,11 +202,16 @@ def test_v1_store_migrates_and_answers_identically(tmp_path: Path) -> None:
         shutil.copyfileobj(src, dst)
     con = duckdb.connect(str(old), read_only=True)
     tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    (n_rows,) = con.execute("SELECT count(*) FROM observed_evidence").fetchone() or (0,)
     con.close()
-    assert "run" in tables and "store_meta" not in tables
+    assert "run" in tables and "store_meta" not in tables and n_rows
     got = _answers(old)   # a read-only opening migrates through a short writable one
     with Store.open(old, read_only=True) as st:
         assert st.schema_version() == SCHEMA_VERSION
+        # schema 3: observed_evidence copied into a table without the key index, every row kept
+        assert st.sql("SELECT index_count FROM duckdb_tables() WHERE table_name = "
+                      "'observed_evidence'").fetchone() == (0,)
+        assert st.sql("SELECT count(*) FROM observed_evidence").fetchone() == (n_rows,)
         snaps = st.snapshots()
         runs = st.sql("SELECT run_id FROM run ORDER BY run_seq").fetchall()
     assert [s["run_ids"] for s in snaps] == [[r] for (r,) in runs]

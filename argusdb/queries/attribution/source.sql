@@ -1,16 +1,31 @@
 -- requires: shape
 -- Source line of each PC per program version and kernel, from the newest `instruction` listing
--- (Nsight Compute source page or nvdisasm -g) of that version that knows the PC.
+-- (Nsight Compute source page or nvdisasm -g) of that version that knows the PC: the
+-- materialized map (attribution_pc_line, kept up to date by argusdb.materialize).
 CREATE OR REPLACE VIEW _attribution_pc_line AS
-SELECT
-    r.program_version,
-    i.kernel,
-    i.pc,
-    arg_max(i.source_file, r.run_seq) AS source_file,
-    arg_max(i.source_line, r.run_seq) AS source_line
-FROM instruction AS i
-JOIN run AS r USING (run_id)
-GROUP BY r.program_version, i.kernel, i.pc;
+SELECT program_version, kernel, pc, source_file, source_line FROM attribution_pc_line;
+
+-- Rows of attribution_pc_line after folding in the listings of runs with run_seq > `from_seq`
+-- (0: every listing), for the PCs those listings give: per PC, the newest of them that names a
+-- file (a line), else the map's row as it stands (older listings). argusdb.materialize replaces
+-- the map's rows of those PCs with these.
+CREATE OR REPLACE MACRO _attribution_pc_line_fold(from_seq) AS TABLE
+WITH new AS (
+    SELECT r.program_version, i.kernel, i.pc,
+           arg_max(i.source_file, r.run_seq) AS source_file,
+           arg_max(i.source_line, r.run_seq) AS source_line,
+           max(r.run_seq) AS run_seq
+    FROM instruction AS i
+    JOIN run AS r USING (run_id)
+    WHERE r.run_seq > from_seq
+    GROUP BY r.program_version, i.kernel, i.pc
+)
+SELECT n.program_version, n.kernel, n.pc,
+       coalesce(n.source_file, o.source_file) AS source_file,
+       coalesce(n.source_line, o.source_line) AS source_line,
+       n.run_seq
+FROM new AS n
+LEFT JOIN attribution_pc_line AS o USING (program_version, kernel, pc);
 
 -- The attributable observed rows: instruction-level (pc), line-level and in-kernel scope values
 -- (scope_path below the kernel, e.g. Proton instrumentation 'softmax_fwd/load'), without a
