@@ -19,7 +19,8 @@ Versions:
        Also ``observed_evidence`` without the primary-key index on ``evidence_id`` (unique by
        construction): DuckDB rewrote that index at every checkpoint, so an ingest into a store
        of 1,000 runs cost ~1 s more than into a store of one. Migrating copies the table into
-       one created by the current DDL (one pass over the rows, in the migrating transaction; a shared store has no index).
+       one created by the current DDL (one pass over the rows, in the migrating transaction;
+       a shared store has no index).
 
 Time travel on an embedded store: snapshot ``S`` holds exactly the runs with
 ``run_seq <= store_snapshot.run_seq_max``. :func:`as_of` copies those runs and what they rest on
