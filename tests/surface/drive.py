@@ -52,25 +52,34 @@ def _cli(store: str, timeout_s: float) -> dict[str, object]:
 
     import argusdb.cli.output
     from argusdb.cli import main
+    from argusdb.store import set_overrun_handler
     from tests.surface.corpus import corpus
 
-    # In-process a query that ignored its interrupt shows in the times instead of ending
-    # this driver (tests/surface/test_hostile_api_cli.py checks the real process ends).
+    # A query that ignores its interrupt ends the real CLI process at the overrun
+    # (tests/surface/test_hostile_api_cli.py checks that on a subprocess per query). In
+    # process the driver keeps going: it records when the overrun came, which is when the
+    # real command would have answered, and counts that as the case's time.
+    overran_at: list[float] = []
+    set_overrun_handler(lambda: overran_at.append(time.monotonic()))
     argusdb.cli.output.set_overrun_handler = lambda h: None  # type: ignore[assignment]
     bad: list[str] = []
     times: list[tuple[float, str, str]] = []
     codes: dict[int, int] = {}
+    overruns = 0
     for case in corpus():
+        overran_at.clear()
         t0 = time.monotonic()
         res = CliRunner().invoke(main, ["query", "--timeout", str(timeout_s), "--json", store,
                                         "--", case.sql])
-        times.append((time.monotonic() - t0, case.family, case.sql[:100]))
+        end = overran_at[0] if overran_at else time.monotonic()
+        overruns += bool(overran_at)
+        times.append((end - t0, case.family, case.sql[:100]))
         crashed = res.exception is not None and not isinstance(res.exception, SystemExit)
         codes[res.exit_code] = codes.get(res.exit_code, 0) + 1
         if crashed or res.exit_code not in (0, 1, 2) or "Traceback" in res.output:
             bad.append(f"{res.exit_code} {case.sql[:60]!r}: {res.output[-200:]!r} "
                        f"{res.exception!r}"[:400])
-    return {"crashes": bad, "times": times, "codes": codes}
+    return {"crashes": bad, "times": times, "codes": codes, "overruns": overruns}
 
 
 if __name__ == "__main__":
