@@ -386,9 +386,29 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
                        "evidence_stored": {"runs": cfg.get("runs") or [],
                                            "program_version": cfg.get("program_version")}})
     return {"plan_id": p.plan_id, "ok": not failed, "failed": failed, "tasks": tasks,
-            "evidence": counts, "attribution": attribution_verdict(p, st), "notes": p.notes,
+            "evidence": counts, "attribution": attribution_verdict(p, st),
+            "notes": p.notes + _binary_notes(p, rows),
             "wall_s": sum(t["wall_s"] or 0 for t in tasks),
             "gpu_s": sum(t["gpu_s"] or 0 for t in tasks)}
+
+
+def _binary_notes(p: Plan, rows: dict[str, dict[str, Any]]) -> list[str]:
+    """Where the command launched the kernel as several binaries (other shapes, constexprs,
+    warps): which one the plan measured, how it was picked, and how to pick another."""
+    control = next((t for t in p.tasks if t.action == "find_launch"), None)
+    if control is None or "command" not in p.request or control.id not in rows:
+        return []
+    from argusdb.runner.command import describe_binaries
+
+    detail = json.loads(rows[control.id].get("config") or "{}").get("detail") or {}
+    binaries = detail.get("program_binaries") or []
+    measured = (detail.get("binary") or {}).get("hash")
+    if len(binaries) < 2 or not measured:
+        return []
+    kernel = control.params["kernel"]
+    return [f"{kernel}: the program launched {describe_binaries(binaries)}. Measured "
+            f"binary={measured[:12]}, picked by {detail.get('selected_by')}: every run "
+            f"measures that binary only; --option with the values above picks another"]
 
 
 def attribution_verdict(p: Plan, st: Store) -> dict[str, Any]:

@@ -106,11 +106,15 @@ class State:
 
     def record(self, jit: Any, kernel: Any, role: str, t0: int, args: tuple[Any, ...],
                kw: dict[str, Any]) -> None:
+        info = None
         h = binary_hash(kernel)
+        if kernel is None:  # the interpreter compiles nothing: its "binaries" are constexpr sets
+            info = binary_info(jit, kernel, args, kw, None)
+            h = interpreter_key(info)
         with self.lock:
             if h not in self.binaries:
-                self.binaries[h] = binary_info(jit, kernel, args, kw,
-                                               self.constexprs.pop(id(jit), None))
+                self.binaries[h] = info or binary_info(jit, kernel, args, kw,
+                                                       self.constexprs.pop(id(jit), None))
                 self.compiled[h] = kernel
             self.launches.append({"i": len(self.launches), "role": role, "binary": h,
                                   "t_ns": t0})
@@ -182,11 +186,17 @@ class State:
 
     # -- exit ---------------------------------------------------------------------------
     def chosen(self) -> str | None:
-        """The binary measured: the spec's, else the one of the program's last launch."""
+        """The binary measured: the spec's; else, with a ``select`` in the spec (the user's
+        ``--option num_warps=4 constexpr.BLOCK=4096 binary=<hash prefix>``), the binary of the
+        program's last launch that matches all of it (None when none does); else the one of
+        the program's last launch."""
         want = self.spec.get("binary")
         if want and not self.variant_path:
             return str(want)
         prog = [x for x in self.launches if x["role"] == "program"]
+        select = self.spec.get("select") or {}
+        if select and not self.variant_path:
+            prog = [x for x in prog if binary_matches(self.binaries[x["binary"]], select)]
         return prog[-1]["binary"] if prog else None
 
     def finish(self) -> None:
@@ -279,6 +289,33 @@ def binary_info(jit: Any, kernel: Any, args: tuple[Any, ...], kw: dict[str, Any]
             "target": (f"sm_{target.arch}" if target is not None and target.backend == "cuda"
                        else str(target) if target is not None else "interpreter"),
             "constexprs": constexprs}
+
+
+def interpreter_key(info: dict[str, Any]) -> str:
+    """The stand-in hash of a launch under ``TRITON_INTERPRET`` (no binary): ``interpreter``
+    with its constexprs and num_warps, so launches that would compile to different binaries
+    on a GPU stay apart here too."""
+    parts = [f"{k}={v}" for k, v in sorted((info.get("constexprs") or {}).items())]
+    if info.get("num_warps") is not None:
+        parts.append(f"num_warps={info['num_warps']}")
+    return "interpreter" + (":" + ",".join(parts) if parts else "")
+
+
+def binary_matches(info: dict[str, Any], select: dict[str, str]) -> bool:
+    """Whether a binary (:func:`binary_info`) has every ``select`` value: ``num_warps``,
+    ``num_stages``, ``constexpr.NAME`` compared as text, ``binary`` as a hash prefix."""
+    for key, want in select.items():
+        if key == "binary":
+            got_ok = str(info.get("hash", "")).startswith(str(want))
+        elif key.startswith("constexpr."):
+            consts = info.get("constexprs") or {}
+            name = key.removeprefix("constexpr.")
+            got_ok = name in consts and str(consts[name]) == str(want)
+        else:
+            got_ok = str(info.get(key)) == str(want)
+        if not got_ok:
+            return False
+    return True
 
 
 def _plain(v: Any) -> Any:

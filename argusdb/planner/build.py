@@ -107,13 +107,17 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     if command is not None:
         request.update({"command": list(command), "cwd": cwd})
         _check_command(sigs, sc, intra, region)
+        select = binary_select(options)
+        if select:
+            request["select"] = select
     _check_scope(sigs, sc, intra)
 
     launch = sc["launch"]
     # A launch index beyond the default count asks for more measured launches, not an error.
     last = int(launch.split("-")[-1]) if launch[0].isdigit() else -1
     ctx = PlanContext(plan_id or _plan_id(request), src, region, sc, intra, command, counter,
-                      chip, tgt.how, max(LAUNCHES_MEASURED, last + 1))
+                      chip, tgt.how, max(LAUNCHES_MEASURED, last + 1),
+                      select=request.get("select") or {})
     ctx.control = _control(ctx)
     for family, recipe in RECIPES:
         of_family = [s for s in sigs if s.family == family]
@@ -137,6 +141,33 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     return p
 
 
+#: Options that pick, in the command form, which of the kernel's binaries is measured.
+SELECT_KEYS = ("num_warps", "num_stages", "binary")
+
+
+def binary_select(options: dict[str, str] | None) -> dict[str, str]:
+    """The command form's ``--option`` values: each picks among the binaries the program
+    launches (``num_warps``, ``num_stages``, ``constexpr.NAME``, ``binary`` = a hash prefix);
+    ``target`` pins the target as elsewhere. The program compiles its own kernel, so any other
+    compile option cannot be set from outside it and is refused rather than ignored.
+
+    Raises:
+        PlanError: an option that is neither.
+    """
+    out: dict[str, str] = {}
+    for key, value in (options or {}).items():
+        if key == "target":
+            continue
+        if key not in SELECT_KEYS and not (key.startswith("constexpr.") and len(key) > 10):
+            raise PlanError(f"--option {key}={value}: the command form measures a binary the "
+                            f"program itself compiles and launches, so {key} cannot be set "
+                            f"from outside it; --option picks among the program's binaries "
+                            f"by num_warps, num_stages, constexpr.NAME or binary (a hash "
+                            f"prefix), and target pins the target")
+        out[key] = str(value)
+    return out
+
+
 def _control(ctx: PlanContext) -> Any:
     """The ``find_launch`` task every collection depends on."""
     kernel, src, region = ctx.kernel, ctx.src, ctx.region
@@ -148,6 +179,8 @@ def _control(ctx: PlanContext) -> Any:
                           "launches_measured": ctx.measured}, [])
     if ctx.command is not None:
         control.params.update({"program": region.program, "command": list(ctx.command)})
+        if ctx.select:
+            control.params["select"] = dict(ctx.select)
         control.why = (f"run the command once with the launcher's Triton hooks: find the "
                        f"launches of the @triton.jit function {kernel} of module "
                        f"{region.program}, the binary the program settles on (after "

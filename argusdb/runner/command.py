@@ -53,6 +53,8 @@ class CommandBackend:
         spec: dict[str, Any] = {"kernel": p["kernel"], "program": p["program"],
                                 "out": str(job.workdir.resolve()), "mode": mode,
                                 "warmup": _warmup(p)}
+        if job.action == "find_launch" and p.get("select"):
+            spec["select"] = dict(p["select"])
         if job.action != "find_launch":
             spec["pin"] = p.get("pin")
             if job.transform is None:  # a variant launches a binary of its own
@@ -136,7 +138,16 @@ class CommandBackend:
     def _discover(self, job: Job) -> Collected:
         docs, wall, _ = self._launch(job, "discover", [])
         doc = self._target(job, docs)
-        result = discovery(doc, int(job.params.get("launches_warmup", 0)))
+        if doc.get("chosen_binary") is None:
+            select = job.params.get("select") or {}
+            raise CommandFailed(" ".join(self.argv), f"launched no binary of "
+                                f"{job.params['kernel']} that matches "
+                                f"{', '.join(f'{k}={v}' for k, v in select.items())}; it "
+                                f"launched {describe_binaries(program_binaries(doc))}",
+                                "pick one of these with --option (or drop --option to measure "
+                                "the binary of the program's last launch)")
+        result = discovery(doc, int(job.params.get("launches_warmup", 0)),
+                           job.params.get("select"))
         result["gpu_s"] = wall
         mod = result.get("module_file")
         if mod and Path(mod).exists():
@@ -241,13 +252,48 @@ def collected(folder: Path, doc: dict[str, Any]) -> Collected:
     return Collected(files, doc.pop("gpu_s", None), doc.pop("rel_err_vs_parent", None), doc)
 
 
-def discovery(doc: dict[str, Any], warmup: int) -> dict[str, Any]:
+def program_binaries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The binaries the program (not the autotuner) launched, in the order of their first
+    launch: hash, launch count and what tells them apart (num_warps, num_stages, constexprs)."""
+    counts: dict[str, int] = {}
+    for x in doc["launches"]:
+        if x["role"] == "program":
+            counts[x["binary"]] = counts.get(x["binary"], 0) + 1
+    out = []
+    for h, n in counts.items():
+        b = doc["binaries"].get(h, {})
+        out.append({"hash": h, "launches": n, "num_warps": b.get("num_warps"),
+                    "num_stages": b.get("num_stages"), "constexprs": b.get("constexprs") or {}})
+    return out
+
+
+def describe_binaries(binaries: list[dict[str, Any]]) -> str:
+    """``2 binaries: binary=1a2b3c4d num_warps=4 ... constexpr.BLOCK=1024 (13 launches); ...``:
+    each with the ``--option`` values that select it (the keys where the binaries differ, and
+    always a hash prefix)."""
+    consts = sorted({f"constexpr.{k}" for b in binaries for k in b["constexprs"]})
+    keys = ["num_warps", "num_stages", *consts]
+
+    def value(b: dict[str, Any], key: str) -> Any:
+        return b["constexprs"].get(key[10:]) if key.startswith("constexpr.") else b[key]
+
+    differ = [k for k in keys if len({str(value(b, k)) for b in binaries}) > 1]
+    parts = [" ".join([f"binary={b['hash'][:12]}"] + [f"{k}={value(b, k)}" for k in differ])
+             + f" ({b['launches']} launch{'es' if b['launches'] != 1 else ''})"
+             for b in binaries]
+    return f"{len(binaries)} binar{'ies' if len(binaries) != 1 else 'y'}: " + "; ".join(parts)
+
+
+def discovery(doc: dict[str, Any], warmup: int, select: dict[str, str] | None = None
+              ) -> dict[str, Any]:
     """Which launch to measure, of which binary, from a discover run's launch record.
 
     The binary is the one of the program's last launch of the kernel (after autotuning has
-    settled); the measured launch is its ``warmup``-th launch outside autotuning (or its last,
-    when it ran fewer times). ``ncu_launch_skip`` counts the launches of that name before it in
-    a run whose autotuner is pinned to the chosen config (no benchmarking launches).
+    settled), or with ``select`` the last that matches it (the hooks chose it); the measured
+    launch is its ``warmup``-th launch outside autotuning (or its last, when it ran fewer
+    times). ``ncu_launch_skip`` counts the launches of that name before it in a run whose
+    autotuner is pinned to the chosen config (no benchmarking launches). ``program_binaries``
+    lists every binary the program launched, and ``selected_by`` says how this one was picked.
     """
     prog = [x for x in doc["launches"] if x["role"] == "program"]
     chosen = doc["chosen_binary"]
@@ -265,7 +311,9 @@ def discovery(doc: dict[str, Any], warmup: int) -> dict[str, Any]:
             "autotune": doc.get("autotune"),
             "pin": chosen_cfg[0] if len(chosen_cfg) == 1 else None,
             "pid": doc["pid"], "processes_with_launches": doc.get("processes_with_launches"),
-            "warmup_used": index}
+            "warmup_used": index, "program_binaries": program_binaries(doc),
+            "selected_by": ("--option " + " ".join(f"{k}={v}" for k, v in select.items())
+                            if select else "the program's last launch of the kernel")}
 
 
 class CommandReplayBackend:

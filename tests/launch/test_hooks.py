@@ -47,7 +47,7 @@ def test_discovers_the_kernel_in_a_module_that_imports_a_sibling(tmp_path: Path)
     assert Path(doc["module_file"]) == (PROGRAMS / "model" / "fused_norm.py").resolve()
     (binary,) = doc["binaries"].values()
     assert binary["constexprs"] == {"BLOCK": 64} and binary["num_warps"] == 4
-    assert doc["chosen_binary"] == "interpreter"
+    assert doc["chosen_binary"] == "interpreter:BLOCK=64,num_warps=4"
 
 
 def test_a_kernel_of_another_module_is_not_the_target(tmp_path: Path) -> None:
@@ -109,5 +109,6 @@ def test_the_launcher_module_runs_a_command_and_summarises(tmp_path: Path) -> No
                        cwd=PROGRAMS / "model", env=env, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert "7 launches of layernorm_fwd" in p.stderr and "interpreter program: 7" in p.stderr
+    assert "7 launches of layernorm_fwd" in p.stderr
+    assert "interpreter:BLOCK=64,num_warps=4 program: 7" in p.stderr
     assert "layer norm rel err" in p.stdout  # the program's own output passes through

@@ -6,7 +6,10 @@
 # duration,inst_executed,warp_stall_samples,exposed_latency into one store, and packs the store,
 # the --json reports, the logs and each task's folder into OUT/programs.tar.gz.
 #
-#   bash tools/h200/observe_programs.sh WHEELS_DIR OUT_DIR
+#   bash tools/h200/observe_programs.sh WHEELS_DIR OUT_DIR [REQUESTS_FILE]
+#
+# REQUESTS_FILE: lines "name folder region signals command..." to observe instead of the three
+# programs (then the reuse and budget runs of the model are skipped).
 #
 # WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson) and cupti130/ (cupti-python 13.0.1,
 # pyelftools); see bench/gpu/README.md.
@@ -14,6 +17,8 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WHL=$(cd "${1:?wheels dir}" && pwd)
 OUT=${2:?out dir}
+REQS=${3:-}
+[ -n "$REQS" ] && REQS=$(cd "$(dirname "$REQS")" && pwd)/$(basename "$REQS")
 WORK=/tmp/programs
 rm -rf "$WORK" /tmp/progs && mkdir -p "$WORK" "$OUT" /tmp/progs
 for w in argus cupti130; do
@@ -31,23 +36,26 @@ find . -name "*.py" | sort | xargs sha256sum > "$WORK/programs.before.sha256"
 python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
 S="duration,inst_executed,warp_stall_samples,exposed_latency"
-# name, folder, region, command
-while read -r name dir region cmd; do
+# name, folder, region, signals ("-": the default), command
+DEFAULT_REQS="model model fused_norm/layernorm_fwd/load - python3 model.py
+autotuned autotuned softmax_tuned/softmax_kernel/load - python3 run.py
+pipelined pipelined matmul_loop/matmul_kernel/load_tiles - python3 gemm.py"
+while read -r name dir region sig cmd; do
+  [ -z "$name" ] && continue
+  [ "$sig" = "-" ] || S1=$sig
+  [ "$sig" = "-" ] && S1=$S
   cd "/tmp/progs/$dir"
-  python3 -m argusdb observe --region "$region" --signals "$S" --dry-run --json -- $cmd \
+  python3 -m argusdb observe --region "$region" --signals "$S1" --dry-run --json -- $cmd \
     > "$WORK/$name.dry.json" 2> "$WORK/$name.dry.log"
   t0=$(date +%s.%N)
-  python3 -m argusdb observe --region "$region" --signals "$S" --store "$WORK/observe.duckdb" \
+  python3 -m argusdb observe --region "$region" --signals "$S1" --store "$WORK/observe.duckdb" \
     --json -- $cmd > "$WORK/$name.json" 2> "$WORK/$name.log"
   rc=$?
   echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
     | tee -a "$WORK/walls.txt"
   tail -n 12 "$WORK/$name.log"
-done <<'REQ'
-model model fused_norm/layernorm_fwd/load python3 model.py
-autotuned autotuned softmax_tuned/softmax_kernel/load python3 run.py
-pipelined pipelined matmul_loop/matmul_kernel/load_tiles python3 gemm.py
-REQ
+done < <(if [ -n "$REQS" ]; then grep -v '^#' "$REQS"; else echo "$DEFAULT_REQS"; fi)
+if [ -z "$REQS" ]; then
 # The same request again into the same store: the control run finds the same binary, so every
 # collection is answered by the stored runs. Then a dry run trimmed to a budget by the costs
 # the store recorded.
@@ -60,6 +68,7 @@ python3 -m argusdb observe --region fused_norm/layernorm_fwd/store --signals "$S
   --store "$WORK/observe.duckdb" --budget-s 12 --dry-run --json -- python3 model.py \
   > "$WORK/model.budget.json" 2> "$WORK/model.budget.log"
 echo "model.budget rc=$?" | tee -a "$WORK/walls.txt"
+fi
 cd /tmp/progs
 find . -name "*.py" | sort | xargs sha256sum > "$WORK/programs.after.sha256"
 cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" && echo "programs unmodified"

@@ -39,6 +39,7 @@ class PlanContext:
         chip: CUPTI chip name of the target, None when the target is not known.
         target: how the target was resolved (for the reasons recipes give).
         measured: launches measured.
+        select: the command form's choice among the program's binaries (``--option``).
         control: the ``find_launch`` task every collection depends on.
     """
 
@@ -52,6 +53,7 @@ class PlanContext:
     chip: str | None
     target: str
     measured: int = LAUNCHES_MEASURED
+    select: dict[str, str] = field(default_factory=dict)
     tasks: list[Task] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: Collect tasks whose per-PC or per-line values ``attribute`` maps onto the region.

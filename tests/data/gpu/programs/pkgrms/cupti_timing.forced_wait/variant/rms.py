@@ -1,0 +1,54 @@
+"""RMSNorm, y = x / sqrt(mean(x^2) + eps) * w, one program per row."""
+import torch
+import triton
+import triton.language as tl
+
+from ._jit import mean_square
+
+import os as _argus_os
+import triton as _argus_triton
+import triton.language as _argus_tl
+
+_ARGUS_INTERPRET = _argus_tl.constexpr(_argus_os.environ.get("TRITON_INTERPRET", "0") == "1")
+_ARGUS_SHFL_SELF = _argus_tl.constexpr(
+    "{.reg .u32 l; mov.u32 l, %laneid; shfl.sync.idx.b32 $0, $1, l, 0x1f, -1;}")
+
+
+@_argus_triton.jit
+def _argus_forced_wait(x):
+    # argusdb forced wait: a shuffle to the own lane reads x, so the warp waits for its load here.
+    if _ARGUS_INTERPRET:
+        y = x
+    elif x.dtype.primitive_bitwidth == 16:
+        y = _argus_tl.inline_asm_elementwise(_ARGUS_SHFL_SELF, "=r,r", [x], dtype=x.dtype,
+                                             is_pure=False, pack=2)
+    else:
+        y = _argus_tl.inline_asm_elementwise(_ARGUS_SHFL_SELF, "=r,r", [x], dtype=x.dtype,
+                                             is_pure=False, pack=1)
+    return y
+
+
+@triton.heuristics({"BLOCK": lambda a: triton.next_power_of_2(a["n"])})
+@triton.jit
+def rms_kernel(x_ptr, w_ptr, y_ptr, n, stride, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    # region load
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    x = _argus_forced_wait(x)  # argusdb: forced wait
+    w = _argus_forced_wait(w)  # argusdb: forced wait
+    # region stats
+    r = 1.0 / tl.sqrt(mean_square(x, n) + eps)
+    # region scale
+    y = x * r * w
+    tl.store(y_ptr + row * stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def rms_norm(x: torch.Tensor, w: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    flat = x.reshape(-1, x.shape[-1])
+    y = torch.empty_like(flat)
+    grid = lambda meta: (flat.shape[0],)  # noqa: E731
+    rms_kernel[grid](flat, w, y, flat.shape[-1], flat.stride(0), eps)
+    return y.reshape(x.shape)

@@ -1,0 +1,3 @@
+from .rms import rms_norm
+
+__all__ = ["rms_norm"]
