@@ -201,12 +201,37 @@ def check_command(argv: list[str], cwd: Path) -> None:
 _SKIP = {".git", ".venv", "venv", "site-packages", "node_modules", "__pycache__", ".tox"}
 
 
+#: A file in each folder argusdb's runner writes task artefacts into (``<store>.runs/<plan>``):
+#: the kernel copies and variants there are never the user's module.
+WORK_MARKER = ".argus-work"
+
+
+def mark_work_folder(folder: Path) -> Path:
+    """Create ``folder`` (a plan's task folders go below it) with :data:`WORK_MARKER` in it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / WORK_MARKER).write_text("task folders of argusdb observe; not user sources\n")
+    return folder
+
+
+def _own_work(path: Path, top: Path) -> bool:
+    """Whether ``path`` lies in a folder argusdb's runner wrote (a marked plan folder, or a
+    ``<store>.runs`` folder beside its store, written before folders were marked)."""
+    for parent in path.parents:
+        if parent == top or top not in parent.parents:
+            break
+        if (parent / WORK_MARKER).is_file() or (
+                parent.name.endswith(".runs") and parent.with_suffix("").is_file()):
+            return True
+    return False
+
+
 def resolve_source(region: str, argv: list[str], cwd: Path) -> Path:
     """The kernel's module file for a region id: ``<module>.py`` in the command's folder (the
-    script's folder, then the working directory), else below them.
+    script's folder, then the working directory), else below the first of them that has one
+    (argusdb's own task folders, virtual environments and caches left out).
 
     Raises:
-        UsageError: no such module, or several (then ``--program`` says which).
+        UsageError: no such module, or several in one tree (then ``--program`` says which).
     """
     module = region.split("/", 1)[0]
     dirs: list[Path] = []
@@ -214,17 +239,19 @@ def resolve_source(region: str, argv: list[str], cwd: Path) -> Path:
         if a.endswith(".py") and (cwd / a).is_file():
             dirs.append((cwd / a).resolve().parent)
     dirs.append(cwd.resolve())
+    dirs = list(dict.fromkeys(dirs))
     for d in dirs:
         if (d / f"{module}.py").is_file():
             return d / f"{module}.py"
     found: set[Path] = set()
     for d in dirs:
-        for p in d.rglob(f"{module}.py"):
-            if not _SKIP & set(p.relative_to(d).parts):
-                found.add(p.resolve())
+        found = {p.resolve() for p in d.rglob(f"{module}.py")
+                 if not _SKIP & set(p.relative_to(d).parts) and not _own_work(p, d)}
+        if found:
+            break
     if len(found) == 1:
         return found.pop()
-    where = ", ".join(str(d) for d in dict.fromkeys(dirs))
+    where = ", ".join(str(d) for d in dirs)
     if found:
         raise UsageError(f"region {region}: {len(found)} files named {module}.py under {where} "
                          f"({', '.join(sorted(map(str, found)))}); pass --program FILE")
@@ -325,8 +352,7 @@ def _run(p: Plan, st: Store, source: Path, workdir: str | Path | None,
         "signals": p.request["signals"], "scope": p.request["scope"], "plan": p.to_json(),
         "n_tasks": len(p.tasks), "n_reused": sum(1 for t in collect if t.reuse),
         "created_at": datetime.now(UTC).replace(tzinfo=None)})
-    wd = Path(workdir) if workdir else Path(f"{st.path}.runs") / p.plan_id
-    wd.mkdir(parents=True, exist_ok=True)
+    wd = mark_work_folder(Path(workdir) if workdir else Path(f"{st.path}.runs") / p.plan_id)
     import sys
 
     runner.execute(p.to_json(), st, source, wd,

@@ -250,7 +250,7 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
     """
     from argusdb.distributed.answers import observation
     from argusdb.distributed.plan import plan_torchrun, trim
-    from argusdb.observe import Observation, _plan_report, observation_store
+    from argusdb.observe import Observation, _plan_report, mark_work_folder, observation_store
 
     if timeout_s is None and os.environ.get("ARGUS_DIST_TIMEOUT_S"):
         try:
@@ -274,8 +274,7 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
             "signals": p.request["signals"], "scope": {}, "plan": p.to_json(),
             "n_tasks": len(p.tasks), "n_reused": sum(1 for t in p.tasks if t.reuse),
             "created_at": datetime.now(UTC).replace(tzinfo=None)})
-        wd = Path(workdir) if workdir else Path(f"{st.path}.runs") / p.plan_id
-        wd.mkdir(parents=True, exist_ok=True)
+        wd = mark_work_folder(Path(workdir) if workdir else Path(f"{st.path}.runs") / p.plan_id)
         results = execute(p, st, wd, timeout_s)
         return Observation(p, _evidence(st, p), _report(st, p, results, observation))
 

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
+from argusdb.errors import UsageError
 from argusdb.regions import ProgramSource
 from argusdb.runner.backends import Job
 from argusdb.runner.command import CommandBackend, CommandFailed
@@ -141,3 +142,35 @@ def test_ranks_each_get_the_hooks_and_rank_0_is_measured(tmp_path: Path) -> None
     records = {json.loads(p.read_text())["pid"]: json.loads(p.read_text())
                for p in (tmp_path / "find_launch").glob("launch.*.json")}
     assert records[d["pid"]]["rank"] == "0"
+
+
+def test_module_search_prefers_the_script_tree_and_skips_argus_work_folders(
+        tmp_path: Path) -> None:
+    """The module is looked for below the script's folder before the working directory, and
+    the task folders observe wrote (a variant copy of the same module) never count."""
+    from argusdb.observe import mark_work_folder, resolve_source
+
+    prog = tmp_path / "proj"
+    (prog / "pkg" / "ops").mkdir(parents=True)
+    (prog / "train.py").write_text("import pkg.ops.rms\n")
+    (prog / "pkg" / "ops" / "rms.py").write_text("# the kernel\n")
+    # an earlier observe with --store proj/argus.duckdb wrote a variant copy beside it
+    (prog / "argus.duckdb").write_text("")
+    (prog / "argus.duckdb.runs" / "p-1" / "forced_wait" / "variant").mkdir(parents=True)
+    (prog / "argus.duckdb.runs" / "p-1" / "forced_wait" / "variant" / "rms.py").write_text("")
+    # and a marked work folder elsewhere in the tree
+    work = mark_work_folder(prog / "runs" / "p-2")
+    (work / "t" / "variant").mkdir(parents=True)
+    (work / "t" / "variant" / "rms.py").write_text("")
+    want = (prog / "pkg" / "ops" / "rms.py").resolve()
+    assert resolve_source("rms/k/r", ["python3", "train.py"], prog) == want
+    # run from elsewhere: a copy under the working directory does not compete with the
+    # script's own tree
+    other = tmp_path / "elsewhere"
+    (other / "old").mkdir(parents=True)
+    (other / "old" / "rms.py").write_text("")
+    assert resolve_source("rms/k/r", ["python3", str(prog / "train.py")], other) == want
+    # two in the script's tree: ambiguous, named
+    (prog / "pkg" / "rms.py").write_text("")
+    with pytest.raises(UsageError, match=r"2 files named rms\.py"):
+        resolve_source("rms/k/r", ["python3", "train.py"], prog)
