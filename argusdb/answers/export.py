@@ -140,6 +140,29 @@ def _device_pid(first_pid: int, r: dict[str, Any]) -> int:
     return first_pid + int(r["device_id"] or 0)
 
 
+def call_slice(r: dict[str, Any], pid: int, tid: int, ts_us: float, run_id: str
+               ) -> dict[str, Any]:
+    """The launching call of a ``kernel_launch`` row (``api_*`` columns) as a slice, under
+    Kineto's category for its API (``cuda_runtime`` or ``cuda_driver``)."""
+    api = str(r["launch_api"] or "launch")
+    start, dur = int(r["api_start_ns"]), int(r["api_dur_ns"] or 0)
+    return {"name": api, "ph": "X", "pid": pid, "tid": tid,
+            "cat": "cuda_runtime" if api.lstrip("_").startswith("cuda") else "cuda_driver",
+            "ts": ts_us, "dur": _us(dur),
+            "args": {"correlation": r["correlation_id"], "start_ns": start, "dur_ns": dur,
+                     "src_row": r["api_src_row"], "run_id": run_id}}
+
+
+def launch_flow(fid: int, call: tuple[int, int, float], kernel: tuple[int, int, float]
+                ) -> list[dict[str, Any]]:
+    """A flow from a point (pid, tid, ts in µs) inside a launching call's slice to a point
+    inside its kernel's slice, bound to that enclosing slice (``ac2g``, as Kineto writes it)."""
+    return [{"name": "ac2g", "cat": "ac2g", "ph": "s", "id": fid, "pid": call[0],
+             "tid": call[1], "ts": call[2]},
+            {"name": "ac2g", "cat": "ac2g", "ph": "f", "bp": "e", "id": fid, "pid": kernel[0],
+             "tid": kernel[1], "ts": kernel[2]}]
+
+
 class _HostTracks:
     """The host side of a run: a process per host process ID, a thread per traced thread.
 
@@ -200,23 +223,13 @@ class _HostTracks:
                 pid = self._pid(r["api_pid"])
                 tid = self._tid(pid, int(r["api_tid"] or 0), f"thread:{r['api_tid']}")
                 slices[key] = (pid, tid, start + dur // 2)
-                api = str(r["launch_api"] or "launch")
-                events.append({
-                    "name": api, "ph": "X", "pid": pid, "tid": tid,
-                    "cat": "cuda_runtime" if api.lstrip("_").startswith("cuda") else
-                    "cuda_driver",
-                    "ts": _us(start - self.t0), "dur": _us(dur),
-                    "args": {"correlation": r["correlation_id"], "start_ns": start,
-                             "dur_ns": dur, "src_row": r["api_src_row"],
-                             "run_id": self.run["run_id"]}})
+                events.append(call_slice(r, pid, tid, _us(start - self.t0),
+                                         self.run["run_id"]))
             pid, tid, mid = slices[key]
-            fid = next(flow_ids)
             kernel_mid = int(r["start_ns"]) + int(r["dur_ns"] or 0) // 2
-            events.append({"name": "ac2g", "cat": "ac2g", "ph": "s", "id": fid, "pid": pid,
-                           "tid": tid, "ts": _us(mid - self.t0)})
-            events.append({"name": "ac2g", "cat": "ac2g", "ph": "f", "bp": "e", "id": fid,
-                           "pid": _device_pid(self.device_pid0, r),
-                           "tid": int(r["stream_id"] or 0), "ts": _us(kernel_mid - self.t0)})
+            events += launch_flow(next(flow_ids), (pid, tid, _us(mid - self.t0)),
+                                  (_device_pid(self.device_pid0, r), int(r["stream_id"] or 0),
+                                   _us(kernel_mid - self.t0)))
         return events
 
     def names(self) -> list[dict[str, Any]]:

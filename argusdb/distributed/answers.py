@@ -2,7 +2,8 @@
 
 - :func:`launch_trace`: every interval of a launch group (kernels, collectives, steps, spans,
   host ops) as Chrome trace JSON for Perfetto: one process per rank, one thread per stream or
-  host thread, on the reference clock of ``clock_alignment`` (its offset and error in ``args``).
+  host thread, on the reference clock of ``clock_alignment`` (its offset and error in ``args``),
+  with a flow from each stored launching call to its kernel.
 - :func:`critical_ranks`: ``critical_rank`` rows of the launch groups of a version.
 - :func:`collective_diff`: two program versions compared per collective (op, position in the
   step) and per step (step time, exposed communication), from timing-clean runs only, with the
@@ -14,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -26,46 +28,87 @@ ALPHA = 0.05
 
 
 def launch_trace(store: Store, launch_group: str) -> dict[str, Any]:
-    """Chrome trace JSON of one launch group: a process per rank, a thread per track.
+    """Chrome trace JSON of one launch group: a process per rank, a thread per track, on the
+    reference rank's clock.
+
+    Kernels whose launching call the store holds (``kernel_launch.api_*``: Kineto, nsys and
+    CUPTI records) get that call as a slice on its host thread (``thread:<tid> (calls)``) and
+    one flow from the call to the kernel, as :func:`argusdb.answers.export.perfetto_trace`
+    draws them for one run; both ends are shifted by the rank's clock offset, like the rest.
 
     Raises:
         UsageError: no run of that launch group has intervals.
     """
+    from argusdb.answers.export import call_slice, launch_flow
+
     rows = store.rows(
         "SELECT i.rank, i.run_id, i.kind, i.role, i.name, i.track, i.step, i.ordinal, i.clock,"
-        " i.aligned_start_ns, i.dur_ns, a.offset_ns, a.error_ns, r.collector, r.signature "
-        "FROM interval_event AS i JOIN run AS r ON r.run_id = i.run_id "
+        " i.start_ns, i.aligned_start_ns, i.dur_ns, a.offset_ns, a.error_ns, r.collector, "
+        "r.signature FROM interval_event AS i JOIN run AS r ON r.run_id = i.run_id "
         "LEFT JOIN clock_alignment AS a ON a.run_id = i.run_id "
         "WHERE i.launch_group = ? AND i.domain = 'trace' ORDER BY i.aligned_start_ns",
         [launch_group])
     if not rows:
         raise UsageError(f"launch group {launch_group!r} has no intervals; list launch groups "
                          "with \"SELECT DISTINCT launch_group FROM run\"")
-    origin = min(r["aligned_start_ns"] for r in rows)
+    # the launching call of each kernel, keyed as interval_event keys the kernel (a trace's
+    # timeline run counts as its program's run)
+    calls = {(c["run_id"], c["kernel"], int(c["start_ns"]), c["track"]): c for c in store.rows(
+        "SELECT p.run_id, k.kernel, k.start_ns, 'stream:' || k.stream_id AS track, "
+        "k.correlation_id, k.launch_api, k.api_start_ns, k.api_dur_ns, k.api_tid, "
+        "k.api_src_row, k.api_start_ns + coalesce(a.offset_ns, 0) AS api_aligned_ns "
+        "FROM kernel_launch AS k JOIN run AS t ON t.run_id = k.run_id "
+        "JOIN run AS p ON p.run_id = coalesce(t.meta->>'$.timeline_of.run_id', k.run_id) "
+        "LEFT JOIN clock_alignment AS a ON a.run_id = p.run_id "
+        "WHERE p.launch_group = ? AND k.api_start_ns IS NOT NULL AND k.start_ns IS NOT NULL",
+        [launch_group])}
+    origin = min([r["aligned_start_ns"] for r in rows]
+                 + [int(c["api_aligned_ns"]) for c in calls.values()])
     tids: dict[tuple[int, str], int] = {}
     events: list[dict[str, Any]] = []
+
+    def tid_of(pid: int, track: str) -> int:
+        if (pid, track) not in tids:
+            tids[(pid, track)] = len([k for k in tids if k[0] == pid])
+            events.append({"ph": "M", "name": "thread_name", "pid": pid,
+                           "tid": tids[(pid, track)], "args": {"name": track}})
+        return tids[(pid, track)]
+
+    drawn: dict[tuple[Any, ...], tuple[int, int, float]] = {}
+    flow_ids = itertools.count(1)
     for r in rows:
         pid = int(r["rank"] if r["rank"] is not None else 0)
-        track = f"{r['track'] or r['kind']} ({r['collector']})"
-        key = (pid, track)
-        if key not in tids:
-            tids[key] = len([k for k in tids if k[0] == pid])
-            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tids[key],
-                           "args": {"name": track}})
+        # a collective and the NCCL kernel that runs it share a stream but do not nest: each
+        # kind on threads of its own (a thread's slices must nest)
+        track = r["track"] or r["kind"]
+        tid = tid_of(pid, f"{track} ({r['collector']})" if r["kind"] == "kernel"
+                     else f"{r['kind']} {track} ({r['collector']})")
+        ts = (r["aligned_start_ns"] - origin) / 1000.0
         events.append({"ph": "X", "name": r["name"], "cat": f"{r['kind']},{r['role']}",
-                       "pid": pid, "tid": tids[key],
-                       "ts": (r["aligned_start_ns"] - origin) / 1000.0,
-                       "dur": r["dur_ns"] / 1000.0,
+                       "pid": pid, "tid": tid, "ts": ts, "dur": r["dur_ns"] / 1000.0,
                        "args": {"run_id": r["run_id"], "step": r["step"],
                                 "ordinal": r["ordinal"], "clock": r["clock"],
                                 "clock_offset_ns": r["offset_ns"],
                                 "clock_error_ns": r["error_ns"], "signature": r["signature"]}})
+        call = calls.get((r["run_id"], r["name"], int(r["start_ns"]), r["track"])) \
+            if r["kind"] == "kernel" else None
+        if call is None:
+            continue
+        start = int(call["api_aligned_ns"]) - origin
+        key = (pid, call["api_tid"], start, call["correlation_id"])
+        if key not in drawn:
+            ctid = tid_of(pid, f"thread:{call['api_tid']} (calls)")
+            events.append(call_slice(call, pid, ctid, start / 1000.0, r["run_id"]))
+            drawn[key] = (pid, ctid, (start + int(call["api_dur_ns"] or 0) // 2) / 1000.0)
+        events += launch_flow(next(flow_ids), drawn[key],
+                              (pid, tid, ts + int(r["dur_ns"]) // 2 / 1000.0))
     for pid in sorted({k[0] for k in tids}):
-        events.append({"ph": "M", "name": "process_name", "pid": pid,
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                        "args": {"name": f"rank {pid}"}})
     return {"displayTimeUnit": "ns", "traceEvents": events,
             "otherData": {"launch_group": launch_group, "origin_ns": origin,
-                          "clock": "reference rank's clock (clock_alignment)"}}
+                          "clock": "reference rank's clock (clock_alignment)",
+                          "flows": next(flow_ids) - 1}}
 
 
 def critical_ranks(store: Store, version: str) -> list[dict[str, Any]]:

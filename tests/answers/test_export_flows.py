@@ -153,3 +153,45 @@ def test_the_export_reads_back_with_its_calls_through_the_kineto_collector(
     want = [(r["correlation_id"], r["launch_api"], r["api_dur_ns"],
              starts[r["correlation_id"]] - r["api_start_ns"]) for r in stored]
     assert got == want
+
+
+def test_launch_trace_of_both_ranks_draws_each_call_to_its_kernel(tmp_path: Path) -> None:
+    """The per-rank timeline of a launch group (``argus launch trace``): every kernel whose
+    launching call is stored gets one flow from that call, on its own rank, both ends on the
+    reference clock like every other slice."""
+    from argusdb.distributed.answers import launch_trace
+
+    path, _ = _store(tmp_path, "kineto-2-ranks")
+    with Store.open(path, read_only=True) as st:
+        (group,) = [r["launch_group"] for r in st.rows(
+            "SELECT DISTINCT launch_group FROM run WHERE launch_group IS NOT NULL")]
+        stored = st.rows(
+            "SELECT r.rank, k.kernel, k.correlation_id, k.launch_api, k.api_dur_ns "
+            "FROM kernel_launch AS k JOIN run AS r USING (run_id) "
+            "WHERE k.api_start_ns IS NOT NULL")
+        doc = launch_trace(st, group)
+    slices = check_chrome_trace(doc)
+    # the slices of one thread nest (a viewer draws them as a stack): no partial overlaps
+    by_thread: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for e in slices:
+        by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        open_ends: list[float] = []
+        for e in evs:
+            while open_ends and open_ends[-1] <= e["ts"]:
+                open_ends.pop()
+            assert not open_ends or e["ts"] + e["dur"] <= open_ends[-1] + 1e-3, e
+            open_ends.append(e["ts"] + e["dur"])
+    flows = bind_flows(doc)
+    assert stored and len(flows) == len(stored) == doc["otherData"]["flows"]
+    by_call = {(int(r["rank"]), r["correlation_id"]): r for r in stored}
+    ended = Counter(id(dst) for _, dst in flows)
+    assert set(ended.values()) == {1}  # no kernel gets two
+    for src, dst in flows:
+        assert src["pid"] == dst["pid"]  # the call and its kernel on one rank
+        call = by_call[(src["pid"], src["args"]["correlation"])]
+        assert dst["cat"] == "kernel,compute" or dst["cat"] == "kernel,communication"
+        assert dst["name"] == call["kernel"] and src["name"] == call["launch_api"]
+        assert src["args"]["dur_ns"] == call["api_dur_ns"]
+        assert src["ts"] <= dst["ts"]  # a kernel never starts before its call
