@@ -42,6 +42,7 @@ class Pred:
     names: list[str]
     _sql: str | None = field(default=None, repr=False)
     _by_id: dict[int, str] | None = field(default=None, repr=False)
+    _fn: Any = field(default=None, repr=False)
 
     def sql(self) -> str:
         """The expression over metadata columns, as DuckDB SQL."""
@@ -68,55 +69,93 @@ _CMP: dict[Any, Any] = {exp.EQ: operator.eq, exp.NEQ: operator.ne, exp.GT: opera
 
 
 def evaluate(p: Pred, row: dict[str, Any]) -> Any:
-    """Value of ``p`` over one metadata row (None for SQL NULL); raises NotSimple."""
-    return _ev(p.node, row, p.by_id())
+    """Value of ``p`` over one metadata row (None for SQL NULL); raises NotSimple.
+
+    The expression is compiled once per Pred into nested closures (the checks filter a
+    summary of hundreds of rows per FROM item, and walking the tree per row was a fifth
+    of a check); a shape the closures do not cover raises NotSimple, as :func:`_ev` does.
+    """
+    if p._fn is None:
+        p._fn = _compile(p.node, p.by_id())
+    return p._fn(row)
 
 
-def _ev(n: Any, row: dict[str, Any], m: dict[int, str]) -> Any:
-    if isinstance(n, exp.Paren):
-        return _ev(n.this, row, m)
+Fn = Any  # Callable[[dict[str, Any]], Any]
+
+
+def _compile(n: Any, m: dict[int, str]) -> Fn:
+    """``n`` as a function of a metadata row; ``m`` maps each column node to its column."""
+    while isinstance(n, exp.Paren):
+        n = n.this
     if isinstance(n, exp.Column):
-        return row[m[id(n)]]
-    if isinstance(n, exp.Literal):
-        return n.this if n.is_string else float(n.this)
-    if isinstance(n, exp.Boolean):
-        return bool(n.this)
-    if isinstance(n, exp.Null):
-        return None
+        name = m[id(n)]
+        return lambda row: row[name]
+    if isinstance(n, exp.Literal | exp.Boolean | exp.Null):
+        const = None if isinstance(n, exp.Null) else bool(n.this) if isinstance(
+            n, exp.Boolean) else n.this if n.is_string else float(n.this)
+        return lambda row: const
     if isinstance(n, exp.And | exp.Or):
-        a, b = _ev(n.left, row, m), _ev(n.right, row, m)
+        fa, fb = _compile(n.left, m), _compile(n.right, m)
         if isinstance(n, exp.And):
-            return False if a is False or b is False else (None if None in (a, b) else True)
-        return True if a is True or b is True else (None if None in (a, b) else False)
+            def and_(row: dict[str, Any]) -> Any:
+                a, b = fa(row), fb(row)
+                return False if a is False or b is False else (None if None in (a, b) else True)
+            return and_
+
+        def or_(row: dict[str, Any]) -> Any:
+            a, b = fa(row), fb(row)
+            return True if a is True or b is True else (None if None in (a, b) else False)
+        return or_
     if isinstance(n, exp.Not):
-        v = _ev(n.this, row, m)
-        return None if v is None else not _truth(v)
+        f = _compile(n.this, m)
+
+        def not_(row: dict[str, Any]) -> Any:
+            v = f(row)
+            return None if v is None else not _truth(v)
+        return not_
     if type(n) in _CMP:
-        a, b = _ev(n.left, row, m), _ev(n.right, row, m)
-        if a is None or b is None:
-            return None
-        return _CMP[type(n)](*_same(a, b))
+        cmp, fa, fb = _CMP[type(n)], _compile(n.left, m), _compile(n.right, m)
+
+        def compare(row: dict[str, Any]) -> Any:
+            a, b = fa(row), fb(row)
+            if a is None or b is None:
+                return None
+            return cmp(*_same(a, b))
+        return compare
     if isinstance(n, exp.In) and not n.args.get("query") and not n.args.get("unnest"):
-        a = _ev(n.this, row, m)
-        vals = _literals(n) if a is not None else []
-        if vals is None:
-            vals = [_ev(x, row, m) for x in n.expressions]
+        return _compile_in(n, m)
+    if isinstance(n, exp.Is) and isinstance(n.expression, exp.Null):
+        f = _compile(n.this, m)
+        return lambda row: f(row) is None
+    if isinstance(n, exp.Like | exp.ILike) and isinstance(n.expression, exp.Literal) \
+            and not n.args.get("escape"):
+        f, rx = _compile(n.this, m), _like(n.expression.this, isinstance(n, exp.ILike))
+
+        def like(row: dict[str, Any]) -> Any:
+            a = f(row)
+            if a is None:
+                return None
+            if not isinstance(a, str):
+                raise NotSimple("LIKE on a non-string")
+            return rx.fullmatch(a) is not None
+        return like
+    raise NotSimple(type(n).__name__)
+
+
+def _compile_in(n: exp.In, m: dict[int, str]) -> Fn:
+    fa = _compile(n.this, m)
+    consts = _literals(n)
+    fvals = None if consts is not None else [_compile(x, m) for x in n.expressions]
+
+    def in_(row: dict[str, Any]) -> Any:
+        a = fa(row)
         if a is None:
             return None
+        vals: list[Any] = [f(row) for f in fvals] if fvals is not None else consts or []
         if any(v is not None and operator.eq(*_same(a, v)) for v in vals):
             return True
         return None if None in vals else False
-    if isinstance(n, exp.Is) and isinstance(n.expression, exp.Null):
-        return _ev(n.this, row, m) is None
-    if isinstance(n, exp.Like | exp.ILike) and isinstance(n.expression, exp.Literal) \
-            and not n.args.get("escape"):
-        a = _ev(n.this, row, m)
-        if a is None:
-            return None
-        if not isinstance(a, str):
-            raise NotSimple("LIKE on a non-string")
-        return _like(n.expression.this, isinstance(n, exp.ILike)).fullmatch(a) is not None
-    raise NotSimple(type(n).__name__)
+    return in_
 
 
 _LITERAL_LISTS: dict[int, tuple[exp.In, list[Any]]] = {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -232,27 +233,32 @@ class Resolver:
                 (node, con.name, f"{con.name} takes {len(con.params)} argument(s) "
                                  f"({', '.join(con.params)}), got {len(lits)}"))
             return
-        for a in lits if con.selectors else []:
-            if a not in con.selectors:
-                self.ctx.bad_constructs.append(
-                    (node, con.name, f"{a!r} is not an interval selector of {con.name} (a kind "
-                                     f"or role of interval_event: {', '.join(con.selectors)})"
-                                     f"{suggest(str(a), list(con.selectors))}"))
-                return
+        if con.selectors and self._unknown(node, con.name, lits, con.selectors,
+                                           f"an interval selector of {con.name} (a kind or "
+                                           f"role of interval_event: "):
+            return
         line, col = position(self.ctx.sql, node)
         self.ctx.constructs.append({"construct": con.name, "args": lits, "line": line,
                                     "col": col})
         if con.acknowledgeable:
             acks = lits[0] if isinstance(lits[0], list) else [lits[0]]
-            for a in acks:
-                if a not in con.acknowledgeable:
-                    self.ctx.bad_constructs.append(
-                        (node, con.name, f"{a!r} is not something {con.name} can acknowledge "
-                                         f"(one of {', '.join(con.acknowledgeable)})"
-                                         f"{suggest(a, list(con.acknowledgeable))}"))
-                    return
-                self.ctx.acknowledgements.append({"acknowledges": a, "rule": ACKNOWLEDGEABLE[a],
-                                                  "line": line, "col": col})
+            if self._unknown(node, con.name, acks, con.acknowledgeable,
+                             f"something {con.name} can acknowledge (one of "):
+                return
+            self.ctx.acknowledgements.extend({"acknowledges": a, "rule": ACKNOWLEDGEABLE[a],
+                                              "line": line, "col": col} for a in acks)
+
+    def _unknown(self, node: exp.Expression, name: str, values: list[Any],
+                 allowed: Sequence[str], what: str) -> bool:
+        """Record the first of ``values`` not in ``allowed`` as a bad construct ("X is not
+        {what}a, b)" with a did-you-mean); True if there was one."""
+        for a in values:
+            if a not in allowed:
+                self.ctx.bad_constructs.append(
+                    (node, name, f"{a!r} is not {what}{', '.join(allowed)})"
+                                 f"{suggest(str(a), list(allowed))}"))
+                return True
+        return False
 
     def _resolve_columns(self, sc: Scope) -> None:
         sel = sc.expression

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import sqlglot
@@ -20,6 +21,15 @@ from argusdb.checker.context import KEY_COLUMNS, Combination, Props, Stream
 from argusdb.checker.metadata import Metadata, evidence_columns, evidence_relation
 from argusdb.checker.passes import syntax as sx
 from argusdb.checker.predicates import Pred
+
+
+@lru_cache(maxsize=512)
+def _constant_predicate(text: str) -> tuple[Any, list[str]]:
+    """A predicate the checker writes itself (a construct's input selector, a diff's
+    versions), parsed once per text with the columns it reads: a Pred never mutates its node,
+    so one parsed tree serves every check."""
+    node = sqlglot.parse_one(text, read="duckdb")
+    return node, [c.name for c in node.find_all(exp.Column)]
 
 
 class StreamPass(resolve.Resolver):
@@ -50,7 +60,7 @@ class StreamPass(resolve.Resolver):
                     (f"signal = {sx.lit(diff_signal)}", ["signal"]),
                     (f"program_version IN ({sx.lit(v_from)}, {sx.lit(v_to)})", ["program_version"]),
                     ("region_id IS NOT NULL", ["region_id"]), ("_scope = 'kernel'", ["_scope"])):
-                preds.append(Pred(sqlglot.parse_one(text, read="duckdb"), names))
+                preds.append(Pred(_constant_predicate(text)[0], names))
             used |= {"signal", "program_version", "region_id", "_scope"}
         filtered = any(c in used for c in (*sx.SCOPE_COLS, "scope_path"))
         keys: list[Pred] = []
@@ -67,8 +77,7 @@ class StreamPass(resolve.Resolver):
         per_input: list[list[dict[str, Any]]] = []
         for text in inputs:
             # each selector is one input: the rows of the base its kind or role selects
-            node = sqlglot.parse_one(text, read="duckdb")
-            names = [c.name for c in node.find_all(exp.Column)]
+            node, names = _constant_predicate(text)
             per_input.append(self.meta.rows(base, [*preds, Pred(node, names)], keys,
                                             used | set(names)))
         rows = [r for part in per_input for r in part] if inputs else \
