@@ -403,6 +403,7 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
         results: list[IngestResult] = []
         with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool:
             pending = _Pending()
+            pending.plan_runs(store, plans)
             # A small file's next neighbour is parsed (Python) while this one is inserted
             # (DuckDB, without the GIL); a large file streams its batches as it is read.
             ahead = [pool.submit(_parsed, pl) if _small(pl) else None for pl in plans[:1]]
@@ -421,8 +422,10 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                           time.perf_counter() - t0)
                 if progress is not None:
                     progress(results[-1])
-            # the command's rows still held, then its run and task rows, one statement each
+            # the command's rows still held, then its version, span, run and task rows, one
+            # statement each
             pending.flush(store)
+            pending.write_versions(store)
             store.insert_rows("run", pending.runs)
             store.insert_rows("task", pending.tasks)
             # Attribution and derivation commit with the runs that change their inputs (one
@@ -530,6 +533,13 @@ class _Pending:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     run_ids: set[str] = field(default_factory=set)
     versions: set[str] = field(default_factory=set)
+    #: Version and region span rows not yet written (:meth:`write_versions`).
+    version_rows: list[dict[str, Any]] = field(default_factory=list)
+    span_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: Run ids of the command the store already holds, and the run_seq of each new one
+    #: (:meth:`plan_runs`: one query and one draw for the command, not two per file).
+    present: set[str] = field(default_factory=set)
+    seq_of: dict[str, int] = field(default_factory=dict)
     #: The batches of the artefact being written, parsed ahead (None: read them now).
     parsed: Future[list[tuple[str, pa.RecordBatch]]] | None = None
     #: Keyed rows not yet appended, per table and Arrow schema: one append per table for
@@ -548,23 +558,51 @@ class _Pending:
         return batch.num_rows
 
     def flush(self, store: Store) -> None:
-        """Append every held row, one statement per table (and schema)."""
+        """Append every held row, one statement per table (and schema), keyed as it goes in
+        (:func:`argusdb.shape.key_select`)."""
         held, self.held, self.held_rows = self.held, {}, 0
-        for (table, _), batches in held.items():
-            store.append_batch(table, pa.Table.from_batches(batches))
+        for (table, schema), batches in held.items():
+            store.append_batch(table, pa.Table.from_batches(batches),
+                               shape.key_select(table, schema.names))
+
+    def plan_runs(self, store: Store, plans: list[_Planned]) -> None:
+        """Which runs of ``plans`` are new, and their run_seq, in the order :func:`_write`
+        meets them (a run the store or an earlier file of the command holds is not new; the
+        timeline run of a file whose own run is not new is not considered)."""
+        ids = [_run_ids(pl) for pl in plans]
+        self.present = store.runs_present([r for pair in ids for r in pair if r])
+        new: list[str] = []
+        seen: set[str] = set()
+        for run_id, other_id in ids:
+            if run_id in seen or run_id in self.present:
+                continue
+            seen.add(run_id)
+            new.append(run_id)
+            if other_id:
+                if other_id not in seen and other_id not in self.present:
+                    new.append(other_id)
+                seen.add(other_id)
+        self.seq_of = dict(zip(new, store.next_run_seqs(len(new)), strict=True))
+
+    def write_versions(self, store: Store) -> None:
+        """Write the version and region span rows held so far (INSERT OR IGNORE: a version
+        the store holds keeps its row)."""
+        store.insert_rows("program_version", self.version_rows)
+        store.insert_rows("region_span", self.span_rows)
+        self.version_rows, self.span_rows = [], []
 
 
 #: Keyed rows an ingest command holds before appending them (about 100 bytes each).
 APPEND_ROWS = 1 << 19
 
 
-def _version_row(store: Store, version: str, program: ProgramSource | None,
+def _version_row(version: str, program: ProgramSource | None,
                  options: dict[str, str], target: str | None,
                  identity: dict[str, Any] | None, pending: _Pending) -> None:
     if version in pending.versions:
         return  # this command wrote it (INSERT OR IGNORE: the first row stays)
     pending.versions.add(version)
-    store.insert_row("program_version", {
+    pending.version_rows.append({
         "program_version": version, "program": program.stem if program else None,
         "source_name": program.name if program else None,
         "source_sha256": program.sha256 if program else None,
@@ -598,24 +636,35 @@ def _split(batch: pa.RecordBatch, kernels: list[str]) -> tuple[pa.RecordBatch, p
     return batch.filter(mine), batch.filter(pc.invert(mine))
 
 
+def _run_ids(pl: _Planned) -> tuple[str, str | None]:
+    """The run id of an artefact, and of its timeline run (None without one): content
+    addresses of the artefact's bytes and the version."""
+    run_id = hashlib.sha256(f"{pl.sha}:{pl.version}".encode()).hexdigest()[:16]
+    if not (pl.other and pl.other_version):
+        return run_id, None
+    # The timeline run belongs to the artefact: ingesting it again for another program
+    # version reuses it rather than storing its launches twice.
+    return run_id, hashlib.sha256(f"{pl.sha}:{pl.other_version}".encode()).hexdigest()[:16]
+
+
 def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: dict[str, str],
            variant: VariantOf | None, task_id: str | None, pending: _Pending) -> IngestResult:
     art = pl.art
-    run_id = hashlib.sha256(f"{pl.sha}:{pl.version}".encode()).hexdigest()[:16]
+    run_id, other_id = _run_ids(pl)
     result = IngestResult(str(pl.path), run_id, pl.version, art.kind)
-    if run_id in pending.run_ids or store.run_exists(run_id):
+    if run_id in pending.run_ids or run_id in pending.present:
         result.already = True
         return result
     pending.run_ids.add(run_id)
     t0 = time.monotonic()
     own_task = task_id is None
     task_id = task_id or f"t-{run_id}"
-    seq = store.next_run_seq()
+    seq = pending.seq_of[run_id]
     first_of_version = pl.version not in pending.versions
-    _version_row(store, pl.version, program, options, pl.target, pl.identity, pending)
+    _version_row(pl.version, program, options, pl.target, pl.identity, pending)
     if program and first_of_version:
         for r in parse_regions(program):
-            store.insert_row("region_span", {
+            pending.span_rows.append({
                 "program_version": pl.version, "region_id": r.region_id, "kernel": r.kernel,
                 "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
     rank = None if pl.place.get("rank") is None else str(pl.place["rank"])
@@ -623,18 +672,14 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
     keys = {"run_seq": seq, "program_version": pl.version, "task_id": task_id, "run_id": run_id,
             "rank": rank}
     other_keys: dict[str, Any] | None = None
-    other_id = None
     other_new = False
-    if pl.other and pl.other_version:
-        # The timeline run belongs to the artefact: ingesting it again for another program
-        # version reuses it rather than storing its launches twice.
-        other_id = hashlib.sha256(f"{pl.sha}:{pl.other_version}".encode()).hexdigest()[:16]
-        other_new = other_id not in pending.run_ids and not store.run_exists(other_id)
+    if other_id and pl.other_version:
+        other_new = other_id not in pending.run_ids and other_id not in pending.present
         pending.run_ids.add(other_id)
-        other_keys = {"run_seq": store.next_run_seq() if other_new else None,
+        other_keys = {"run_seq": pending.seq_of[other_id] if other_new else None,
                       "program_version": pl.other_version, "task_id": task_id,
                       "run_id": other_id, "rank": rank}
-        _version_row(store, pl.other_version, None, {}, pl.target, pl.other_identity, pending)
+        _version_row(pl.other_version, None, {}, pl.target, pl.other_identity, pending)
     rows: dict[str, int] = {}
     other_rows: dict[str, int] = {}
     stem = program.stem if program else None
@@ -649,10 +694,10 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
                 if rest.num_rows and other_new:
                     ids.see(other_id, dest, rest)
                     other_rows[table] = other_rows.get(table, 0) + pending.append(
-                        store, dest, shape.keyed(store, table, rest, other_keys))
+                        store, dest, shape.marked(table, rest, other_keys))
             ids.see(run_id, dest, batch)
             rows[table] = rows.get(table, 0) + pending.append(
-                store, dest, shape.keyed(store, table, batch, keys, pl.kernels, stem))
+                store, dest, shape.marked(table, batch, keys, pl.kernels, stem))
         if ids.unsure:
             pending.flush(store)
         ids.check(store, str(pl.path),
@@ -683,6 +728,7 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
             "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
             "finished_at": now})
     if variant is not None:
+        pending.write_versions(store)   # bind reads the version's row
         bind(store, pl.version, variant)
     result.rows = rows
     if other_keys is not None:
