@@ -401,8 +401,10 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
 
     def attempt() -> list[IngestResult]:
         results: list[IngestResult] = []
-        with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool:
-            pending = _Pending()
+        # (the appender's pool closes first, so no append runs when the transaction ends)
+        with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool, \
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-append") as appender:
+            pending = _Pending(appender=appender)
             pending.plan_runs(store, plans)
             # A small file's next neighbour is parsed (Python) while this one is inserted
             # (DuckDB, without the GIL); a large file streams its batches as it is read.
@@ -547,6 +549,10 @@ class _Pending:
     #: :data:`APPEND_ROWS`, so memory stays bounded by it, not by the command).
     held: dict[tuple[str, pa.Schema], list[pa.RecordBatch]] = field(default_factory=dict)
     held_rows: int = 0
+    #: Where held rows are appended while the next files are parsed (DuckDB inserts without
+    #: the GIL), one append at a time (None: append in the caller's thread).
+    appender: ThreadPoolExecutor | None = None
+    appending: Future[None] | None = None
 
     def append(self, store: Store, table: str, batch: pa.RecordBatch) -> int:
         """Hold ``batch`` (keyed) for ``table``; append what is held once it is large."""
@@ -554,16 +560,33 @@ class _Pending:
             self.held.setdefault((table, batch.schema), []).append(batch)
             self.held_rows += batch.num_rows
             if self.held_rows >= APPEND_ROWS:
-                self.flush(store)
+                self.hand_off(store)
         return batch.num_rows
 
-    def flush(self, store: Store) -> None:
-        """Append every held row, one statement per table (and schema), keyed as it goes in
-        (:func:`argusdb.shape.key_select`)."""
+    def hand_off(self, store: Store) -> None:
+        """Start appending every held row on the appender (after the append before it), one
+        statement per table (and schema), keyed as it goes in
+        (:func:`argusdb.shape.key_select`); the caller goes on parsing."""
+        self.wait()
         held, self.held, self.held_rows = self.held, {}, 0
-        for (table, schema), batches in held.items():
-            store.append_batch(table, pa.Table.from_batches(batches),
-                               shape.key_select(table, schema.names))
+        if not held:
+            return
+        if self.appender is None:
+            _append_held(store, held)
+        else:
+            self.appending = self.appender.submit(_append_held, store, held)
+
+    def wait(self) -> None:
+        """Wait for the append in flight (its error is raised here): the store's connection is
+        free for the caller's statements after this."""
+        running, self.appending = self.appending, None
+        if running is not None:
+            running.result()
+
+    def flush(self, store: Store) -> None:
+        """Append every held row, and wait for it."""
+        self.hand_off(store)
+        self.wait()
 
     def plan_runs(self, store: Store, plans: list[_Planned]) -> None:
         """Which runs of ``plans`` are new, and their run_seq, in the order :func:`_write`
@@ -587,13 +610,22 @@ class _Pending:
     def write_versions(self, store: Store) -> None:
         """Write the version and region span rows held so far (INSERT OR IGNORE: a version
         the store holds keeps its row)."""
+        self.wait()
         store.insert_rows("program_version", self.version_rows)
         store.insert_rows("region_span", self.span_rows)
         self.version_rows, self.span_rows = [], []
 
 
-#: Keyed rows an ingest command holds before appending them (about 100 bytes each).
-APPEND_ROWS = 1 << 19
+def _append_held(store: Store, held: dict[tuple[str, pa.Schema], list[pa.RecordBatch]]) -> None:
+    for (table, schema), batches in held.items():
+        store.append_batch(table, pa.Table.from_batches(batches),
+                           shape.key_select(table, schema.names))
+
+
+#: Rows an ingest command holds before appending them (about 100 bytes each; up to twice
+#: this is held while one append runs beside the parse). About two of DuckDB's row groups
+#: (122,880 rows): few statements, and the first append starts early.
+APPEND_ROWS = 1 << 18
 
 
 def _version_row(version: str, program: ProgramSource | None,
