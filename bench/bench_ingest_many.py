@@ -131,13 +131,15 @@ def fresh(tmp: Path, name: str, threads: int | None = None) -> Store:
     return st
 
 
-def timed(fn: Callable[[], int]) -> tuple[float, int]:
-    t = time.perf_counter()
+def timed(fn: Callable[[], int]) -> tuple[float, float, int]:
+    """Wall and CPU seconds of ``fn()`` (CPU of every thread of the process, DuckDB's
+    included), and its row count."""
+    t, c = time.perf_counter(), time.process_time()
     n = fn()
-    return time.perf_counter() - t, n
+    return time.perf_counter() - t, time.process_time() - c, n
 
 
-def run_argus(tmp: Path, files: list[Path]) -> tuple[float, int]:
+def run_argus(tmp: Path, files: list[Path]) -> tuple[float, float, int]:
     st = fresh(tmp, "argus")
     try:
         return timed(lambda: sum(r.rows["evidence"] for r in ingest_paths(st, files)))
@@ -145,7 +147,7 @@ def run_argus(tmp: Path, files: list[Path]) -> tuple[float, int]:
         st.close()
 
 
-def run_raw(tmp: Path, table: pa.Table, threads: int | None) -> tuple[float, int]:
+def run_raw(tmp: Path, table: pa.Table, threads: int | None) -> tuple[float, float, int]:
     st = fresh(tmp, "raw", threads)
     cols = ", ".join(table.schema.names)
 
@@ -161,7 +163,7 @@ def run_raw(tmp: Path, table: pa.Table, threads: int | None) -> tuple[float, int
         st.close()
 
 
-def run_read_csv(tmp: Path, files: list[Path], threads: int | None) -> tuple[float, int]:
+def run_read_csv(tmp: Path, files: list[Path], threads: int | None) -> tuple[float, float, int]:
     st = fresh(tmp, "sql", threads)
 
     def load() -> int:
@@ -185,7 +187,7 @@ def main() -> None:
         tmp = Path(d)
         files = make_inputs(args.files, tmp)
         table = arrow_rows(files)
-        runs: dict[str, Callable[[], tuple[float, int]]] = {
+        runs: dict[str, Callable[[], tuple[float, float, int]]] = {
             "argusdb ingest": lambda: run_argus(tmp, files),
             "raw Arrow append": lambda: run_raw(tmp, table, None),
             "raw Arrow append 1t": lambda: run_raw(tmp, table, 1),
@@ -193,18 +195,20 @@ def main() -> None:
             "read_csv SQL 1t": lambda: run_read_csv(tmp, files, 1),
         }
         times: dict[str, list[float]] = {k: [] for k in runs}
+        cpu: dict[str, list[float]] = {k: [] for k in runs}
         counts: dict[str, int] = {}
         for _ in range(args.rounds):
             for name, fn in runs.items():
-                t, counts[name] = fn()
+                t, c, counts[name] = fn()
                 times[name].append(t)
+                cpu[name].append(c)
     n = counts["argusdb ingest"]
     print(f"input: {args.files} source pages, {n:,} evidence rows; {args.rounds} rounds; "
           f"load {os.getloadavg()[0]:.1f}")
     for k, v in times.items():
         med = statistics.median(v)
-        print(f"  {k:<21} median {med:7.3f} s  ({counts[k]:,} rows, "
-              f"{counts[k] / med / 1e6:5.2f} M rows/s)")
+        print(f"  {k:<21} median {med:7.3f} s, CPU {statistics.median(cpu[k]):7.3f} s  "
+              f"({counts[k]:,} rows, {counts[k] / med / 1e6:5.2f} M rows/s)")
     for peer, one, goal in (("raw Arrow append", "raw Arrow append 1t", 0.8),
                             ("DuckDB read_csv SQL", "read_csv SQL 1t", 1.0)):
         r = [min(p, q) / o for p, q, o in zip(times[peer], times[one], times["argusdb ingest"],
