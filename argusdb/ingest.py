@@ -401,8 +401,11 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
 
     def attempt() -> list[IngestResult]:
         results: list[IngestResult] = []
-        with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool:
-            pending = _Pending()
+        # (the appender's pool closes first, so no append runs when the transaction ends)
+        with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool, \
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-append") as appender:
+            pending = _Pending(appender=appender)
+            pending.plan_runs(store, plans)
             # A small file's next neighbour is parsed (Python) while this one is inserted
             # (DuckDB, without the GIL); a large file streams its batches as it is read.
             ahead = [pool.submit(_parsed, pl) if _small(pl) else None for pl in plans[:1]]
@@ -421,8 +424,10 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                           time.perf_counter() - t0)
                 if progress is not None:
                     progress(results[-1])
-            # the command's rows still held, then its run and task rows, one statement each
+            # the command's rows still held, then its version, span, run and task rows, one
+            # statement each
             pending.flush(store)
+            pending.write_versions(store)
             store.insert_rows("run", pending.runs)
             store.insert_rows("task", pending.tasks)
             # Attribution and derivation commit with the runs that change their inputs (one
@@ -530,6 +535,13 @@ class _Pending:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     run_ids: set[str] = field(default_factory=set)
     versions: set[str] = field(default_factory=set)
+    #: Version and region span rows not yet written (:meth:`write_versions`).
+    version_rows: list[dict[str, Any]] = field(default_factory=list)
+    span_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: Run ids of the command the store already holds, and the run_seq of each new one
+    #: (:meth:`plan_runs`: one query and one draw for the command, not two per file).
+    present: set[str] = field(default_factory=set)
+    seq_of: dict[str, int] = field(default_factory=dict)
     #: The batches of the artefact being written, parsed ahead (None: read them now).
     parsed: Future[list[tuple[str, pa.RecordBatch]]] | None = None
     #: Keyed rows not yet appended, per table and Arrow schema: one append per table for
@@ -537,6 +549,10 @@ class _Pending:
     #: :data:`APPEND_ROWS`, so memory stays bounded by it, not by the command).
     held: dict[tuple[str, pa.Schema], list[pa.RecordBatch]] = field(default_factory=dict)
     held_rows: int = 0
+    #: Where held rows are appended while the next files are parsed (DuckDB inserts without
+    #: the GIL), one append at a time (None: append in the caller's thread).
+    appender: ThreadPoolExecutor | None = None
+    appending: Future[None] | None = None
 
     def append(self, store: Store, table: str, batch: pa.RecordBatch) -> int:
         """Hold ``batch`` (keyed) for ``table``; append what is held once it is large."""
@@ -544,27 +560,81 @@ class _Pending:
             self.held.setdefault((table, batch.schema), []).append(batch)
             self.held_rows += batch.num_rows
             if self.held_rows >= APPEND_ROWS:
-                self.flush(store)
+                self.hand_off(store)
         return batch.num_rows
 
-    def flush(self, store: Store) -> None:
-        """Append every held row, one statement per table (and schema)."""
+    def hand_off(self, store: Store) -> None:
+        """Start appending every held row on the appender (after the append before it), one
+        statement per table (and schema), keyed as it goes in
+        (:func:`argusdb.shape.key_select`); the caller goes on parsing."""
+        self.wait()
         held, self.held, self.held_rows = self.held, {}, 0
-        for (table, _), batches in held.items():
-            store.append_batch(table, pa.Table.from_batches(batches))
+        if not held:
+            return
+        if self.appender is None:
+            _append_held(store, held)
+        else:
+            self.appending = self.appender.submit(_append_held, store, held)
+
+    def wait(self) -> None:
+        """Wait for the append in flight (its error is raised here): the store's connection is
+        free for the caller's statements after this."""
+        running, self.appending = self.appending, None
+        if running is not None:
+            running.result()
+
+    def flush(self, store: Store) -> None:
+        """Append every held row, and wait for it."""
+        self.hand_off(store)
+        self.wait()
+
+    def plan_runs(self, store: Store, plans: list[_Planned]) -> None:
+        """Which runs of ``plans`` are new, and their run_seq, in the order :func:`_write`
+        meets them (a run the store or an earlier file of the command holds is not new; the
+        timeline run of a file whose own run is not new is not considered)."""
+        ids = [_run_ids(pl) for pl in plans]
+        self.present = store.runs_present([r for pair in ids for r in pair if r])
+        new: list[str] = []
+        seen: set[str] = set()
+        for run_id, other_id in ids:
+            if run_id in seen or run_id in self.present:
+                continue
+            seen.add(run_id)
+            new.append(run_id)
+            if other_id:
+                if other_id not in seen and other_id not in self.present:
+                    new.append(other_id)
+                seen.add(other_id)
+        self.seq_of = dict(zip(new, store.next_run_seqs(len(new)), strict=True))
+
+    def write_versions(self, store: Store) -> None:
+        """Write the version and region span rows held so far (INSERT OR IGNORE: a version
+        the store holds keeps its row)."""
+        self.wait()
+        store.insert_rows("program_version", self.version_rows)
+        store.insert_rows("region_span", self.span_rows)
+        self.version_rows, self.span_rows = [], []
 
 
-#: Keyed rows an ingest command holds before appending them (about 100 bytes each).
-APPEND_ROWS = 1 << 19
+def _append_held(store: Store, held: dict[tuple[str, pa.Schema], list[pa.RecordBatch]]) -> None:
+    for (table, schema), batches in held.items():
+        store.append_batch(table, pa.Table.from_batches(batches),
+                           shape.key_select(table, schema.names))
 
 
-def _version_row(store: Store, version: str, program: ProgramSource | None,
+#: Rows an ingest command holds before appending them (about 100 bytes each; up to twice
+#: this is held while one append runs beside the parse). About two of DuckDB's row groups
+#: (122,880 rows): few statements, and the first append starts early.
+APPEND_ROWS = 1 << 18
+
+
+def _version_row(version: str, program: ProgramSource | None,
                  options: dict[str, str], target: str | None,
                  identity: dict[str, Any] | None, pending: _Pending) -> None:
     if version in pending.versions:
         return  # this command wrote it (INSERT OR IGNORE: the first row stays)
     pending.versions.add(version)
-    store.insert_row("program_version", {
+    pending.version_rows.append({
         "program_version": version, "program": program.stem if program else None,
         "source_name": program.name if program else None,
         "source_sha256": program.sha256 if program else None,
@@ -598,24 +668,35 @@ def _split(batch: pa.RecordBatch, kernels: list[str]) -> tuple[pa.RecordBatch, p
     return batch.filter(mine), batch.filter(pc.invert(mine))
 
 
+def _run_ids(pl: _Planned) -> tuple[str, str | None]:
+    """The run id of an artefact, and of its timeline run (None without one): content
+    addresses of the artefact's bytes and the version."""
+    run_id = hashlib.sha256(f"{pl.sha}:{pl.version}".encode()).hexdigest()[:16]
+    if not (pl.other and pl.other_version):
+        return run_id, None
+    # The timeline run belongs to the artefact: ingesting it again for another program
+    # version reuses it rather than storing its launches twice.
+    return run_id, hashlib.sha256(f"{pl.sha}:{pl.other_version}".encode()).hexdigest()[:16]
+
+
 def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: dict[str, str],
            variant: VariantOf | None, task_id: str | None, pending: _Pending) -> IngestResult:
     art = pl.art
-    run_id = hashlib.sha256(f"{pl.sha}:{pl.version}".encode()).hexdigest()[:16]
+    run_id, other_id = _run_ids(pl)
     result = IngestResult(str(pl.path), run_id, pl.version, art.kind)
-    if run_id in pending.run_ids or store.run_exists(run_id):
+    if run_id in pending.run_ids or run_id in pending.present:
         result.already = True
         return result
     pending.run_ids.add(run_id)
     t0 = time.monotonic()
     own_task = task_id is None
     task_id = task_id or f"t-{run_id}"
-    seq = store.next_run_seq()
+    seq = pending.seq_of[run_id]
     first_of_version = pl.version not in pending.versions
-    _version_row(store, pl.version, program, options, pl.target, pl.identity, pending)
+    _version_row(pl.version, program, options, pl.target, pl.identity, pending)
     if program and first_of_version:
         for r in parse_regions(program):
-            store.insert_row("region_span", {
+            pending.span_rows.append({
                 "program_version": pl.version, "region_id": r.region_id, "kernel": r.kernel,
                 "name": r.name, "start_line": r.start_line, "end_line": r.end_line})
     rank = None if pl.place.get("rank") is None else str(pl.place["rank"])
@@ -623,18 +704,14 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
     keys = {"run_seq": seq, "program_version": pl.version, "task_id": task_id, "run_id": run_id,
             "rank": rank}
     other_keys: dict[str, Any] | None = None
-    other_id = None
     other_new = False
-    if pl.other and pl.other_version:
-        # The timeline run belongs to the artefact: ingesting it again for another program
-        # version reuses it rather than storing its launches twice.
-        other_id = hashlib.sha256(f"{pl.sha}:{pl.other_version}".encode()).hexdigest()[:16]
-        other_new = other_id not in pending.run_ids and not store.run_exists(other_id)
+    if other_id and pl.other_version:
+        other_new = other_id not in pending.run_ids and other_id not in pending.present
         pending.run_ids.add(other_id)
-        other_keys = {"run_seq": store.next_run_seq() if other_new else None,
+        other_keys = {"run_seq": pending.seq_of[other_id] if other_new else None,
                       "program_version": pl.other_version, "task_id": task_id,
                       "run_id": other_id, "rank": rank}
-        _version_row(store, pl.other_version, None, {}, pl.target, pl.other_identity, pending)
+        _version_row(pl.other_version, None, {}, pl.target, pl.other_identity, pending)
     rows: dict[str, int] = {}
     other_rows: dict[str, int] = {}
     stem = program.stem if program else None
@@ -649,10 +726,10 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
                 if rest.num_rows and other_new:
                     ids.see(other_id, dest, rest)
                     other_rows[table] = other_rows.get(table, 0) + pending.append(
-                        store, dest, shape.keyed(store, table, rest, other_keys))
+                        store, dest, shape.marked(table, rest, other_keys))
             ids.see(run_id, dest, batch)
             rows[table] = rows.get(table, 0) + pending.append(
-                store, dest, shape.keyed(store, table, batch, keys, pl.kernels, stem))
+                store, dest, shape.marked(table, batch, keys, pl.kernels, stem))
         if ids.unsure:
             pending.flush(store)
         ids.check(store, str(pl.path),
@@ -683,6 +760,7 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
             "status": "done", "wall_s": time.monotonic() - t0, "gpu_s": None,
             "finished_at": now})
     if variant is not None:
+        pending.write_versions(store)   # bind reads the version's row
         bind(store, pl.version, variant)
     result.rows = rows
     if other_keys is not None:

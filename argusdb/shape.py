@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from argusdb import catalog
@@ -127,6 +128,69 @@ def _constant(value: Any, n: int) -> pa.Array:
     return pa.DictionaryArray.from_arrays(zeros, pa.array([str(value)]))
 
 
+#: Prefix of the columns :func:`marked` adds for :func:`key_select` (never stored).
+_MARK = "_argus_"
+
+
+def marked(name: str, batch: pa.RecordBatch, run: dict[str, Any],
+           kernels: Sequence[str] = (), program: str | None = None) -> pa.RecordBatch:
+    """The rows of collector batch ``name``, conformed, with what :func:`key_select` needs to
+    key them for ``run``: the ``@key: run`` columns as run constants, and per row the run's
+    ``run_seq`` (``_argus_run_seq``), its ``@fill: run`` values (``_argus_<column>``) and, for
+    rows of ``kernels`` (the @triton.jit functions of ``program``), the program's name
+    (``_argus_region``). Arrow only: the store evaluates the key formulas when it appends, one
+    statement for the rows of many runs.
+    """
+    import pyarrow.compute as pc
+
+    batch = conform(name, batch)
+    table = routes()[name]
+    n = batch.num_rows
+    cols = {c: batch.column(c) for c in batch.schema.names}
+    for col, kind in key_columns(table).items():
+        if kind == "run":
+            cols[col] = _constant(run[col], n)
+        elif kind == "evidence_id":
+            cols[_MARK + "run_seq"] = pa.array(np.full(n, run["run_seq"], np.int64))
+        elif kind == "region" and program and kernels:
+            mine = pc.fill_null(pc.is_in(cols["kernel"], pa.array(list(kernels), pa.string())),
+                                False)
+            idx = pa.array(np.zeros(n, np.int32), mask=~mine.to_numpy(zero_copy_only=False))
+            cols[_MARK + "region"] = pa.DictionaryArray.from_arrays(idx, pa.array([program]))
+        elif kind == "region":
+            cols[col] = pa.nulls(n, pa.string())
+        else:
+            raise ArgusError(f"{table}.{col}: unknown @key kind {kind!r} in argusdb/schema/")
+    for col in _annotated(table, "fill"):
+        cols[_MARK + col] = _constant(run.get(col), n)
+    return pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
+
+
+def key_select(table: str, names: Sequence[str]) -> str:
+    """The SELECT list that turns a :func:`marked` batch with columns ``names`` into the rows
+    of ``table``, in table order: ``evidence_id_of(run_seq, src_row)`` (``@key:
+    evidence_id``), ``<program>/<kernel>`` for the kernel-wide rows of the program's kernels
+    (macro ``kernel_wide``, ``@key: region``), the collector's value else the run's for
+    ``@fill: run`` columns (see ``argusdb/queries/shape.sql``)."""
+    keys = key_columns(table)
+    fill = _annotated(table, "fill")
+    have = set(names)
+    out = []
+    for col in _tables()[table].column_types:
+        if keys.get(col) == "evidence_id":
+            out.append(f"evidence_id_of({_MARK}run_seq, src_row) AS {col}")
+        elif keys.get(col) == "region" and _MARK + "region" in have:
+            args = ", ".join(c if c in have else "NULL"
+                             for c in ("pc", "source_line", "scope_path"))
+            out.append(f"CASE WHEN kernel_wide({args}, kernel) THEN {_MARK}region || '/' || "
+                       f"kernel END AS {col}")
+        elif col in fill:
+            out.append(f"coalesce(nullif({col}, 'all'), {_MARK}{col}::VARCHAR, 'all') AS {col}")
+        elif col in have:
+            out.append(col)
+    return ", ".join(out)
+
+
 def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
           kernels: Sequence[str] = (), program: str | None = None) -> pa.RecordBatch:
     """The rows of collector batch ``name`` as its table stores them: conformed, with the key
@@ -135,43 +199,12 @@ def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
 
     ``region_id`` is ``<program>/<kernel>`` for kernel-wide rows (macro ``kernel_wide``) of
     ``kernels`` (the @triton.jit functions of the program), else NULL. The computed columns
-    are evaluated by the store over the batch, with the macros of ``argusdb/queries/shape.sql``.
+    are evaluated by the store over the batch (:func:`marked`, :func:`key_select`), with the
+    macros of ``argusdb/queries/shape.sql``.
     """
-    batch = conform(name, batch)
+    rows = marked(name, batch, run, kernels, program)
     table = routes()[name]
-    n = batch.num_rows
-    names = batch.schema.names
-    computed: list[tuple[str, str, pa.DataType]] = []   # column, SQL, type
-    params: list[Any] = []
-    add: dict[str, pa.Array] = {}
-    for col, kind in key_columns(table).items():
-        if kind == "run":
-            add[col] = _constant(run[col], n)
-        elif kind == "evidence_id":
-            computed.append((col, "evidence_id_of(?, src_row)", pa.int64()))
-            params.append(run["run_seq"])
-        elif kind == "region" and program and kernels:
-            args = ", ".join(c if c in names else "NULL"
-                             for c in ("pc", "source_line", "scope_path"))
-            computed.append((col, f"CASE WHEN list_contains(?::VARCHAR[], kernel) AND "
-                                  f"kernel_wide({args}, kernel) THEN ? || '/' || kernel END",
-                             pa.string()))
-            params.extend([list(kernels), program])
-        elif kind == "region":
-            add[col] = pa.nulls(n, pa.string())
-        else:
-            raise ArgusError(f"{table}.{col}: unknown @key kind {kind!r} in argusdb/schema/")
-    for col in _annotated(table, "fill"):
-        computed.append((col, f"coalesce(nullif({col}, 'all'), ?::VARCHAR, 'all')",
-                         pa.string()))
-        params.append(run.get(col))
-    if computed and n:
-        values = store.over_batch(batch, "SELECT " + ", ".join(
-            f"{sql} AS {col}" for col, sql, _ in computed) + " FROM _argus_batch", params)
-        add.update({c: values.column(c).combine_chunks() for c in values.column_names})
-    else:
-        add.update({col: pa.nulls(n, t) for col, _, t in computed})
-    cols = {c: batch.column(c) for c in names}
-    cols.update(add)
-    order = [c for c in _tables()[table].column_types if c in cols]
-    return pa.RecordBatch.from_arrays([cols[c] for c in order], names=order)
+    got = store.over_batch(rows, f"SELECT {key_select(table, rows.schema.names)} "
+                                 "FROM _argus_batch")
+    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in got.columns],
+                                      schema=got.schema)

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +260,8 @@ class Store:
         self.memory_limit = "4GB"
         #: Runs added by the open transaction (see :meth:`transaction`).
         self._new_runs: list[str] = []
+        #: Whether the open transaction appended Arrow rows (:meth:`append_batch`).
+        self._appended = False
         #: Tables with a key (see :meth:`_or_ignore`), read on first use.
         self._keyed: set[str] | None = None
 
@@ -658,8 +660,13 @@ class Store:
         return outcome["value"]
 
     def run_exists(self, run_id: str) -> bool:
-        row = self.con.execute("SELECT count(*) FROM run WHERE run_id = ?", [run_id]).fetchone()
-        return bool(row and row[0])
+        return bool(self.runs_present([run_id]))
+
+    def runs_present(self, run_ids: Sequence[str]) -> set[str]:
+        """Those of ``run_ids`` the store holds (one query for a command's runs)."""
+        return {str(r) for (r,) in self.con.execute(
+            "SELECT run_id FROM run WHERE list_contains(?::VARCHAR[], run_id)",
+            [list(run_ids)]).fetchall()}
 
     # -- writing ---------------------------------------------------------------------------
     @contextmanager
@@ -684,6 +691,7 @@ class Store:
         store has DuckLake's snapshots instead). The caller holds ``_lock``."""
         self.con.execute("BEGIN")
         self._new_runs = []
+        self._appended = False
         try:
             yield self.con
             if snapshot:
@@ -692,7 +700,10 @@ class Store:
             self.con.execute("ROLLBACK")
             self._new_runs = []
             raise
-        self.con.execute("COMMIT")
+        # The commit writes the appended rows' last row groups: on one thread, as they were
+        # appended (see _one_thread; on two it took twice the CPU).
+        with self._one_thread() if self._appended else nullcontext():
+            self.con.execute("COMMIT")
         self.generation += 1
 
     def _before_commit(self) -> None:
@@ -725,9 +736,14 @@ class Store:
                          "FROM store_snapshot ORDER BY snapshot_id")
 
     def next_run_seq(self) -> int:
-        row = self.con.execute("SELECT nextval('run_seq_gen')").fetchone()
-        assert row is not None
-        return int(row[0])
+        return self.next_run_seqs(1)[0]
+
+    def next_run_seqs(self, n: int) -> list[int]:
+        """The next ``n`` run sequence numbers, rising (one statement for a command's runs)."""
+        if n <= 0:
+            return []
+        return sorted(int(v) for (v,) in self.con.execute(
+            "SELECT nextval('run_seq_gen') FROM range(?)", [n]).fetchall())
 
     def insert_row(self, table: str, row: dict[str, Any]) -> None:
         """Insert one row given as a dict; dicts and lists are stored as JSON."""
@@ -766,13 +782,38 @@ class Store:
                 [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
                  for r in group for v in r.values()])
 
-    def append_batch(self, table: str, batch: pa.RecordBatch | pa.Table) -> int:
-        """Append ``batch`` to ``table``, by column name; nothing is computed here (ingest
-        fills the keys first, :func:`argusdb.shape.keyed`). Returns the rows appended."""
+    def append_batch(self, table: str, batch: pa.RecordBatch | pa.Table,
+                     select: str = "*") -> int:
+        """Append ``batch`` to ``table``, by column name; nothing is computed here but the
+        library SQL ``select`` list over the batch (ingest's key formulas,
+        :func:`argusdb.shape.key_select`). Returns the rows appended."""
         if batch.num_rows:
-            self._over_batch(batch, f"INSERT INTO {table} BY NAME SELECT * FROM _argus_batch")
+            self._appended = True
+            with self._one_thread():
+                self._over_batch(batch, f"INSERT INTO {table} BY NAME SELECT {select} "
+                                        "FROM _argus_batch")
             self.generation += 1
         return batch.num_rows
+
+    @contextmanager
+    def _one_thread(self) -> Iterator[None]:
+        """Run DuckDB on one thread for an append of Arrow rows, then as before: its parallel
+        insert (each thread compressing its own row groups, then merged) cost about twice the
+        CPU and wall time of a serial one for the same rows (``bench/bench_ingest_many.py``
+        times both for the raw append). A locked-down instance keeps its setting."""
+        if self._locked:
+            yield
+            return
+        row = self.con.execute("SELECT current_setting('threads')").fetchone()
+        threads = int(row[0]) if row else 1
+        if threads == 1:
+            yield
+            return
+        self.con.execute("SET threads = 1")
+        try:
+            yield
+        finally:
+            self.con.execute(f"SET threads = {threads}")
 
     def over_batch(self, batch: pa.RecordBatch, query: str,
                    params: Sequence[Any] | None = None) -> pa.Table:

@@ -328,3 +328,35 @@ def test_cli_ingest_of_a_report_exits_2_with_the_export_command(
     assert [r["rows"] for r in runs] == [{"instruction": 184, "evidence": 10_856},
                                          {"evidence": 2026}]
     assert runs[0]["program_version"] == runs[1]["program_version"]
+
+
+def test_source_page_batches_reuse_the_checked_cells(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read`` checks every metric cell and keeps the parsed columns for the batches (within
+    a budget); the batches are the same whether they were kept, kept in part or parsed again,
+    and a dropped artefact gives its cells back to the budget."""
+    import gc
+
+    import argusdb.collectors.ncu.source_csv as mod
+
+    text = SOURCE.read_text()
+    big = tmp_path / "big.source.csv"
+    big.write_text("".join(text.replace('"softmax_fwd"', f'"k{i}"') for i in range(3)))
+    monkeypatch.setattr(mod, "BATCH_INSTRUCTIONS", 100)
+    gc.collect()
+    before = mod._Checked.kept
+    kept = detect(big).read(big)
+    n_kept = mod._Checked.kept - before
+    assert n_kept > 0
+    monkeypatch.setattr(mod, "CHECKED_CELLS", before + n_kept + n_kept // 2)
+    half = detect(big).read(big)   # the budget holds about half of its cells
+    assert 0 < mod._Checked.kept - before - n_kept < n_kept
+    monkeypatch.setattr(mod, "CHECKED_CELLS", 0)
+    again = detect(big).read(big)  # none kept: parsed again
+    got = [[(t, b) for t, b in a.batches()] for a in (kept, half, again)]
+    assert [t for t, _ in got[0]] == [t for t, _ in got[2]]
+    for rows in got[:2]:
+        assert all(b.equals(c) for (_, b), (_, c) in zip(rows, got[2], strict=True))
+    del kept, half, again, got
+    gc.collect()
+    assert mod._Checked.kept == before

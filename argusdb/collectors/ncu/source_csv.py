@@ -36,6 +36,7 @@ import csv
 import io
 import os
 import re
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,38 @@ from argusdb.errors import InputError
 ADAPTER_VERSION = "ncu.source_csv/1"
 #: SASS rows per batch: about 60 values each, so ~250k evidence rows per batch.
 BATCH_INSTRUCTIONS = 4096
+#: Metric cells the artefacts ``read`` returned keep parsed for their ingest, all together
+#: (8 bytes each: 64 MiB); past it a file's cells are parsed again as its batches stream.
+CHECKED_CELLS = 8 << 20
+
+
+class _Checked(dict[tuple[int, int], list[pa.Array]]):
+    """The metric columns ``read`` checked, by (first line, lines); they count against
+    :data:`CHECKED_CELLS` while the artefact holding them lives."""
+
+    #: Cells held by every live artefact of the process.
+    kept = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells = [0]
+        weakref.finalize(self, _Checked._release, self.cells)
+
+    def keep(self, key: tuple[int, int], cols: list[pa.Array]) -> bool:
+        """Keep ``cols`` if the budget allows; False (nothing kept) once it does not."""
+        n = sum(len(c) for c in cols)
+        if _Checked.kept + n > CHECKED_CELLS:
+            return False
+        _Checked.kept += n
+        self.cells[0] += n
+        self[key] = cols
+        return True
+
+    @staticmethod
+    def _release(cells: list[int]) -> None:
+        _Checked.kept -= cells[0]
+
+
 #: src_row = line * SRC_ROW_STRIDE + column (the source page has ~70 columns).
 SRC_ROW_STRIDE = 4096
 #: Ordinals stay below 2**31 (a report's raw-page values are numbered from there).
@@ -254,9 +287,19 @@ class SourceCsvReader:
         n_sass = 0
         code: list[tuple[str, int, str]] = []
         per_kernel: dict[str, int] = {}
-        # Every value is checked here, before anything is written (the Arrow parse is a few
-        # per cent of an ingest, whose time is the insert); _batches parses them again.
+        # Every value is checked here, before anything is written; _batches reuses the parsed
+        # columns of a small file (up to CHECKED_CELLS), and parses a larger one's again.
         pending: list[tuple[int, str]] = []
+        checked = _Checked()
+        keeping = True
+
+        def check() -> None:
+            nonlocal keeping
+            assert layout is not None
+            key = (pending[0][0], len(pending))
+            cols = _check_values(path, pending, layout)
+            keeping = keeping and checked.keep(key, cols)
+
         layout: _Layout | None = None
         for kind, a, b, text in _walk(path):
             if kind == "file":
@@ -285,11 +328,11 @@ class SourceCsvReader:
                 n_sass += 1
                 if layout is not None and (b[2] is not layout
                                            or len(pending) >= BATCH_INSTRUCTIONS):
-                    _check_values(path, pending, layout)
+                    check()
                 layout = b[2]
                 pending.append((a, text))
         if pending and layout is not None:
-            _check_values(path, pending, layout)
+            check()
         if not n_sass:
             raise InputError(str(path), "holds no SASS instruction rows",
                              "export with --print-source cuda,sass from a report collected "
@@ -297,7 +340,7 @@ class SourceCsvReader:
         return Artefact(
             path=str(path), collector="ncu", kind=self.kind, tool="Nsight Compute",
             adapter_version=ADAPTER_VERSION, export_schema="page=source,print-source=cuda,sass",
-            batches=lambda: self._batches(path, base),
+            batches=lambda: self._batches(path, base, checked),
             interference=Interference(counter_replay=True, pc_sampling=True),
             kernels=sorted(base), source_refs=list(refs.values()),
             meta={"instructions": n_sass, "instructions_per_kernel": per_kernel,
@@ -312,7 +355,8 @@ class SourceCsvReader:
                           "or cache control; ingest the raw page (--page raw --csv) of the "
                           "same report for them"})
 
-    def _batches(self, path: Path, base: dict[str, int]
+    def _batches(self, path: Path, base: dict[str, int],
+                 checked: dict[tuple[int, int], list[pa.Array]]
                  ) -> Iterator[tuple[str, pa.RecordBatch]]:
         chunk: list[_Row] = []
         layout: _Layout | None = None
@@ -328,15 +372,15 @@ class SourceCsvReader:
             else:
                 addr, sass, lay = b
                 if layout is not None and lay is not layout and chunk:
-                    yield from _flush(path, chunk, layout)  # columns differ between sections
+                    yield from _flush(path, chunk, layout, checked)  # columns differ
                 layout = lay
                 assert kernel is not None
                 chunk.append((a, kernel, _address(path, a, addr) - base[kernel], sass.strip(),
                               fname, line, text))
                 if len(chunk) >= BATCH_INSTRUCTIONS:
-                    yield from _flush(path, chunk, layout)
+                    yield from _flush(path, chunk, layout, checked)
         if chunk and layout is not None:
-            yield from _flush(path, chunk, layout)
+            yield from _flush(path, chunk, layout, checked)
 
 
 #: One SASS row: (line number, kernel, pc, sass, file, source line, the CSV line).
@@ -408,11 +452,12 @@ def _metric_columns(path: Path, texts: tuple[str, ...], rows: tuple[int, ...],
     return out
 
 
-def _check_values(path: Path, pending: list[tuple[int, str]], layout: _Layout) -> None:
+def _check_values(path: Path, pending: list[tuple[int, str]], layout: _Layout
+                  ) -> list[pa.Array]:
     """Parse and check the metric cells of pending SASS lines (see :func:`_metric_columns`)."""
     rows, texts = zip(*pending, strict=True)
     pending.clear()
-    _metric_columns(path, texts, rows, layout)
+    return _metric_columns(path, texts, rows, layout)
 
 
 def _counted(column: str) -> bool:
@@ -420,8 +465,13 @@ def _counted(column: str) -> bool:
     return column in _NAMED or column.startswith("stall_")
 
 
-def _flush(path: Path, chunk: list[_Row], layout: _Layout) -> Iterator[tuple[str, pa.RecordBatch]]:
-    """One instruction batch and one evidence batch (wide → long, vectorised)."""
+def _flush(path: Path, chunk: list[_Row], layout: _Layout,
+           checked: dict[tuple[int, int], list[pa.Array]]
+           ) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """One instruction batch and one evidence batch (wide → long, vectorised); the metric
+    columns are the ones ``read`` checked for these lines (keyed by first line and count)
+    where it kept them."""
+    done = checked.get((chunk[0][0], len(chunk)))
     rows, kernels, pcs, sass, files, lines, texts = zip(*chunk, strict=True)
     chunk.clear()
     kernel_a = pa.array(kernels, pa.string())
@@ -431,7 +481,7 @@ def _flush(path: Path, chunk: list[_Row], layout: _Layout) -> Iterator[tuple[str
     yield "instruction", pa.RecordBatch.from_arrays(
         [kernel_a, pc_a, pa.array(sass, pa.string()), file_a, line_a],
         names=["kernel", "pc", "sass", "source_file", "source_line"])
-    cols = _metric_columns(path, texts, rows, layout)
+    cols = done if done is not None else _metric_columns(path, texts, rows, layout)
     keep = [j for j, c in enumerate(cols) if c.null_count < len(c)]  # drop categorical columns
     if not keep:
         return
