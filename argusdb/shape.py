@@ -127,6 +127,28 @@ def _constant(value: Any, n: int) -> pa.Array:
     return pa.DictionaryArray.from_arrays(zeros, pa.array([str(value)]))
 
 
+def sql_literal(value: Any) -> str:
+    """``value`` (None, a bool, an int, a str, or a list of them) as a SQL literal, for the
+    expressions :func:`keyed` evaluates over a batch
+    (:meth:`argusdb.store.Store.select_over_batch` takes no parameters).
+
+    Example:
+        >>> sql_literal(["k", "it's"]), sql_literal(None)
+        ("['k', 'it''s']", 'NULL')
+    """
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(sql_literal(v) for v in value) + "]"
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
+
+
 def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
           kernels: Sequence[str] = (), program: str | None = None) -> pa.RecordBatch:
     """The rows of collector batch ``name`` as its table stores them: conformed, with the key
@@ -142,32 +164,29 @@ def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
     n = batch.num_rows
     names = batch.schema.names
     computed: list[tuple[str, str, pa.DataType]] = []   # column, SQL, type
-    params: list[Any] = []
     add: dict[str, pa.Array] = {}
     for col, kind in key_columns(table).items():
         if kind == "run":
             add[col] = _constant(run[col], n)
         elif kind == "evidence_id":
-            computed.append((col, "evidence_id_of(?, src_row)", pa.int64()))
-            params.append(run["run_seq"])
+            computed.append((col, f"evidence_id_of({sql_literal(run['run_seq'])}, src_row)",
+                             pa.int64()))
         elif kind == "region" and program and kernels:
             args = ", ".join(c if c in names else "NULL"
                              for c in ("pc", "source_line", "scope_path"))
-            computed.append((col, f"CASE WHEN list_contains(?::VARCHAR[], kernel) AND "
-                                  f"kernel_wide({args}, kernel) THEN ? || '/' || kernel END",
+            computed.append((col, f"CASE WHEN list_contains({sql_literal(list(kernels))}"
+                                  f"::VARCHAR[], kernel) AND kernel_wide({args}, kernel) "
+                                  f"THEN {sql_literal(program)} || '/' || kernel END",
                              pa.string()))
-            params.extend([list(kernels), program])
         elif kind == "region":
             add[col] = pa.nulls(n, pa.string())
         else:
             raise ArgusError(f"{table}.{col}: unknown @key kind {kind!r} in argusdb/schema/")
     for col in _annotated(table, "fill"):
-        computed.append((col, f"coalesce(nullif({col}, 'all'), ?::VARCHAR, 'all')",
-                         pa.string()))
-        params.append(run.get(col))
+        computed.append((col, f"coalesce(nullif({col}, 'all'), "
+                              f"{sql_literal(run.get(col))}::VARCHAR, 'all')", pa.string()))
     if computed and n:
-        values = store.over_batch(batch, "SELECT " + ", ".join(
-            f"{sql} AS {col}" for col, sql, _ in computed) + " FROM _argus_batch", params)
+        values = store.select_over_batch(batch, {col: sql for col, sql, _ in computed})
         add.update({c: values.column(c).combine_chunks() for c in values.column_names})
     else:
         add.update({col: pa.nulls(n, t) for col, _, t in computed})
