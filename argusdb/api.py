@@ -129,12 +129,19 @@ class Connection:
             (default: ARGUS_LOCK_TIMEOUT, else 120).
         require_fresh: refuse a read-only open of a stale store (the default); False for
             callers that read only what ingest wrote (:meth:`runs`, :meth:`snapshots`).
+        memory_limit: DuckDB's memory limit for this connection (default ``Store``'s, 4GB),
+            e.g. ``"512MB"``: ``argus ingest`` bounds a large artefact's rows with it
+            (:data:`argusdb.ingest.INGEST_MEMORY_LIMIT`; DuckDB writes a transaction's rows
+            to the store file once they pass it). With it, what a statement holds beyond it
+            spills to ``STORE.tmp`` beside an embedded store (a question's connection never
+            spills).
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
                  timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
                  max_bytes: int = MAX_BYTES, as_of: str | None = None,
-                 lock_timeout: float | None = None, require_fresh: bool = True) -> None:
+                 lock_timeout: float | None = None, require_fresh: bool = True,
+                 memory_limit: str | None = None) -> None:
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = int(max_rows)
         self.max_bytes = int(max_bytes)
@@ -146,6 +153,10 @@ class Connection:
         self.store = Store.open(path, create=create, read_only=read_only,
                                 as_of=None if as_of is None else str(as_of),
                                 lock_timeout=lock_timeout)
+        if memory_limit is not None:   # the lock-down below applies both
+            self.store.memory_limit = memory_limit
+            if Path(self.store.path).is_file():
+                self.store.spill_directory = f"{self.store.path}.tmp"
         try:
             if read_only and require_fresh:
                 self._require_fresh()
@@ -190,12 +201,14 @@ class Connection:
                     options: dict[str, str] | None = None, *, variant: VariantOf | None = None,
                     launch: dict[str, Any] | None = None,
                     progress: Callable[[IngestResult], None] | None = None,
-                    prepared: Prepared | None = None) -> list[IngestResult]:
+                    prepared: Prepared | None = None,
+                    progress_rows: Callable[[int], None] | None = None) -> list[IngestResult]:
         """Ingest the artefacts of one command, each as one run, in one transaction (see
         :func:`argusdb.ingest.ingest_paths`; ``prepared`` is the command already read and
         checked by :func:`argusdb.ingest.prepare`). The ingest refreshes the materializations
         in its own transaction, and the checker's metadata after it: ``argus ingest`` is this
-        call. ``program`` is the kernel source (a path, or one already read).
+        call. ``program`` is the kernel source (a path, or one already read); ``progress``
+        and ``progress_rows`` follow it (per artefact written, per batch of rows taken).
 
         Raises:
             UsageError: the connection is read-only.
@@ -208,7 +221,8 @@ class Connection:
         src = program if isinstance(program, ProgramSource) or program is None \
             else ProgramSource.from_path(program)
         results = ingest_paths(self.store, list(paths), src, options, variant, launch=launch,
-                               progress=progress, prepared=prepared)
+                               progress=progress, prepared=prepared,
+                               progress_rows=progress_rows)
         # Without run names the summary takes the new runs' observed rows and every
         # attributed/derived row (a refresh may have rebuilt any version's, e.g. a parent's
         # derived rows when its variant's runs land).
@@ -350,12 +364,15 @@ class Connection:
 def connect(path: str | Path, create: bool = False, read_only: bool = False,
             timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
             max_bytes: int = MAX_BYTES, as_of: str | None = None,
-            lock_timeout: float | None = None, require_fresh: bool = True) -> Connection:
+            lock_timeout: float | None = None, require_fresh: bool = True,
+            memory_limit: str | None = None) -> Connection:
     """Open the store at ``path`` (a DuckDB file or a ``ducklake:`` URI; ``create=True`` makes
-    it when missing; ``as_of`` a snapshot number or time opens it as it stood then)."""
+    it when missing; ``as_of`` a snapshot number or time opens it as it stood then; see
+    :class:`Connection` for the rest)."""
     return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
                       max_rows=max_rows, max_bytes=max_bytes, as_of=as_of,
-                      lock_timeout=lock_timeout, require_fresh=require_fresh)
+                      lock_timeout=lock_timeout, require_fresh=require_fresh,
+                      memory_limit=memory_limit)
 
 
 def _frame(library: str, table: pa.Table) -> Any:

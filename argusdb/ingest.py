@@ -351,6 +351,11 @@ class Prepared:
     plans: list[_Planned]
     options: dict[str, str]
 
+    def rows_hint(self) -> list[int | None]:
+        """Per artefact, about how many rows its reader yields (None: unknown), for a
+        progress bar (:attr:`argusdb.collectors.base.Artefact.rows_hint`)."""
+        return [pl.art.rows_hint for pl in self.plans]
+
 
 def prepare(paths: Sequence[str | Path], program: ProgramSource | None = None,
             options: dict[str, str] | None = None, launch: dict[str, Any] | None = None,
@@ -371,7 +376,8 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                  launch: dict[str, Any] | None = None, *,
                  progress: Callable[[IngestResult], None] | None = None,
                  artefacts: list[Artefact] | None = None,
-                 prepared: Prepared | None = None) -> list[IngestResult]:
+                 prepared: Prepared | None = None,
+                 progress_rows: Callable[[int], None] | None = None) -> list[IngestResult]:
     """Ingest the artefacts of one command, each as one run, in one transaction.
 
     Identity:
@@ -390,7 +396,9 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
 
     ``artefacts`` are ``paths`` already read (:func:`read_artefact`); ``prepared`` is the
     command already read and checked by :func:`prepare`, as the CLI does before it opens the
-    store.
+    store. ``progress`` is called with each artefact's result as it is written,
+    ``progress_rows`` with the number of rows of each batch of the current artefact (a large
+    file's progress).
 
     Raises:
         InputError: unknown, corrupt, mismatching or conflicting input; nothing is written.
@@ -404,7 +412,7 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
         # (the appender's pool closes first, so no append runs when the transaction ends)
         with store.transaction(), ThreadPoolExecutor(max_workers=1) as pool, \
                 ThreadPoolExecutor(max_workers=1, thread_name_prefix="argus-append") as appender:
-            pending = _Pending(appender=appender)
+            pending = _Pending(appender=appender, on_rows=progress_rows)
             pending.plan_runs(store, plans)
             # A small file's next neighbour is parsed (Python) while this one is inserted
             # (DuckDB, without the GIL); a large file streams its batches as it is read.
@@ -546,9 +554,13 @@ class _Pending:
     parsed: Future[list[tuple[str, pa.RecordBatch]]] | None = None
     #: Keyed rows not yet appended, per table and Arrow schema: one append per table for
     #: the command's small files rather than one per file and table (flushed at
-    #: :data:`APPEND_ROWS`, so memory stays bounded by it, not by the command).
+    #: :data:`APPEND_ROWS` rows or :data:`APPEND_BYTES` bytes, so memory stays bounded by
+    #: that, not by the command or the file).
     held: dict[tuple[str, pa.Schema], list[pa.RecordBatch]] = field(default_factory=dict)
     held_rows: int = 0
+    held_bytes: int = 0
+    #: Called with the rows of each batch taken (a progress bar's).
+    on_rows: Callable[[int], None] | None = None
     #: Where held rows are appended while the next files are parsed (DuckDB inserts without
     #: the GIL), one append at a time (None: append in the caller's thread).
     appender: ThreadPoolExecutor | None = None
@@ -559,8 +571,11 @@ class _Pending:
         if batch.num_rows:
             self.held.setdefault((table, batch.schema), []).append(batch)
             self.held_rows += batch.num_rows
-            if self.held_rows >= APPEND_ROWS:
+            self.held_bytes += batch.nbytes
+            if self.held_rows >= APPEND_ROWS or self.held_bytes >= APPEND_BYTES:
                 self.hand_off(store)
+            if self.on_rows is not None:
+                self.on_rows(batch.num_rows)
         return batch.num_rows
 
     def hand_off(self, store: Store) -> None:
@@ -568,7 +583,7 @@ class _Pending:
         statement per table (and schema), keyed as it goes in
         (:func:`argusdb.shape.key_select`); the caller goes on parsing."""
         self.wait()
-        held, self.held, self.held_rows = self.held, {}, 0
+        held, self.held, self.held_rows, self.held_bytes = self.held, {}, 0, 0
         if not held:
             return
         if self.appender is None:
@@ -620,6 +635,16 @@ def _append_held(store: Store, held: dict[tuple[str, pa.Schema], list[pa.RecordB
     for (table, schema), batches in held.items():
         store.append_batch(table, pa.Table.from_batches(batches),
                            shape.key_select(table, schema.names))
+
+
+#: DuckDB's memory limit for ``argus ingest`` (:func:`argusdb.api.connect`'s ``memory_limit``).
+#: A transaction's appended rows stay in DuckDB's memory, uncompressed (~1.4 KB per nsys launch),
+#: until they pass the limit, and are then written to the store file: with the 4GB of a
+#: question's connection a 1 GB export grew the process past 4 GB.
+INGEST_MEMORY_LIMIT = "512MB"
+#: Arrow bytes an ingest command holds before appending them: a trace's launches carry
+#: thirty columns and kernel names of up to kilobytes, several hundred bytes a row.
+APPEND_BYTES = 32 << 20
 
 
 #: Rows an ingest command holds before appending them (about 100 bytes each; up to twice

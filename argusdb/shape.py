@@ -166,29 +166,29 @@ def marked(name: str, batch: pa.RecordBatch, run: dict[str, Any],
     return pa.RecordBatch.from_arrays(list(cols.values()), names=list(cols))
 
 
-def key_select(table: str, names: Sequence[str]) -> str:
-    """The SELECT list that turns a :func:`marked` batch with columns ``names`` into the rows
-    of ``table``, in table order: ``evidence_id_of(run_seq, src_row)`` (``@key:
+def key_select(table: str, names: Sequence[str]) -> dict[str, str]:
+    """Per column of ``table`` that a :func:`marked` batch with columns ``names`` gives, the
+    library SQL expression over the batch: ``evidence_id_of(run_seq, src_row)`` (``@key:
     evidence_id``), ``<program>/<kernel>`` for the kernel-wide rows of the program's kernels
     (macro ``kernel_wide``, ``@key: region``), the collector's value else the run's for
-    ``@fill: run`` columns (see ``argusdb/queries/shape.sql``)."""
+    ``@fill: run`` columns (see ``argusdb/queries/shape.sql``), the column itself else."""
     keys = key_columns(table)
     fill = _annotated(table, "fill")
     have = set(names)
-    out = []
+    out: dict[str, str] = {}
     for col in _tables()[table].column_types:
         if keys.get(col) == "evidence_id":
-            out.append(f"evidence_id_of({_MARK}run_seq, src_row) AS {col}")
+            out[col] = f"evidence_id_of({_MARK}run_seq, src_row)"
         elif keys.get(col) == "region" and _MARK + "region" in have:
             args = ", ".join(c if c in have else "NULL"
                              for c in ("pc", "source_line", "scope_path"))
-            out.append(f"CASE WHEN kernel_wide({args}, kernel) THEN {_MARK}region || '/' || "
-                       f"kernel END AS {col}")
+            out[col] = (f"CASE WHEN kernel_wide({args}, kernel) THEN {_MARK}region || '/' || "
+                        f"kernel END")
         elif col in fill:
-            out.append(f"coalesce(nullif({col}, 'all'), {_MARK}{col}::VARCHAR, 'all') AS {col}")
+            out[col] = f"coalesce(nullif({col}, 'all'), {_MARK}{col}::VARCHAR, 'all')"
         elif col in have:
-            out.append(col)
-    return ", ".join(out)
+            out[col] = f'"{col}"'
+    return out
 
 
 def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
@@ -204,7 +204,7 @@ def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
     """
     rows = marked(name, batch, run, kernels, program)
     table = routes()[name]
-    got = store.over_batch(rows, f"SELECT {key_select(table, rows.schema.names)} "
-                                 "FROM _argus_batch")
+    got = store.over_batch(rows, ", ".join(
+        f'{sql} AS "{col}"' for col, sql in key_select(table, rows.schema.names).items()))
     return pa.RecordBatch.from_arrays([c.combine_chunks() for c in got.columns],
                                       schema=got.schema)

@@ -178,6 +178,15 @@ def set_overrun_handler(handler: Callable[[], None] | None) -> Callable[[], None
 #: not a DuckDB database must not trigger a download of a scanner for its format).
 _CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
            "allow_community_extensions": False}
+
+
+def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con`` without DuckDB's own progress bar: it draws on stdout (a file or a pipe too)
+    for any statement past 2 s, which broke the ``--json`` answer of a long ingest."""
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 #: DuckDB writes its magic bytes at offset 8 of every database file.
 _MAGIC = (8, b"DUCK")
 
@@ -219,7 +228,7 @@ def _connect_waiting(p: Path, read_only: bool, timeout_s: float) -> duckdb.DuckD
     pause = 0.01
     while True:
         try:
-            return duckdb.connect(str(p), read_only=read_only, config=dict(_CONFIG))
+            return _session(duckdb.connect(str(p), read_only=read_only, config=dict(_CONFIG)))
         except duckdb.Error as exc:
             text = str(exc)
             locked = "Could not set lock" in text or "Conflicting lock" in text
@@ -258,10 +267,15 @@ class Store:
         self._watchdog = _WATCHDOG
         #: DuckDB's memory limit once locked down (see :meth:`lock_down`).
         self.memory_limit = "4GB"
+        #: Where a locked-down instance spills what passes the memory limit (None: nowhere, a
+        #: question's connection; an ingest's spills beside the store, see argusdb.api).
+        self.spill_directory: str | None = None
         #: Runs added by the open transaction (see :meth:`transaction`).
         self._new_runs: list[str] = []
         #: Whether the open transaction appended Arrow rows (:meth:`append_batch`).
         self._appended = False
+        #: Columns and defaults of the tables batches were appended to (:meth:`_column_defaults`).
+        self._table_columns: dict[str, list[tuple[str, str | None]]] = {}
         #: Tables with a key (see :meth:`_or_ignore`), read on first use.
         self._keyed: set[str] | None = None
 
@@ -337,7 +351,7 @@ class Store:
     @classmethod
     def in_memory(cls, label: str) -> Store:
         """An empty store in memory (snapshots, copies), named ``label`` in messages."""
-        st = cls(label, duckdb.connect(":memory:", config=dict(_CONFIG)))
+        st = cls(label, _session(duckdb.connect(":memory:", config=dict(_CONFIG))))
         st.ensure_schema(0)
         return st
 
@@ -483,9 +497,10 @@ class Store:
     def lock_down(self, memory_limit: str | None = None, threads: int = 2) -> None:
         """Lock this database instance for user queries (idempotent; cannot be undone).
 
-        External access (files, URLs, extensions) is disabled, spilling to disk is off, memory
-        and threads are bounded, and the configuration is locked so no later ``SET`` can undo
-        it. Ingest keeps working: it hands Arrow batches over in memory.
+        External access (files, URLs, extensions) is disabled, spilling to disk is off (but to
+        :attr:`spill_directory` where an ingest set one), memory and threads are bounded, and
+        the configuration is locked so no later ``SET`` can undo it. Ingest keeps working: it
+        hands Arrow batches over in memory.
         """
         if self._locked:
             return
@@ -493,7 +508,8 @@ class Store:
         if row and row[0]:  # another Store object over this connection locked it already
             self._locked = True
             return
-        for stmt in ("SET temp_directory = ''",  # before external access goes: it needs it
+        spill = (self.spill_directory or "").replace("'", "''")
+        for stmt in (f"SET temp_directory = '{spill}'",  # before external access goes
                      "SET autoinstall_known_extensions = false",
                      "SET autoload_known_extensions = false",
                      "SET allow_community_extensions = false",
@@ -783,17 +799,38 @@ class Store:
                  for r in group for v in r.values()])
 
     def append_batch(self, table: str, batch: pa.RecordBatch | pa.Table,
-                     select: str = "*") -> int:
-        """Append ``batch`` to ``table``, by column name; nothing is computed here but the
-        library SQL ``select`` list over the batch (ingest's key formulas,
-        :func:`argusdb.shape.key_select`). Returns the rows appended."""
+                     columns: dict[str, str] | None = None) -> int:
+        """Append ``batch`` to ``table``: each table column from ``columns`` (its library SQL
+        expression over the batch: ingest's key formulas, :func:`argusdb.shape.key_select`),
+        else the batch's column of that name, else its default (NULL). Returns the rows
+        appended.
+
+        The batch is read as a relation, which DuckDB lets go once the statement ends
+        (``register()`` keeps every batch until COMMIT, a run's whole file, ~2 KB per nsys
+        launch; a locked-down instance has no replacement scans): memory stays bounded by the
+        batch within a long transaction.
+        """
         if batch.num_rows:
             self._appended = True
+            have, exprs = set(batch.schema.names), columns or {}
+            proj = ", ".join(exprs[c] if c in exprs else f'"{c}"' if c in have else
+                             (default or "NULL") for c, default in self._column_defaults(table))
             with self._one_thread():
-                self._over_batch(batch, f"INSERT INTO {table} BY NAME SELECT {select} "
-                                        "FROM _argus_batch")
+                self.con.from_arrow(batch).project(proj).insert_into(table)
             self.generation += 1
         return batch.num_rows
+
+    def _column_defaults(self, table: str) -> list[tuple[str, str | None]]:
+        """``table``'s columns in order, each with its default expression (None: none)."""
+        cols = self._table_columns.get(table)
+        if cols is None:
+            cols = self._table_columns[table] = [
+                (str(c), None if d is None else str(d)) for c, d in self.con.execute(
+                    "SELECT column_name, column_default FROM duckdb_columns() "
+                    "WHERE database_name = current_database() AND schema_name = "
+                    "current_schema() AND table_name = ? "
+                    "ORDER BY column_index", [table]).fetchall()]
+        return cols
 
     @contextmanager
     def _one_thread(self) -> Iterator[None]:
@@ -815,29 +852,10 @@ class Store:
         finally:
             self.con.execute(f"SET threads = {threads}")
 
-    def over_batch(self, batch: pa.RecordBatch, query: str,
-                   params: Sequence[Any] | None = None) -> pa.Table:
-        """The answer of library SQL ``query`` that reads ``batch`` as ``_argus_batch``."""
-        return self._over_batch(batch, query, params, fetch=True)
-
-    def _over_batch(self, batch: pa.RecordBatch | pa.Table, query: str,
-                    params: Sequence[Any] | None = None, fetch: bool = False) -> Any:
-        if not self._locked:
-            # DuckDB reads the local variable by its name (a replacement scan): register()
-            # keeps ~100 bytes per row until COMMIT, this holds a large run's memory flat.
-            _argus_batch = batch
-            try:
-                cur = self.con.execute(query, params or [])
-                return cur.to_arrow_table() if fetch else None
-            except duckdb.CatalogException:
-                pass  # replacement scans are off here; a bind error leaves the transaction
-        # A locked-down instance has no replacement scans (no external access).
-        self.con.register("_argus_batch", batch)
-        try:
-            cur = self.con.execute(query, params or [])
-            return cur.to_arrow_table() if fetch else None
-        finally:
-            self.con.unregister("_argus_batch")
+    def over_batch(self, batch: pa.RecordBatch, select: str) -> pa.Table:
+        """Library SQL ``select`` (a select list over ``batch``'s columns) evaluated over
+        ``batch``, read as a relation (let go after the statement, see :meth:`append_batch`)."""
+        return self.con.from_arrow(batch).project(select).to_arrow_table()
 
 
 class _ReaderView(Store):

@@ -1,14 +1,18 @@
 """Peak memory and time of ingesting an Nsight Systems export against its size.
 
 Replicates the kernel launches of the real export ``tests/data/nsys/perlmutter-cloverleaf-cuda
-.sqlite`` (1,312 launches) to ``--kernels`` launches (each copy shifted in time, with its own
-correlation IDs and runtime calls), then, for each size, in a fresh child process:
+.sqlite`` (1,312 launches) to each size of ``--mb`` (export megabytes; or ``--kernels``
+launches), each copy shifted in time, with its own correlation IDs and runtime calls, in
+``--tmp`` (the exports are deleted after use), then, for each size:
 
-- ``read``: the reader alone (every batch built and dropped): peak RSS;
-- ``ingest``: ``ingest_path`` into a new store (reader + DuckDB + commit): peak RSS and time.
+- ``argus ingest`` into a new store in a fresh process (``bench/argus_child.py``): the
+  process's own peak RSS, wall and CPU time, seconds per GB, and the rows written (2 per
+  launch);
+- with ``--reader``, the reader alone (every batch built and dropped) in a fresh process: peak
+  RSS.
 
-Run: ``python bench/bench_nsys_memory.py [--kernels 50000 200000]``. ``--kernels 3000000``
-makes an export of about 1 GB.
+Run: ``python bench/bench_nsys_memory.py [--mb 100 1000] [--reader]`` (1 GB: about 5.6 M
+launches).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.argus_child import ingest_child  # noqa: E402
 
 SOURCE = ROOT / "tests" / "data" / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
 
@@ -55,55 +61,65 @@ def make_export(kernels: int, out: Path) -> int:
         con.close()
 
 
-def child(mode: str, path: Path, store: Path) -> dict[str, float]:
-    """Run in a fresh interpreter: read or ingest ``path``; peak RSS and wall time."""
+def kernels_for(mb: float, tmp: Path) -> int:
+    """Launches that make an export of about ``mb`` megabytes (bytes per launch measured on a
+    small replica)."""
+    probe = tmp / "probe.sqlite"
+    n = make_export(20_000, probe)
+    per = (probe.stat().st_size - SOURCE.stat().st_size) / (n - 1312)
+    probe.unlink()
+    return max(1312, int((mb * 1e6 - SOURCE.stat().st_size) / per))
+
+
+def read_child(path: Path) -> dict[str, float]:
+    """Run in a fresh interpreter: the reader alone over ``path``; peak RSS and wall time."""
     from argusdb.collectors import detect
-    from argusdb.ingest import ingest_path
-    from argusdb.store import Store
 
     t = time.perf_counter()
-    if mode == "read":
-        art = detect(path).read(path)
-        rows = sum(b.num_rows for _, b in art.batches())
-    else:
-        with Store.open(store, create=True) as st:
-            rows = sum(ingest_path(st, path).rows.values())
+    art = detect(path).read(path)
+    rows = sum(b.num_rows for _, b in art.batches())
     return {"rows": rows, "wall_s": time.perf_counter() - t,
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kernels", type=int, nargs="+", default=[50_000, 200_000])
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--mb", type=float, nargs="+", help="export sizes, megabytes")
+    size.add_argument("--kernels", type=int, nargs="+", help="export sizes, launches")
+    ap.add_argument("--reader", action="store_true", help="also the reader alone")
+    ap.add_argument("--tmp", default=None, help="folder for the exports and stores")
+    ap.add_argument("--child", nargs=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child[0], Path(args.child[1]), Path(args.child[2]))))
+        print(json.dumps(read_child(Path(args.child[0]))))
         return
-    base = json.loads(subprocess.run(
-        [sys.executable, "-c", "import resource, argusdb.ingest, collectors; print("
-         "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}).stdout)
-    print(f"interpreter with argusdb imported: {base:.0f} MiB; load {os.getloadavg()[0]:.1f}")
-    print(f"{'launches':>10} {'export MB':>10} {'read peak MiB':>14} {'ingest peak MiB':>16} "
-          f"{'ingest s':>9} {'KB/launch':>10}")
-    with tempfile.TemporaryDirectory() as d:
-        for k in args.kernels:
+    print(f"load {os.getloadavg()[0]:.1f}; source {SOURCE.name}")
+    print(f"{'launches':>10} {'export MB':>10} {'make s':>7} {'read peak MiB':>14} "
+          f"{'ingest peak MiB':>16} {'ingest s':>9} {'CPU s':>7} {'s/GB':>6} {'rows':>10}")
+    with tempfile.TemporaryDirectory(dir=args.tmp) as d:
+        sizes = args.kernels or [kernels_for(mb, Path(d)) for mb in (args.mb or [25, 100])]
+        for k in sizes:
             export = Path(d) / f"x{k}.sqlite"
+            t0 = time.perf_counter()
             n = make_export(k, export)
-            got = {}
-            for mode in ("read", "ingest"):
-                store = Path(d) / f"s{k}.duckdb"
-                out = subprocess.run([sys.executable, __file__, "--child", mode, str(export),
-                                      str(store)], capture_output=True, text=True, check=True,
+            made = time.perf_counter() - t0
+            gb = export.stat().st_size / 1e9
+            read = "-"
+            if args.reader:
+                out = subprocess.run([sys.executable, __file__, "--child", str(export)],
+                                     capture_output=True, text=True, check=True,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
-                got[mode] = json.loads(out.stdout.strip().splitlines()[-1])
-            grow = (got["ingest"]["peak_mib"] - base) * 1024 / n
-            print(f"{n:>10,} {export.stat().st_size / 1e6:>10.1f} "
-                  f"{got['read']['peak_mib']:>14.0f} {got['ingest']['peak_mib']:>16.0f} "
-                  f"{got['ingest']['wall_s']:>9.1f} {grow:>10.2f}")
+                read = f"{json.loads(out.stdout.strip().splitlines()[-1])['peak_mib']:.0f}"
+            store = Path(d) / f"s{k}.duckdb"
+            got = ingest_child(store, [export])
+            print(f"{n:>10,} {gb * 1e3:>10.1f} {made:>7.1f} {read:>14} "
+                  f"{got['peak_mib']:>16.0f} {got['wall_s']:>9.1f} {got['cpu_s']:>7.1f} "
+                  f"{got['wall_s'] / gb:>6.0f} {got['rows']:>10,}", flush=True)
             export.unlink()
+            for f in Path(d).glob(f"s{k}.duckdb*"):
+                f.unlink()
+    print(f"load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -127,3 +127,36 @@ def test_append_batch_only_appends(store: Store, tmp_path: Path) -> None:
     assert store.append_batch("instruction", shape.keyed(store, "instruction", batch, run)) == 1
     assert store.rows("SELECT run_id, kernel, pc FROM instruction") == [
         {"run_id": "r", "kernel": "k", "pc": 16}]
+
+
+def test_region_of_a_kernel_whose_name_quotes(store: Store) -> None:
+    """The run's values enter the key expressions as Arrow columns: a quote in a kernel or
+    program name stays text."""
+    batch = pa.RecordBatch.from_pydict({"kernel": ["k'1", "other"], "signal": ["duration"] * 2,
+                                        "value": [1.0, 2.0], "src_row": [0, 1]})
+    run = {"run_seq": 2, "program_version": "v", "task_id": "t", "run_id": "r", "rank": None}
+    keyed = shape.keyed(store, "evidence", batch, run, kernels=["k'1"], program="p'q")
+    assert keyed.column("region_id").to_pylist() == ["p'q/k'1", None]
+    assert keyed.column("rank").to_pylist() == ["all", "all"]
+
+
+def test_appended_batches_are_let_go_before_commit(store: Store) -> None:
+    """A locked-down store (every CLI connection) has no replacement scans; a registered
+    batch would stay in memory until COMMIT, so a run's whole file would. Appended batches are
+    freed as they are appended: Arrow's allocations come back to where they were."""
+    store.lock_down()
+    run = {"run_seq": 3, "program_version": "v", "task_id": "t", "run_id": "r"}
+    n = 20_000
+    with store.transaction():
+        before = pa.total_allocated_bytes()
+        for i in range(20):
+            batch = pa.RecordBatch.from_pydict({
+                "kernel": [f"kernel_{i}_{j % 7}" for j in range(n)],
+                "pc": list(range(i * n, (i + 1) * n)), "sass": ["FFMA R1, R2, R3, R4"] * n})
+            one = batch.nbytes
+            store.append_batch("instruction", shape.keyed(store, "instruction", batch, run))
+            del batch
+        held = pa.total_allocated_bytes() - before
+    assert held < one, (held, one)
+    assert store.rows("SELECT count(*) AS n, max(pc) AS top FROM instruction") == [
+        {"n": 20 * n, "top": 20 * n - 1}]

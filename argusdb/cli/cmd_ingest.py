@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_json
 from argusdb.errors import UsageError
-from argusdb.ingest import expand_paths, parse_options, prepare
+from argusdb.ingest import (
+    INGEST_MEMORY_LIMIT,
+    IngestResult,
+    expand_paths,
+    parse_options,
+    prepare,
+)
 from argusdb.regions import ProgramSource
 from argusdb.variants import VariantOf
 
@@ -57,23 +65,27 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     if not files:
         raise UsageError(f"no artefact found in {', '.join(paths)}: name artefact files or "
                          "folders that hold them")
-    # A progress bar on a terminal (stderr) for many files.
+    # A progress bar on a terminal (stderr), never in a pipe or a log.
     quiet = click.get_current_context().find_root().meta.get("argus.quiet", False)
-    bar = click.progressbar(length=len(files), label="ingest", file=sys.stderr) \
-        if len(files) > 1 and sys.stderr.isatty() and not quiet else None
-    # Every artefact is read and checked before the store is opened: a refused one leaves the
-    # store untouched, byte for byte, and refuses the whole command.
-    prepared = prepare(files, program, opts)
-    with connect(store, create=True, lock_timeout=lock_timeout) as db:
-        # One transaction for the whole command: a conflict or a corrupt file writes nothing.
-        # The library's ingest path: materializations and checker metadata refreshed.
-        try:
+    bar = _Bar(files) if sys.stderr.isatty() and not quiet else None
+    try:
+        # Every artefact is read and checked before the store is opened: a refused one leaves
+        # the store untouched, byte for byte, and refuses the whole command.
+        prepared = prepare(files, program, opts)
+        if bar is not None:
+            bar.reading_done(prepared.rows_hint())
+        with connect(store, create=True, lock_timeout=lock_timeout,
+                     memory_limit=INGEST_MEMORY_LIMIT) as db:
+            # One transaction for the whole command: a conflict or a corrupt file writes
+            # nothing. The library's ingest path: materializations and checker metadata
+            # refreshed.
             results = db.ingest_many(list(files), program, opts, variant=variant,
-                                     progress=(lambda _: bar.update(1)) if bar else None,
+                                     progress=bar.file_done if bar else None,
+                                     progress_rows=bar.rows_taken if bar else None,
                                      prepared=prepared)
-        finally:
-            if bar is not None:
-                bar.render_finish()
+    finally:
+        if bar is not None:
+            bar.close()
     if not as_json:
         for r in results:
             what = "already ingested" if r.already else ", ".join(
@@ -86,3 +98,48 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
                            f"{r.other['run_id']} (version {r.other['program_version']})")
     if as_json:
         print_json({"runs": [r.to_json() for r in results]})
+
+
+class _Bar:
+    """The command's progress on stderr (tqdm), in bytes of its input files: a file counts
+    its size once written, and a large one moves with its rows as they are taken (against
+    the row count its reader's first pass states, where it states one). Reading and checking
+    every file comes first (the bar says "check"), the refresh of the materializations last
+    ("refresh")."""
+
+    def __init__(self, files: list[Path]) -> None:
+        from tqdm import tqdm
+
+        self.sizes = [f.stat().st_size for f in files]
+        self.hints: list[int | None] = [None] * len(files)
+        self.at = 0          # the file being written
+        self.rows = 0        # its rows taken so far
+        self.written = 0     # bytes of the files written before it
+        self.bar: Any = tqdm(total=sum(self.sizes), desc="check", unit="B", unit_scale=True,
+                             file=sys.stderr, leave=False)
+
+    def reading_done(self, hints: list[int | None]) -> None:
+        self.hints = hints
+        self.bar.set_description("ingest")
+
+    def rows_taken(self, n: int) -> None:
+        self.rows += n
+        hint = self.hints[self.at] if self.at < len(self.hints) else None
+        if hint:
+            self._move(self.written + int(min(1.0, self.rows / hint) * self.sizes[self.at]))
+
+    def file_done(self, _: IngestResult) -> None:
+        if self.at == len(self.sizes):
+            return  # a shared store's attempt that another writer overtook, run again
+        self.written += self.sizes[self.at]
+        self.at, self.rows = self.at + 1, 0
+        self._move(self.written)
+        if self.at == len(self.sizes):
+            self.bar.set_description("refresh")
+
+    def _move(self, to: int) -> None:
+        if to > self.bar.n:
+            self.bar.update(to - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -124,6 +124,9 @@ class Artefact:
     #: Where the run sat in a multi-process launch, as the artefact states it: ``rank``,
     #: ``world_size``, ``launch_group``, ``device_index`` (each may be absent).
     launch: dict[str, Any] = field(default_factory=dict)
+    #: About how many rows ``batches()`` yields, where the reader's first pass counted them
+    #: (an ingest progress bar's measure of the artefact); None where it did not.
+    rows_hint: int | None = None
 
 
 class Reader(Protocol):

@@ -156,6 +156,32 @@ def test_each_ingest_is_checkpointed(tmp_path: Path) -> None:
         assert not (db.parent / (db.name + ".argus-pending")).exists()
 
 
+def test_duckdb_draws_no_progress_bar(tmp_path: Path) -> None:
+    """DuckDB draws its own bar on stdout, also into a file or a pipe, for any statement past
+    2 s: a long ingest's ``--json`` answer came back with it in front."""
+    with Store.open(tmp_path / "p.duckdb", create=True) as st:
+        assert st.sql("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
+    with Store.open(tmp_path / "p.duckdb", read_only=True) as st:
+        assert st.sql("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
+    assert Store.in_memory("m").sql("SELECT current_setting('enable_progress_bar')"
+                                    ).fetchone() == (False,)
+
+
+def test_ingest_memory_limit_spills_beside_the_store(tmp_path: Path) -> None:
+    """``argus ingest``'s connection (``memory_limit``) bounds DuckDB and spills past it next
+    to the store (a derivation over a large trace's spans needs more than the limit); a
+    question's connection keeps 4GB and never spills."""
+    from argusdb.ingest import INGEST_MEMORY_LIMIT
+
+    db = tmp_path / "m.duckdb"
+    ask = "SELECT current_setting('temp_directory'), current_setting('memory_limit')"
+    with connect(db, create=True, memory_limit=INGEST_MEMORY_LIMIT) as c:
+        spill, limit = c.store.sql(ask).fetchone() or ("", "")
+        assert spill == f"{db}.tmp" and limit.endswith("MiB") and float(limit.split()[0]) < 512
+    with connect(db) as c:
+        assert c.store.sql(ask).fetchone() == ("", "3.7 GiB")
+
+
 def test_not_a_store(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello\n" * 10)

@@ -279,7 +279,9 @@ class KinetoTraceReader:
             adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path, sc, dist),
             tool_version=None, export_schema=None if schema is None else str(schema),
             interference=itf, target=target, device=device, kernels=names,
-            meta=json.loads(json.dumps(meta, default=str)), launch=launch)
+            meta=json.loads(json.dumps(meta, default=str)), launch=launch,
+            # a launch and its duration per kernel event; a range has one or more counters
+            rows_hint=2 * sum(sc.kernels.values()) + sum(sc.ranges.values()))
 
     def _batches(self, path: Path, sc: _Scan,
                  dist: bool = False) -> Iterator[tuple[str, pa.RecordBatch]]:

@@ -170,7 +170,7 @@ class NsysSqliteReader:
             tool_version=meta_rows.get("EXPORT_PRODUCT_VERSION"),
             export_schema=meta_rows.get("EXPORT_SCHEMA_VERSION"),
             interference=Interference(activity_tracing=True), target=target, device=device,
-            kernels=names, meta=meta)
+            kernels=names, meta=meta, rows_hint=2 * sum(per_device.values()))
 
     def _batches(self, path: Path, has_runtime: bool) -> Iterator[tuple[str, pa.RecordBatch]]:
         call = ("rn.value, r.start, r.\"end\" - r.start, (r.globalTid >> 24) & 16777215, "
