@@ -1,7 +1,8 @@
 """Selecting the evidence an answer rests on: versions, runs and cohorts of comparable samples.
 
-All reads go through the checked query surface (:meth:`argusdb.api.Connection.query`), one
-program version per query, so every answer rests on questions the checker accepted.
+All evidence is read through the checked query surface (:meth:`argusdb.api.Connection.query`),
+so every answer rests on questions the checker accepted; version selectors resolve against the
+program versions the checker itself reads (:meth:`argusdb.api.Connection.program_versions`).
 
 A **cohort** is the set of rows of one region, version and signal that can be compared as
 repeats of one measurement: same *standing*, same evidence class and same scope (every scope
@@ -146,9 +147,9 @@ def resolve_version(db: Connection, text: str, region: str | None = None) -> Ver
 
 def resolve_versions(db: Connection, texts: list[str], region: str | None = None
                      ) -> list[VersionRef]:
-    """:func:`resolve_version` of several selectors, reading the program versions once."""
-    versions = _rows(db, "SELECT program_version, program, options, transform "
-                         "FROM program_version ORDER BY program_version")
+    """:func:`resolve_version` of several selectors, reading the program versions once (per
+    store write generation: :meth:`~argusdb.api.Connection.program_versions`)."""
+    versions = db.program_versions()
     return [_resolve(db, t, region, versions) for t in texts]
 
 
@@ -204,6 +205,10 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
                      f"or add KEY=VALUE pairs. Candidates: {listing}")
 
 
+#: The order of :func:`fetch_table`'s rows.
+_ORDER = ("run_id", "signal", "launch")
+
+
 def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Table:
     """Evidence rows (with their runs' facts) matching SQL predicates over ``e`` (evidence) and
     ``r`` (run), as an Arrow table in the shape :func:`cohorts` reads; rows without a value
@@ -224,17 +229,21 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
            f"{', '.join('e.' + c for c in NESTED_SCOPE)}, "
            f"CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage, "
            f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq"
-           + (", p.plan_id, p.region_id AS plan_region_id, p.signals AS plan_signals, "
-              "p.scope AS plan_scope" if plans else "") +
-           " FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
-           + ("LEFT JOIN task AS t ON t.task_id = r.task_id "
-              "LEFT JOIN plan AS p ON p.plan_id = t.plan_id " if plans else "") +
-           f"WHERE {' AND '.join(where)} "
-           f"ORDER BY e.run_id, e.signal, e.launch")
+           + (", p.plan_id, p.plan_region_id, p.plan_signals, p.plan_scope" if plans else "")
+           + " FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
+           # the planned tasks joined first (both keys are primary keys: the same rows as
+           # run LEFT JOIN task LEFT JOIN plan, without probing every row twice)
+           + ("LEFT JOIN (SELECT t.task_id, p.plan_id, p.region_id AS plan_region_id, "
+              "p.signals AS plan_signals, p.scope AS plan_scope FROM task AS t "
+              "JOIN plan AS p ON p.plan_id = t.plan_id) AS p ON p.task_id = r.task_id "
+              if plans else "") +
+           f"WHERE {' AND '.join(where)}")
     table = db.query(sql)
     if table.column("value").null_count:
         table = table.filter(pc.is_valid(table.column("value")))
-    return table
+    # ordered here rather than by the SQL (DuckDB's sort of the wide rows cost as much as
+    # the rest of the question); Arrow's sort is stable, nulls last as DuckDB's ORDER BY
+    return table.take(pc.sort_indices(table, [(c, "ascending") for c in _ORDER]))
 
 
 def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
@@ -275,9 +284,9 @@ def versions_in(rows: list[dict[str, Any]] | pa.Table) -> list[str]:
     if isinstance(rows, pa.Table) and rows.num_rows:
         codes, names = _codes(rows.column("program_version"))
         seqs = np.asarray(rows.column("run_seq").to_numpy(), dtype=np.int64)
-        low = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(low, codes, seqs)
-        first = {str(v): int(q) for v, q in zip(names, low.tolist(), strict=True)}
+        order = np.lexsort((seqs, codes))  # by version, then run_seq: each version's first
+        starts = np.flatnonzero(np.diff(codes[order], prepend=-1))
+        first = {str(names[int(codes[order[i]])]): int(seqs[order[i]]) for i in starts}
     for r in rows if not isinstance(rows, pa.Table) else ():
         v, seq = str(r["program_version"]), int(r["run_seq"])
         if seq < first.get(v, seq + 1):
@@ -377,17 +386,25 @@ def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
             enc.dictionary.to_pylist())
 
 
-def _group(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of integer code columns (sorted) and each row's index among them: one
-    combined int64 key per row, made dense column by column (NumPy's ``unique(axis=0)`` sorts
-    rows as structured values, ~30x slower)."""
+def _group(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of integer code columns (sorted), each row's index among them and the
+    first row of each: one
+    combined int64 key per row, the columns as the digits of a mixed-radix number (made dense
+    only where the next digit would overflow it), then one ``np.unique`` (NumPy's
+    ``unique(axis=0)`` sorts rows as structured values, ~30x slower)."""
     key = np.zeros(columns[0].size, dtype=np.int64)
+    span = 1  # key < span
     for col in columns:
-        _, key = np.unique(key * (int(col.max()) + 1) + col, return_inverse=True)
-        key = key.ravel().astype(np.int64)
-    first = np.full(int(key.max()) + 1, key.size, dtype=np.int64)
-    np.minimum.at(first, key, np.arange(key.size))
-    return np.stack([c[first] for c in columns], axis=1), key
+        width = int(col.max()) + 1
+        if span * width >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.ravel().astype(np.int64)
+            span = int(key.max()) + 1
+        key = key * width + col
+        span *= width
+    # the first row of each distinct key (np.unique sorts stably for return_index)
+    _, first, key = np.unique(key, return_index=True, return_inverse=True)
+    return np.stack([c[first] for c in columns], axis=1), key.ravel().astype(np.int64), first
 
 
 def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
@@ -396,13 +413,11 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
         return out
     names = set(t.column_names)
     enc = {c: _codes(t.column(c)) for c in _KEY_INPUTS if c in names}
-    combos, combo_of = _group([enc[c][0] for c in enc])
+    combos, combo_of, first_row = _group([enc[c][0] for c in enc])
     # one cohort per distinct (version, signal, key): several input combinations may share it
     cohort_of_combo = np.empty(len(combos), dtype=np.int64)
     found: list[Cohort] = []
     index: dict[tuple[str, str, CohortKey], int] = {}
-    first_row = np.full(len(combos), t.num_rows, dtype=np.int64)
-    np.minimum.at(first_row, combo_of, np.arange(t.num_rows))
     for i, combo in enumerate(combos):
         r = {c: enc[c][1][int(code)] for c, code in zip(enc, combo, strict=True)}
         ck = (str(r["program_version"]), str(r["signal"]), _cohort_key(r))
@@ -426,11 +441,17 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     # samples: (cohort, run, launch); parts summed in row order
     run_codes, run_names = _codes(t.column("run_id"))
     launch_codes, launch_names = _codes(t.column("launch"))
-    samples, sample_of = _group([row_cohort, run_codes, launch_codes])
+    samples, sample_of, _ = _group([row_cohort, run_codes, launch_codes])
     sums = np.bincount(sample_of, weights=value, minlength=len(samples))
-    runs_text, launch_text = [str(x) for x in run_names], [str(x) for x in launch_names]
-    for (c, rc, lc), v in zip(samples.tolist(), sums.tolist(), strict=True):
-        found[c].values[(runs_text[rc], launch_text[lc])] = v
+    # each cohort's samples are a run of consecutive rows of ``samples`` (sorted by cohort)
+    runs_of = np.array([str(x) for x in run_names], dtype=object)[samples[:, 1]].tolist()
+    launches_of = np.array([str(x) for x in launch_names], dtype=object)[samples[:, 2]].tolist()
+    sample_keys = list(zip(runs_of, launches_of, strict=True))
+    sample_sums = sums.tolist()
+    starts = np.flatnonzero(np.diff(samples[:, 0], prepend=-1)).tolist()
+    for lo, hi in zip(starts, [*starts[1:], len(sample_keys)], strict=True):
+        found[int(samples[lo, 0])].values.update(
+            zip(sample_keys[lo:hi], sample_sums[lo:hi], strict=True))
     ew = np.bincount(row_cohort, weights=weight * ent.astype(float), minlength=n_co)
     w = np.bincount(row_cohort, weights=weight, minlength=n_co)
     for name, attr in (("task_id", "tasks"), ("signature", "signatures")):
