@@ -163,8 +163,10 @@ class Connection:
         #: What questions run on: the store itself when read-only, else a read-only view of
         #: it (no check or query writes, not even the checker's metadata summaries).
         self._questions = self.store if read_only else self.store.reader()
-        #: Accepted reports by (store write generation, query text): see :meth:`_checked`.
+        #: Accepted reports by (store write generation, query text): see :meth:`_checked`;
+        #: answers to questions over facts only: see :meth:`facts`.
         self._reports: dict[tuple[int, str], checker.Report] = {}
+        self._facts: dict[tuple[int, str], pa.Table] = {}
 
     def _require_fresh(self) -> None:
         try:
@@ -369,18 +371,46 @@ class Connection:
         report = checker.analyse(sql, self._questions)
         if not report.ok:
             raise QueryRefused(report.findings)
-        if len(self._reports) >= KEPT_REPORTS or any(g != gen for g, _ in self._reports):
-            self._reports = {k: v for k, v in self._reports.items() if k[0] == gen}
-            while len(self._reports) >= KEPT_REPORTS:
-                self._reports.pop(next(iter(self._reports)))
-        self._reports[(gen, sql)] = report
+        _keep(self._reports, gen, sql, report)
         return report
+
+    def facts(self, sql: str) -> pa.Table:
+        """:meth:`query`'s answer to a question that reads no evidence (facts of runs, tasks,
+        plans, program versions), kept for the store's write generation like its report
+        (:meth:`_checked`): asked again on unchanged data it is not run again.
+
+        Raises:
+            UsageError: the question reads evidence (ask it with :meth:`query`).
+            QueryRefused, QueryFailed: as :meth:`query`.
+        """
+        gen = self._questions.generation
+        kept = self._facts.get((gen, sql))
+        if kept is not None:
+            return kept
+        report = self._checked(valid_sql(sql))
+        if report.context is None or any(s.base for s in report.context.streams):
+            raise UsageError("Connection.facts answers questions over facts only (run, task, "
+                             "plan, program_version ...); ask about evidence with query()")
+        table = self.query(sql)
+        _keep(self._facts, gen, sql, table)
+        return table
 
     def explain(self, sql: str) -> dict[str, Any]:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
         return checker.explain(valid_sql(sql), self._questions)
+
+
+def _keep(kept: dict[tuple[int, str], Any], gen: int, sql: str, value: Any) -> None:
+    """Keep ``value`` for (``gen``, ``sql``): entries of older generations are dropped, and
+    the oldest beyond :data:`KEPT_REPORTS`."""
+    if len(kept) >= KEPT_REPORTS or any(g != gen for g, _ in kept):
+        for key in [k for k in kept if k[0] != gen]:
+            del kept[key]
+        while len(kept) >= KEPT_REPORTS:
+            kept.pop(next(iter(kept)))
+    kept[(gen, sql)] = value
 
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,

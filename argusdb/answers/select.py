@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -207,6 +208,22 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
 
 #: The order of :func:`fetch_table`'s rows.
 _ORDER = ("run_id", "signal", "launch")
+#: The evidence columns of :func:`fetch_table`'s rows, then its runs' facts.
+_EVIDENCE_COLUMNS = (
+    "e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, e.evidence_class, "
+    f"e.association_entropy, e.launch, {', '.join('e.' + c for c in NESTED_SCOPE)}, "
+    "CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage")
+_RUN_COLUMNS = ("signature", "timing_clean", "instrumentation", "forced_wait", "run_seq")
+_PLAN_COLUMNS = ("plan_id", "plan_region_id", "plan_signals", "plan_scope")
+#: Every run's facts and its task's plan (a question over facts only: the connection keeps
+#: its answer per store generation, :meth:`~argusdb.api.Connection.facts`). The planned
+#: tasks are joined first: both keys are primary keys, so these are the rows of run LEFT JOIN
+#: task LEFT JOIN plan.
+_RUN_FACTS = (f"SELECT r.run_id, {', '.join('r.' + c for c in _RUN_COLUMNS)}, "
+              f"{', '.join('p.' + c for c in _PLAN_COLUMNS)} FROM run AS r "
+              "LEFT JOIN (SELECT t.task_id, p.plan_id, p.region_id AS plan_region_id, "
+              "p.signals AS plan_signals, p.scope AS plan_scope FROM task AS t "
+              "JOIN plan AS p ON p.plan_id = t.plan_id) AS p ON p.task_id = r.task_id")
 
 
 def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Table:
@@ -220,25 +237,30 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
     artefact row, which nothing here reads) is not built. With ``plans``, each row also
     carries the measurement plan of its run's task, if any (``plan_id``, ``plan_region_id``,
     ``plan_signals``, ``plan_scope``: what :class:`~argusdb.answers.sufficiency.Coverage`
-    reads, in the same question).
+    reads).
+
+    The runs' facts are joined here, from :data:`_RUN_FACTS` (one row per run, kept by the
+    connection per store generation), rather than by the evidence question: a join in that
+    question cost about a third of it. Predicates over ``r`` keep the join in SQL.
     """
     import pyarrow.compute as pc
 
-    sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
-           f"e.evidence_class, e.association_entropy, e.launch, "
-           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, "
-           f"CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage, "
-           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq"
-           + (", p.plan_id, p.plan_region_id, p.plan_signals, p.plan_scope" if plans else "")
-           + " FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
-           # the planned tasks joined first (both keys are primary keys: the same rows as
-           # run LEFT JOIN task LEFT JOIN plan, without probing every row twice)
-           + ("LEFT JOIN (SELECT t.task_id, p.plan_id, p.region_id AS plan_region_id, "
-              "p.signals AS plan_signals, p.scope AS plan_scope FROM task AS t "
-              "JOIN plan AS p ON p.plan_id = t.plan_id) AS p ON p.task_id = r.task_id "
-              if plans else "") +
-           f"WHERE {' AND '.join(where)}")
-    table = db.query(sql)
+    cond = " AND ".join(where)
+    if re.search(r"\br\.", cond):  # a predicate over the run: joined in SQL
+        cols = ", ".join(f"f.{c}" for c in _RUN_COLUMNS + _PLAN_COLUMNS)
+        table = db.query(f"SELECT {_EVIDENCE_COLUMNS}, {cols} FROM evidence AS e "
+                         f"JOIN run AS r ON r.run_id = e.run_id "
+                         f"JOIN ({_RUN_FACTS}) AS f ON f.run_id = e.run_id WHERE {cond}")
+    else:
+        table = db.query(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}")
+        facts = db.facts(_RUN_FACTS)
+        at = pc.index_in(table.column("run_id"), value_set=facts.column("run_id"))
+        if at.null_count:  # evidence of a run the store does not hold: not joined, as in SQL
+            table, at = table.filter(pc.is_valid(at)), at.filter(pc.is_valid(at))
+        for c in _RUN_COLUMNS + _PLAN_COLUMNS:
+            table = table.append_column(c, facts.column(c).take(at))
+    if not plans:
+        table = table.drop_columns(list(_PLAN_COLUMNS))
     if table.column("value").null_count:
         table = table.filter(pc.is_valid(table.column("value")))
     # ordered here rather than by the SQL (DuckDB's sort of the wide rows cost as much as

@@ -13,7 +13,7 @@ from argusdb.api import connect
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.checker.predicates import Pred
 from argusdb.checker.resolve import catalog_objects
-from argusdb.errors import QueryRefused
+from argusdb.errors import QueryRefused, UsageError
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
@@ -217,6 +217,10 @@ def test_an_accepted_report_is_kept_until_the_next_write(tmp_path: Path) -> None
                     db.query(refused)
             assert analysed == [Q, refused, refused]  # refusals are judged afresh
             assert db.check(Q) == [] and analysed[-1] == Q  # check() always analyses
+            runs = db.facts("SELECT count(*) AS n FROM run")
+            assert db.facts("SELECT count(*) AS n FROM run") is runs  # kept, not run again
+            with pytest.raises(UsageError):
+                db.facts(Q)  # evidence: asked with query(), never kept
             versions = db.program_versions()
             assert versions == db.query(
                 "SELECT program_version, program, options, transform FROM program_version "
@@ -226,5 +230,7 @@ def test_an_accepted_report_is_kept_until_the_next_write(tmp_path: Path) -> None
                 db.query(Q)
             assert "AR01" in {f.code for f in err.value.findings}
             assert len(db.program_versions()) == len(versions) + 1
+            assert db.facts("SELECT count(*) AS n FROM run").column("n")[0].as_py() == \
+                runs.column("n")[0].as_py() + 1
         finally:
             checker.analyse = real  # type: ignore[assignment]
