@@ -117,10 +117,11 @@ class Cohort:
     def run_medians(self) -> list[float]:
         """The median of each run's samples (``np.median``'s value: the middle one, or the
         mean of the two middle ones), in run order."""
-        per_run = self.run_samples()
-        if any(math.isnan(v) for v in self.values.values()):
-            return [float(np.median(x)) for x in per_run.values()]
-        return [float(statistics.median(x)) for x in per_run.values()]
+        per_run: dict[str, list[float]] = {}  # a median does not depend on its input's order
+        for (run, _), v in self.values.items():
+            per_run.setdefault(run, []).append(v)
+        median = np.median if any(map(math.isnan, self.values.values())) else statistics.median
+        return [float(median(per_run[r])) for r in sorted(per_run)]
 
     @property
     def association_entropy(self) -> float:
@@ -257,8 +258,9 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
         at = pc.index_in(table.column("run_id"), value_set=facts.column("run_id"))
         if at.null_count:  # evidence of a run the store does not hold: not joined, as in SQL
             table, at = table.filter(pc.is_valid(at)), at.filter(pc.is_valid(at))
-        for c in _RUN_COLUMNS + _PLAN_COLUMNS:
-            table = table.append_column(c, facts.column(c).take(at))
+        joined = facts.select(list(_RUN_COLUMNS + _PLAN_COLUMNS)).take(at)
+        for c in joined.column_names:
+            table = table.append_column(c, joined.column(c))
     if not plans:
         table = table.drop_columns(list(_PLAN_COLUMNS))
     if table.column("value").null_count:
