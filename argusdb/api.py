@@ -39,6 +39,9 @@ RUN_COLUMNS = ("run_id", "program_version", "collector", "kind", "artefact_name"
 #: Columns of :meth:`Connection.snapshots`, in order.
 SNAPSHOT_COLUMNS = ("snapshot_id", "committed_at", "kind", "run_ids")
 
+#: Most accepted reports a connection keeps (see :meth:`Connection._checked`).
+KEPT_REPORTS = 128
+
 #: ``argus -v`` shows each query's size and time (``-vv`` its text).
 _log = logging.getLogger("argusdb.api")
 
@@ -171,6 +174,10 @@ class Connection:
         #: What questions run on: the store itself when read-only, else a read-only view of
         #: it (no check or query writes, not even the checker's metadata summaries).
         self._questions = self.store if read_only else self.store.reader()
+        #: Accepted reports by (store write generation, query text): see :meth:`_checked`;
+        #: answers to questions over facts only: see :meth:`facts`.
+        self._reports: dict[tuple[int, str], checker.Report] = {}
+        self._facts: dict[tuple[int, str], pa.Table] = {}
 
     def _require_fresh(self) -> None:
         try:
@@ -270,6 +277,15 @@ class Connection:
         interference signature, tool version, device, ingest time)."""
         return self.store.arrow(f"SELECT {', '.join(RUN_COLUMNS)} FROM run ORDER BY run_seq")
 
+    def program_versions(self) -> list[dict[str, Any]]:
+        """The store's program versions (``program_version``, ``program``, ``options``,
+        ``transform``), ordered by ID: the rows the checker resolves ``version_diff``'s
+        selectors against, read once per store write generation (what ``argus diff``,
+        ``report`` and ``trajectory`` resolve their version selectors against too)."""
+        from argusdb.store_metadata import StoreMetadata
+
+        return [dict(r) for r in StoreMetadata.of(self._questions).program_versions()]
+
     def snapshots(self) -> pa.Table:
         """The store's snapshots, oldest first (:data:`SNAPSHOT_COLUMNS`): each committed
         ingest, when, and the runs it added (what ``as_of`` takes)."""
@@ -333,9 +349,7 @@ class Connection:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
         start = time.monotonic()
-        report = checker.analyse(valid_sql(sql), self._questions)
-        if not report.ok:
-            raise QueryRefused(report.findings)
+        report = self._checked(valid_sql(sql))
         rows = self.max_rows if limit is None else max(0, min(int(limit), self.max_rows))
         # The time limit covers the whole question: what the check took is not left to run.
         left = self.timeout_s - (time.monotonic() - start)
@@ -354,11 +368,63 @@ class Connection:
         _log.debug("query: %s", sql)
         return table, prov
 
+    def _checked(self, sql: str) -> checker.Report:
+        """The checker's report of ``sql``, accepted, or QueryRefused with its findings.
+
+        An accepted report is kept for the store's write generation (at most
+        :data:`KEPT_REPORTS`): the same text asked again on unchanged data runs without being
+        parsed and analysed again. That is sound because the verdict is a function of the text,
+        the catalog (this code) and the data, and the data change only with the generation
+        (every write through this store, and every metadata refresh, bumps it; a read-only
+        store cannot be written by another process while it is open). Refusals are judged
+        afresh. :meth:`check` and :meth:`explain` always analyse."""
+        gen = self._questions.generation
+        kept = self._reports.get((gen, sql))
+        if kept is not None:
+            return kept
+        report = checker.analyse(sql, self._questions)
+        if not report.ok:
+            raise QueryRefused(report.findings)
+        _keep(self._reports, gen, sql, report)
+        return report
+
+    def facts(self, sql: str) -> pa.Table:
+        """:meth:`query`'s answer to a question that reads no evidence (facts of runs, tasks,
+        plans, program versions), kept for the store's write generation like its report
+        (:meth:`_checked`): asked again on unchanged data it is not run again.
+
+        Raises:
+            UsageError: the question reads evidence (ask it with :meth:`query`).
+            QueryRefused, QueryFailed: as :meth:`query`.
+        """
+        gen = self._questions.generation
+        kept = self._facts.get((gen, sql))
+        if kept is not None:
+            return kept
+        report = self._checked(valid_sql(sql))
+        if report.context is None or any(s.base for s in report.context.streams):
+            raise UsageError("Connection.facts answers questions over facts only (run, task, "
+                             "plan, program_version ...); ask about evidence with query()")
+        table = self.query(sql)
+        _keep(self._facts, gen, sql, table)
+        return table
+
     def explain(self, sql: str) -> dict[str, Any]:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
         return checker.explain(valid_sql(sql), self._questions)
+
+
+def _keep(kept: dict[tuple[int, str], Any], gen: int, sql: str, value: Any) -> None:
+    """Keep ``value`` for (``gen``, ``sql``): entries of older generations are dropped, and
+    the oldest beyond :data:`KEPT_REPORTS`."""
+    if len(kept) >= KEPT_REPORTS or any(g != gen for g, _ in kept):
+        for key in [k for k in kept if k[0] != gen]:
+            del kept[key]
+        while len(kept) >= KEPT_REPORTS:
+            kept.pop(next(iter(kept)))
+    kept[(gen, sql)] = value
 
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,

@@ -1,7 +1,8 @@
 """Selecting the evidence an answer rests on: versions, runs and cohorts of comparable samples.
 
-All reads go through the checked query surface (:meth:`argusdb.api.Connection.query`), one
-program version per query, so every answer rests on questions the checker accepted.
+All evidence is read through the checked query surface (:meth:`argusdb.api.Connection.query`),
+so every answer rests on questions the checker accepted; version selectors resolve against the
+program versions the checker itself reads (:meth:`argusdb.api.Connection.program_versions`).
 
 A **cohort** is the set of rows of one region, version and signal that can be compared as
 repeats of one measurement: same *standing*, same evidence class and same scope (every scope
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -115,10 +117,11 @@ class Cohort:
     def run_medians(self) -> list[float]:
         """The median of each run's samples (``np.median``'s value: the middle one, or the
         mean of the two middle ones), in run order."""
-        per_run = self.run_samples()
-        if any(math.isnan(v) for v in self.values.values()):
-            return [float(np.median(x)) for x in per_run.values()]
-        return [float(statistics.median(x)) for x in per_run.values()]
+        per_run: dict[str, list[float]] = {}  # a median does not depend on its input's order
+        for (run, _), v in self.values.items():
+            per_run.setdefault(run, []).append(v)
+        median = np.median if any(map(math.isnan, self.values.values())) else statistics.median
+        return [float(median(per_run[r])) for r in sorted(per_run)]
 
     @property
     def association_entropy(self) -> float:
@@ -146,9 +149,9 @@ def resolve_version(db: Connection, text: str, region: str | None = None) -> Ver
 
 def resolve_versions(db: Connection, texts: list[str], region: str | None = None
                      ) -> list[VersionRef]:
-    """:func:`resolve_version` of several selectors, reading the program versions once."""
-    versions = _rows(db, "SELECT program_version, program, options, transform "
-                         "FROM program_version ORDER BY program_version")
+    """:func:`resolve_version` of several selectors, reading the program versions once (per
+    store write generation: :meth:`~argusdb.api.Connection.program_versions`)."""
+    versions = db.program_versions()
     return [_resolve(db, t, region, versions) for t in texts]
 
 
@@ -204,6 +207,26 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
                      f"or add KEY=VALUE pairs. Candidates: {listing}")
 
 
+#: The order of :func:`fetch_table`'s rows.
+_ORDER = ("run_id", "signal", "launch")
+#: The evidence columns of :func:`fetch_table`'s rows, then its runs' facts.
+_EVIDENCE_COLUMNS = (
+    "e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, e.evidence_class, "
+    f"e.association_entropy, e.launch, {', '.join('e.' + c for c in NESTED_SCOPE)}, "
+    "CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage")
+_RUN_COLUMNS = ("signature", "timing_clean", "instrumentation", "forced_wait", "run_seq")
+_PLAN_COLUMNS = ("plan_id", "plan_region_id", "plan_signals", "plan_scope")
+#: Every run's facts and its task's plan (a question over facts only: the connection keeps
+#: its answer per store generation, :meth:`~argusdb.api.Connection.facts`). The planned
+#: tasks are joined first: both keys are primary keys, so these are the rows of run LEFT JOIN
+#: task LEFT JOIN plan.
+_RUN_FACTS = (f"SELECT r.run_id, {', '.join('r.' + c for c in _RUN_COLUMNS)}, "
+              f"{', '.join('p.' + c for c in _PLAN_COLUMNS)} FROM run AS r "
+              "LEFT JOIN (SELECT t.task_id, p.plan_id, p.region_id AS plan_region_id, "
+              "p.signals AS plan_signals, p.scope AS plan_scope FROM task AS t "
+              "JOIN plan AS p ON p.plan_id = t.plan_id) AS p ON p.task_id = r.task_id")
+
+
 def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Table:
     """Evidence rows (with their runs' facts) matching SQL predicates over ``e`` (evidence) and
     ``r`` (run), as an Arrow table in the shape :func:`cohorts` reads; rows without a value
@@ -215,26 +238,36 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
     artefact row, which nothing here reads) is not built. With ``plans``, each row also
     carries the measurement plan of its run's task, if any (``plan_id``, ``plan_region_id``,
     ``plan_signals``, ``plan_scope``: what :class:`~argusdb.answers.sufficiency.Coverage`
-    reads, in the same question).
+    reads).
+
+    The runs' facts are joined here, from :data:`_RUN_FACTS` (one row per run, kept by the
+    connection per store generation), rather than by the evidence question: a join in that
+    question cost about a third of it. Predicates over ``r`` keep the join in SQL.
     """
     import pyarrow.compute as pc
 
-    sql = (f"SELECT e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, "
-           f"e.evidence_class, e.association_entropy, e.launch, "
-           f"{', '.join('e.' + c for c in NESTED_SCOPE)}, "
-           f"CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage, "
-           f"r.signature, r.timing_clean, r.instrumentation, r.forced_wait, r.run_seq"
-           + (", p.plan_id, p.region_id AS plan_region_id, p.signals AS plan_signals, "
-              "p.scope AS plan_scope" if plans else "") +
-           " FROM evidence AS e JOIN run AS r ON r.run_id = e.run_id "
-           + ("LEFT JOIN task AS t ON t.task_id = r.task_id "
-              "LEFT JOIN plan AS p ON p.plan_id = t.plan_id " if plans else "") +
-           f"WHERE {' AND '.join(where)} "
-           f"ORDER BY e.run_id, e.signal, e.launch")
-    table = db.query(sql)
+    cond = " AND ".join(where)
+    if re.search(r"\br\.", cond):  # a predicate over the run: joined in SQL
+        cols = ", ".join(f"f.{c}" for c in _RUN_COLUMNS + _PLAN_COLUMNS)
+        table = db.query(f"SELECT {_EVIDENCE_COLUMNS}, {cols} FROM evidence AS e "
+                         f"JOIN run AS r ON r.run_id = e.run_id "
+                         f"JOIN ({_RUN_FACTS}) AS f ON f.run_id = e.run_id WHERE {cond}")
+    else:
+        table = db.query(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}")
+        facts = db.facts(_RUN_FACTS)
+        at = pc.index_in(table.column("run_id"), value_set=facts.column("run_id"))
+        if at.null_count:  # evidence of a run the store does not hold: not joined, as in SQL
+            table, at = table.filter(pc.is_valid(at)), at.filter(pc.is_valid(at))
+        joined = facts.select(list(_RUN_COLUMNS + _PLAN_COLUMNS)).take(at)
+        for c in joined.column_names:
+            table = table.append_column(c, joined.column(c))
+    if not plans:
+        table = table.drop_columns(list(_PLAN_COLUMNS))
     if table.column("value").null_count:
         table = table.filter(pc.is_valid(table.column("value")))
-    return table
+    # ordered here rather than by the SQL (DuckDB's sort of the wide rows cost as much as
+    # the rest of the question); Arrow's sort is stable, nulls last as DuckDB's ORDER BY
+    return table.take(pc.sort_indices(table, [(c, "ascending") for c in _ORDER]))
 
 
 def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
@@ -275,9 +308,9 @@ def versions_in(rows: list[dict[str, Any]] | pa.Table) -> list[str]:
     if isinstance(rows, pa.Table) and rows.num_rows:
         codes, names = _codes(rows.column("program_version"))
         seqs = np.asarray(rows.column("run_seq").to_numpy(), dtype=np.int64)
-        low = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(low, codes, seqs)
-        first = {str(v): int(q) for v, q in zip(names, low.tolist(), strict=True)}
+        order = np.lexsort((seqs, codes))  # by version, then run_seq: each version's first
+        starts = np.flatnonzero(np.diff(codes[order], prepend=-1))
+        first = {str(names[int(codes[order[i]])]): int(seqs[order[i]]) for i in starts}
     for r in rows if not isinstance(rows, pa.Table) else ():
         v, seq = str(r["program_version"]), int(r["run_seq"])
         if seq < first.get(v, seq + 1):
@@ -377,17 +410,25 @@ def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
             enc.dictionary.to_pylist())
 
 
-def _group(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of integer code columns (sorted) and each row's index among them: one
-    combined int64 key per row, made dense column by column (NumPy's ``unique(axis=0)`` sorts
-    rows as structured values, ~30x slower)."""
+def _group(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of integer code columns (sorted), each row's index among them and the
+    first row of each: one
+    combined int64 key per row, the columns as the digits of a mixed-radix number (made dense
+    only where the next digit would overflow it), then one ``np.unique`` (NumPy's
+    ``unique(axis=0)`` sorts rows as structured values, ~30x slower)."""
     key = np.zeros(columns[0].size, dtype=np.int64)
+    span = 1  # key < span
     for col in columns:
-        _, key = np.unique(key * (int(col.max()) + 1) + col, return_inverse=True)
-        key = key.ravel().astype(np.int64)
-    first = np.full(int(key.max()) + 1, key.size, dtype=np.int64)
-    np.minimum.at(first, key, np.arange(key.size))
-    return np.stack([c[first] for c in columns], axis=1), key
+        width = int(col.max()) + 1
+        if span * width >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.ravel().astype(np.int64)
+            span = int(key.max()) + 1
+        key = key * width + col
+        span *= width
+    # the first row of each distinct key (np.unique sorts stably for return_index)
+    _, first, key = np.unique(key, return_index=True, return_inverse=True)
+    return np.stack([c[first] for c in columns], axis=1), key.ravel().astype(np.int64), first
 
 
 def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
@@ -396,13 +437,11 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
         return out
     names = set(t.column_names)
     enc = {c: _codes(t.column(c)) for c in _KEY_INPUTS if c in names}
-    combos, combo_of = _group([enc[c][0] for c in enc])
+    combos, combo_of, first_row = _group([enc[c][0] for c in enc])
     # one cohort per distinct (version, signal, key): several input combinations may share it
     cohort_of_combo = np.empty(len(combos), dtype=np.int64)
     found: list[Cohort] = []
     index: dict[tuple[str, str, CohortKey], int] = {}
-    first_row = np.full(len(combos), t.num_rows, dtype=np.int64)
-    np.minimum.at(first_row, combo_of, np.arange(t.num_rows))
     for i, combo in enumerate(combos):
         r = {c: enc[c][1][int(code)] for c, code in zip(enc, combo, strict=True)}
         ck = (str(r["program_version"]), str(r["signal"]), _cohort_key(r))
@@ -426,11 +465,17 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     # samples: (cohort, run, launch); parts summed in row order
     run_codes, run_names = _codes(t.column("run_id"))
     launch_codes, launch_names = _codes(t.column("launch"))
-    samples, sample_of = _group([row_cohort, run_codes, launch_codes])
+    samples, sample_of, _ = _group([row_cohort, run_codes, launch_codes])
     sums = np.bincount(sample_of, weights=value, minlength=len(samples))
-    runs_text, launch_text = [str(x) for x in run_names], [str(x) for x in launch_names]
-    for (c, rc, lc), v in zip(samples.tolist(), sums.tolist(), strict=True):
-        found[c].values[(runs_text[rc], launch_text[lc])] = v
+    # each cohort's samples are a run of consecutive rows of ``samples`` (sorted by cohort)
+    runs_of = np.array([str(x) for x in run_names], dtype=object)[samples[:, 1]].tolist()
+    launches_of = np.array([str(x) for x in launch_names], dtype=object)[samples[:, 2]].tolist()
+    sample_keys = list(zip(runs_of, launches_of, strict=True))
+    sample_sums = sums.tolist()
+    starts = np.flatnonzero(np.diff(samples[:, 0], prepend=-1)).tolist()
+    for lo, hi in zip(starts, [*starts[1:], len(sample_keys)], strict=True):
+        found[int(samples[lo, 0])].values.update(
+            zip(sample_keys[lo:hi], sample_sums[lo:hi], strict=True))
     ew = np.bincount(row_cohort, weights=weight * ent.astype(float), minlength=n_co)
     w = np.bincount(row_cohort, weights=weight, minlength=n_co)
     for name, attr in (("task_id", "tasks"), ("signature", "signatures")):

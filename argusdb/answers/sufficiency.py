@@ -143,14 +143,17 @@ class Coverage:
         ``plans=True``) as their versions' plans, without another query: every claim judged
         later rests on runs of these rows, and :meth:`gaps` reads only the plans of a claim's
         runs."""
+        import pyarrow.compute as pc
+
         cols = ("plan_id", "plan_region_id", "plan_signals", "plan_scope", "run_id",
                 "program_version")
-        seen: dict[str, dict[tuple[Any, ...], None]] = {}
+        # every version of the rows, in order of first appearance; then the rows with a plan
+        seen: dict[str, dict[tuple[Any, ...], None]] = {
+            str(v): {} for v in pc.unique(rows.column("program_version")).to_pylist()}
+        planned = rows.filter(pc.is_valid(rows.column("plan_id")))
         for plan, region, signals, scope, run, version in zip(
-                *(rows.column(c).to_pylist() for c in cols), strict=True):
-            found = seen.setdefault(str(version), {})
-            if plan is not None:
-                found[(plan, region, signals, scope, run)] = None
+                *(planned.column(c).to_pylist() for c in cols), strict=True):
+            seen[str(version)][(plan, region, signals, scope, run)] = None
         for version, found in seen.items():
             if version not in self._plans:
                 self._plans[version] = [

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -68,9 +69,10 @@ class Report:
     context: Context | None = None
     statement: Any = None
 
-    @property
+    @cached_property
     def executable(self) -> str:
-        """The SQL generated from the checked tree: what :func:`execute` runs."""
+        """The SQL generated from the checked tree: what :func:`execute` runs (generated once:
+        the tree is final when the report is)."""
         return self.statement.sql(dialect="duckdb") if self.statement is not None else ""
 
     @property

@@ -260,6 +260,18 @@ def test_perfetto_export_reads_back_through_a_chrome_trace_reader(h200: Connecti
         (k["grid_x"], k["block_x"], k["registers_per_thread"]) for k in kern}
 
 
+def test_runs_facts_joined_in_arrow_are_the_sql_join(h200: Connection) -> None:
+    # fetch_table joins its runs' facts (and plans) from the connection's facts of every run;
+    # a predicate over the run keeps the join in SQL: the same rows, columns and types
+    where = ["starts_with(e.region_id, 'matmul/matmul_kernel')"]
+    by_arrow = fetch_table(h200, where, plans=True)
+    by_sql = fetch_table(h200, [*where, "r.run_id IS NOT NULL"], plans=True)
+    assert by_arrow.schema == by_sql.schema and by_arrow.num_rows > 500
+    assert sorted(map(repr, by_arrow.to_pylist())) == sorted(map(repr, by_sql.to_pylist()))
+    assert by_arrow.column("run_seq").null_count == 0
+    assert "plan_id" not in fetch_table(h200, where).column_names
+
+
 def test_cohorts_of_an_arrow_table_are_the_row_loops(h200: Connection) -> None:
     # observed timing, attributed instruction counts (lineage: mapping runs) and the derived
     # exposed latency (lineage: conditions, parent run) of every region of the kernel

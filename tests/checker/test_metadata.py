@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlglot
 
 from argusdb import checker, demo
@@ -12,6 +13,7 @@ from argusdb.api import connect
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.checker.predicates import Pred
 from argusdb.checker.resolve import catalog_objects
+from argusdb.errors import QueryRefused, UsageError
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
@@ -189,3 +191,46 @@ def test_a_sample_of_runs_keeps_the_standing_rule_exact() -> None:
     # two rows of one run each, different runs: a conflict
     assert Props.of_rows(md.group_rows([row("r1", "clean"), row("r2", "replay")])
                          ).mixed("standing")
+
+
+def test_an_accepted_report_is_kept_until_the_next_write(tmp_path: Path) -> None:
+    # The same text on unchanged data runs on the kept report (no second analysis); a write
+    # (here a second version of the region) drops it: the same question is then refused.
+    sm = ProgramSource.from_path(KERNELS / "softmax.py")
+    trace = DEMO / "softmax" / "softmax.cupti.jsonl"
+    with connect(tmp_path / "s.duckdb", create=True) as db:
+        db.ingest(trace, sm, dict(demo.OPTIONS))
+        analysed: list[str] = []
+        real = checker.analyse
+
+        def counted(sql: str, store: object) -> checker.Report:
+            analysed.append(sql)
+            return real(sql, store)  # type: ignore[arg-type]
+
+        checker.analyse = counted  # type: ignore[assignment]
+        try:
+            assert db.query(Q).num_rows == 1 and db.query(Q).num_rows == 1
+            assert analysed == [Q]
+            refused = "SELECT median(value) FROM evidence"  # kernels of two programs: AR01
+            for _ in range(2):
+                with pytest.raises(QueryRefused):
+                    db.query(refused)
+            assert analysed == [Q, refused, refused]  # refusals are judged afresh
+            assert db.check(Q) == [] and analysed[-1] == Q  # check() always analyses
+            runs = db.facts("SELECT count(*) AS n FROM run")
+            assert db.facts("SELECT count(*) AS n FROM run") is runs  # kept, not run again
+            with pytest.raises(UsageError):
+                db.facts(Q)  # evidence: asked with query(), never kept
+            versions = db.program_versions()
+            assert versions == db.query(
+                "SELECT program_version, program, options, transform FROM program_version "
+                "ORDER BY program_version").to_pylist()
+            db.ingest(trace, sm, {**demo.OPTIONS, "num_warps": "8"})
+            with pytest.raises(QueryRefused) as err:
+                db.query(Q)
+            assert "AR01" in {f.code for f in err.value.findings}
+            assert len(db.program_versions()) == len(versions) + 1
+            assert db.facts("SELECT count(*) AS n FROM run").column("n")[0].as_py() == \
+                runs.column("n")[0].as_py() + 1
+        finally:
+            checker.analyse = real  # type: ignore[assignment]
