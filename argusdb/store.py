@@ -182,8 +182,16 @@ _CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": F
 
 def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     """``con`` without DuckDB's own progress bar: it draws on stdout (a file or a pipe too)
-    for any statement past 2 s, which broke the ``--json`` answer of a long ingest."""
-    con.execute("SET enable_progress_bar = false")
+    for any statement past 2 s, which broke the ``--json`` answer of a long ingest.
+
+    A second connection of this process to the same file shares the first one's database
+    instance, whose configuration a locked-down store has locked: there the setting cannot
+    change and stays as it is (the bar is a client setting, not one connect() takes; a CLI
+    command, where the bar would land in its answer, opens its store once)."""
+    row = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
+    if row and row[0]:
+        with suppress(duckdb.InvalidInputException):
+            con.execute("SET enable_progress_bar = false")
     return con
 
 

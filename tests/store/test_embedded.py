@@ -167,6 +167,19 @@ def test_duckdb_draws_no_progress_bar(tmp_path: Path) -> None:
                                     ).fetchone() == (False,)
 
 
+def test_two_readers_of_one_store_in_one_process(tmp_path: Path) -> None:
+    """A second connection to the same file shares the first one's DuckDB instance, whose
+    configuration the first question locked: the second still opens and answers (turning the
+    progress bar off there was refused, and the open with it)."""
+    db = tmp_path / "two.duckdb"
+    Store.open(db, create=True).close()
+    with connect(db, read_only=True) as a:
+        a.query("SELECT count(*) AS n FROM run")
+        with connect(db, read_only=True) as b:
+            assert b.query("SELECT count(*) AS n FROM run").to_pylist() == [{"n": 0}]
+        assert a.query("SELECT count(*) AS n FROM run").to_pylist() == [{"n": 0}]
+
+
 def test_ingest_memory_limit_spills_beside_the_store(tmp_path: Path) -> None:
     """``argus ingest``'s connection (``memory_limit``) bounds DuckDB and spills past it next
     to the store (a derivation over a large trace's spans needs more than the limit); a
