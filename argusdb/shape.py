@@ -195,7 +195,9 @@ def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
           kernels: Sequence[str] = (), program: str | None = None) -> pa.RecordBatch:
     """The rows of collector batch ``name`` as its table stores them: conformed, with the key
     columns the DDL annotates filled for ``run`` (``run_id``, ``program_version``,
-    ``task_id``, ``run_seq``, ``rank``).
+    ``task_id``, ``run_seq``, ``rank``). Ingest does not call it: it appends :func:`marked`
+    rows with :func:`key_select` in the append; this evaluates the same formulas into Arrow,
+    for a caller that needs the keyed rows themselves (the tests pin the formulas with it).
 
     ``region_id`` is ``<program>/<kernel>`` for kernel-wide rows (macro ``kernel_wide``) of
     ``kernels`` (the @triton.jit functions of the program), else NULL. The computed columns
