@@ -177,6 +177,14 @@ class NoiseModel:
 def _verdict(t: stats.RatioTest, floor: float, alpha: float) -> tuple[bool, str]:
     if math.isnan(t.p_value):
         return False, "not significant: fewer than 2 repeats on a side"
+    if not math.isfinite(t.ratio):
+        if math.isnan(t.ratio):
+            return False, f"not significant: both medians are 0, no ratio (p={t.p_value:.3g})"
+        if t.p_value >= alpha:
+            return False, (f"not significant: p={t.p_value:.3g} >= {alpha} (the from median "
+                           "is 0, no ratio)")
+        return True, (f"{'higher' if t.ratio > 0 else 'lower'} than a from median of 0 (no "
+                      f"ratio; p={t.p_value:.3g})")
     if t.p_value >= alpha:
         return False, f"not significant: p={t.p_value:.3g} >= {alpha}"
     if t.ci_low <= 1.0 <= t.ci_high:

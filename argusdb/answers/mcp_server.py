@@ -48,6 +48,7 @@ from pydantic import ValidationError
 
 from argusdb.answers.mcp_worker import Limits, Worker, _envelope
 from argusdb.answers.report import MAX_ENTROPY_BITS
+from argusdb.answers.wire import dumps
 from argusdb.errors import UsageError
 
 #: Rows a query tool returns unless asked (the answer says when it cut).
@@ -58,7 +59,7 @@ MAX_MESSAGE_BYTES = 4 * 2**20
 
 def _result(doc: dict[str, Any], error: bool = False) -> CallToolResult:
     """The JSON document as text and as structured content (same content both ways)."""
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(doc))],
+    return CallToolResult(content=[TextContent(type="text", text=dumps(doc))],
                           structured_content=doc, is_error=error)
 
 

@@ -40,6 +40,8 @@ from multiprocessing.connection import Connection as Pipe
 from pathlib import Path
 from typing import Any
 
+from argusdb.answers.wire import dumps
+
 #: Exit status of a worker that ended itself at a query's hard deadline.
 OVERRUN_EXIT = 86
 #: Seconds without a call after which the worker closes the store (and frees its lock).
@@ -195,7 +197,7 @@ def worker_main(pipe: Pipe, store: str, limits: Limits) -> None:
             if not hasattr(exc, "exit_code") and db is not None:
                 db.close()  # an unexpected failure: start the next call on a fresh connection
                 db = None
-        pipe.send((json.loads(json.dumps(doc, default=str)), error))
+        pipe.send((json.loads(dumps(doc, default=str)), error))
     if db is not None:
         db.close()
 

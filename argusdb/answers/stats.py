@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -238,7 +239,8 @@ def ratio_ci(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
             dy = median_distribution(y)
             alpha = (1 - CONFIDENCE) / 2
             return ratio_quantile(dx, dy, alpha), ratio_quantile(dx, dy, 1 - alpha)
-    return percentile_ci([x, y], lambda mx, my: np.asarray(my / mx))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a resampled median of 0: inf
+        return percentile_ci([x, y], lambda mx, my: np.asarray(my / mx))
 
 
 def summarize(values: Sequence[float]) -> Summary:
@@ -266,6 +268,9 @@ def summarize(values: Sequence[float]) -> Summary:
 def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
     """Ratio of medians ``median(after) / median(before)``, its bootstrap CI, Mann-Whitney p.
 
+    A ``before`` median of 0 has no ratio: it is ``inf`` (``-inf``) when the ``after`` median is
+    positive (negative), NaN when both are 0, with no CI; the rank test still runs.
+
     The two samples are resampled independently (unpaired: launches of two versions are not
     matched one to one). The rank test is two-sided; ties get the normal approximation with
     tie correction, as scipy chooses.
@@ -274,10 +279,16 @@ def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
     y = np.asarray(after, dtype=float)
     if x.size == 0 or y.size == 0:
         raise ValueError("both samples need at least one value")
-    ratio = float(np.median(y) / np.median(x))
+    mx, my = float(np.median(x)), float(np.median(y))
+    if mx == 0:  # no ratio: +-inf from a zero median, undefined when both are 0
+        ratio = math.copysign(math.inf, my) if my else float("nan")
+    else:
+        ratio = my / mx
     if x.size < 2 or y.size < 2:
         return RatioTest(ratio, float("nan"), float("nan"), float("nan"))
-    if np.all(x == x[0]) and np.all(y == y[0]):
+    if not math.isfinite(ratio):
+        lo = hi = float("nan")  # a CI of an unbounded ratio says nothing the medians do not
+    elif np.all(x == x[0]) and np.all(y == y[0]):
         lo = hi = ratio
     else:
         lo, hi = ratio_ci(x, y)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from argusdb.answers import export
+from argusdb.answers.wire import dump
 from argusdb.api import connect
 from argusdb.cli.output import check_output_path, handle_errors, output_options, print_json
 from argusdb.errors import UsageError
@@ -53,7 +52,7 @@ def command(store: str, out: str, fmt: str, run_id: tuple[str, ...], version: st
             doc = None
     if doc is not None:
         with open(out, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, default=str)
+            dump(doc, fh, default=str)
     if as_json:
         print_json({"format": fmt, "out": out, "events_or_rows": n})
     else:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import click
 
+from argusdb.answers.wire import dump
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.distributed.answers import collective_diff, launch_trace
@@ -77,7 +77,7 @@ def trace(store: str, launch_group: str, out: str, as_json: bool) -> None:
     with connect(store, read_only=True, require_fresh=False) as db:
         doc = launch_trace(db.store, launch_group)
     with open(out, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh)
+        dump(doc, fh)
     if as_json:
         print_json({"out": out, "events": len(doc["traceEvents"])})
     else:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -19,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from argusdb.answers.wire import dumps
 from argusdb.api import (
     cap_process_memory,
     deadline,
@@ -49,7 +49,7 @@ def output_options(func: F | None = None, *, csv: bool = True) -> Any:
 def print_json(doc: dict[str, Any]) -> None:
     """Print ``doc`` in the success envelope: ``{"ok": true, ...doc}`` (a ``doc`` that says
     ``"ok": false`` itself, e.g. a refused explanation, keeps it)."""
-    click.echo(json.dumps({"ok": True, **doc}, default=str))
+    click.echo(dumps({"ok": True, **doc}, default=str))
 
 
 #: Address space of a CLI process that answers a question (see ``cap_process_memory``).
@@ -102,7 +102,7 @@ def hard_time_limit(timeout_s: float, as_json: bool = False) -> Iterator[None]:
 
     def stop() -> None:
         if as_json:
-            sys.stdout.write(json.dumps({"ok": False, "errors": [exc.to_json()]}) + "\n")
+            sys.stdout.write(dumps({"ok": False, "errors": [exc.to_json()]}) + "\n")
         else:
             sys.stderr.write(f"error: {exc}\n")
         sys.stdout.flush()
@@ -126,7 +126,7 @@ def handle_errors(func: F) -> F:
             return func(*args, **kwargs)
         except ArgusError as exc:
             if kwargs.get("as_json"):
-                click.echo(json.dumps({"ok": False, "errors": _errors(exc)}, default=str))
+                click.echo(dumps({"ok": False, "errors": _errors(exc)}, default=str))
             else:
                 click.echo(f"error: {exc}", err=True)
             sys.exit(exc.exit_code)
@@ -174,7 +174,7 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], as_json: 
         doc: dict[str, Any] = {"ok": True, "columns": list(columns),
                                "rows": [list(r) for r in rows]}
         doc.update(extra or {})
-        click.echo(json.dumps(doc, default=str))
+        click.echo(dumps(doc, default=str))
         return
     if as_csv:
         w = csv.writer(sys.stdout)

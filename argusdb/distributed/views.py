@@ -102,14 +102,13 @@ def write_perfetto(store: Store, groups: list[dict[str, Any]], program: str,
     Raises:
         UsageError: the program has no launch groups.
     """
-    import json
-
+    from argusdb.answers.wire import dump
     from argusdb.distributed.answers import launch_trace
 
     lg = _first(groups, program, "perfetto")
     doc = launch_trace(store, lg)
     with open(path, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh)
+        dump(doc, fh)
     return lg
 
 

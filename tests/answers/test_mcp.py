@@ -31,6 +31,8 @@ async def _session(store: str) -> dict[str, Any]:
                 "sql": "SELECT region_id, median(value) AS med FROM evidence "
                        "WHERE region_id = 'matmul/matmul_kernel' GROUP BY region_id"})
             out["hostile"] = await session.call_tool("query", {"sql": "DROP TABLE run"})
+            out["nan"] = await session.call_tool("query", {
+                "sql": "SELECT 'nan'::DOUBLE AS a, 'inf'::DOUBLE AS b"})
             out["diff"] = await session.call_tool("diff", {
                 "region": "matmul/matmul_kernel", "from_version": "variant=a",
                 "to_version": "variant=b"})
@@ -69,6 +71,9 @@ def test_mcp_client_session_over_stdio(relabelled: Connection) -> None:
     assert err["errors"][0]["name"] == "version.mixed" and err["errors"][0]["remedy"]
     assert out["hostile"].is_error
     assert json.loads(out["hostile"].content[0].text)["errors"][0]["code"] == "AR08"
+    # strict JSON in the text content (NaN / Infinity are not JSON), null in both forms
+    nan = json.loads(out["nan"].content[0].text, parse_constant=lambda t: 1 / 0)
+    assert nan["rows"] == [[None, None]] and _doc(out["nan"])["rows"] == [[None, None]]
     d = _doc(out["diff"])
     assert d["rows"][0]["ratio"] == 1.0 and d["rows"][0]["significant"] is False
     rep = _doc(out["report"])

@@ -20,12 +20,17 @@ SOFTMAX = str(KERNELS / "softmax.py")
 NOT_DATA = {"mcp"}
 
 
+def _not_json(token: str) -> None:
+    """Strict RFC 8259: ``NaN`` and ``Infinity`` are Python's, not JSON (JSON.parse refuses)."""
+    raise AssertionError(f"{token} in a --json document")
+
+
 def _run(*args: str) -> tuple[int, dict[str, object]]:
     res = CliRunner().invoke(main, list(args))
     assert res.exception is None or isinstance(res.exception, SystemExit), res.output
     lines = [ln for ln in res.stdout.splitlines() if ln.strip()]
     assert len(lines) == 1, f"{args}: expected one JSON line on stdout, got {res.stdout!r}"
-    doc = json.loads(lines[0])
+    doc = json.loads(lines[0], parse_constant=_not_json)
     assert isinstance(doc, dict) and isinstance(doc.get("ok"), bool), doc
     assert next(iter(doc)) == "ok"
     return res.exit_code, doc
@@ -48,6 +53,7 @@ def _cases(store: str, tmp: Path) -> list[tuple[str, ...]]:
         ("init", str(tmp / "new.duckdb")),
         ("ingest", store, JSONL, "--program", SOFTMAX, "--option", "variant=a"),
         ("query", store, "SELECT count(*) AS n FROM run"),
+        ("query", store, "SELECT 'nan'::DOUBLE AS a, 'inf'::DOUBLE AS b, 1e308 * 10 AS c"),
         ("check", store, "SELECT count(*) AS n FROM run"),
         ("explain", store, "SELECT count(*) AS n FROM run"),
         ("runs", store),
@@ -110,3 +116,26 @@ def test_every_data_command_takes_the_shared_output_options() -> None:
         assert "as_json" in opts, cmd.name
         helps.add(opts["as_json"].help)
     assert len(helps) == 1
+
+
+def test_non_finite_numbers_are_null_in_strict_json(store: str) -> None:
+    """A DOUBLE column's NaN and infinities print as null (the envelope is strict JSON)."""
+    code, doc = _run("query", store, "SELECT 'nan'::DOUBLE AS a, '-inf'::DOUBLE AS b, "
+                     "0.5::DOUBLE AS c", "--json")
+    assert code == 0 and doc["rows"] == [[None, None, 0.5]]
+
+
+def test_trace_files_are_strict_json(tmp_path: Path) -> None:
+    """``wire.dump`` (trace and region-tree exports) rewrites a document with a NaN from the
+    start of the file, as null, and leaves a finite one as json.dump writes it."""
+    from argusdb.answers.wire import dump
+
+    out = tmp_path / "t.json"
+    with open(out, "w", encoding="utf-8") as fh:
+        fh.write("")
+        dump({"traceEvents": [{"ts": 1.5, "dur": float("nan")}], "x": [float("inf")]}, fh)
+    assert json.loads(out.read_text(), parse_constant=_not_json) == {
+        "traceEvents": [{"ts": 1.5, "dur": None}], "x": [None]}
+    with open(out, "w", encoding="utf-8") as fh:
+        dump({"a": [1, 2.5]}, fh)
+    assert out.read_text() == json.dumps({"a": [1, 2.5]})
