@@ -65,6 +65,8 @@ class State:
         self.errors: list[str] = []
         self.targets: dict[int, bool] = {}
         self.activity: Any = None
+        #: of the timing split: the chosen binary's launches, those kept, graph executions
+        self.timing: dict[str, int] | None = None
         self.lock = threading.Lock()
 
     # -- which functions are the target ------------------------------------------------
@@ -93,19 +95,23 @@ class State:
             var = self.variant(jit)
             run_self = var
             run_fn = type(var).run
-        settled = sum(1 for x in self.launches if x["role"] == "program")
+        captured = capturing()
+        settled = sum(1 for x in self.launches if x["role"] == "program"
+                      and not x.get("captured"))
         variant = self.variant_path is not None or bool(self.spec.get("overrides"))
-        check = (variant and role == "program" and self.check is None
+        # never inside CUDA graph capture: copies, a second launch and comparisons would be
+        # captured too (and a comparison's sync invalidates the capture)
+        check = (variant and role == "program" and self.check is None and not captured
                  and settled >= int(self.spec.get("check_index", 0)))
         if check:
             return self._checked(jit, orig, run_self, run_fn, args, grid, kw, kwargs)
         t0 = time.perf_counter_ns()
         kernel = run_fn(run_self, *args, grid=grid, warmup=False, **kw)
-        self.record(jit, kernel, role, t0, args, kw)
+        self.record(jit, kernel, role, t0, args, kw, captured)
         return kernel
 
     def record(self, jit: Any, kernel: Any, role: str, t0: int, args: tuple[Any, ...],
-               kw: dict[str, Any]) -> None:
+               kw: dict[str, Any], captured: bool = False) -> None:
         info = None
         h = binary_hash(kernel)
         if kernel is None:  # the interpreter compiles nothing: its "binaries" are constexpr sets
@@ -117,7 +123,7 @@ class State:
                                                        self.constexprs.pop(id(jit), None))
                 self.compiled[h] = kernel
             self.launches.append({"i": len(self.launches), "role": role, "binary": h,
-                                  "t_ns": t0})
+                                  "t_ns": t0, **({"captured": True} if captured else {})})
 
     def _checked(self, jit: Any, orig: Any, var: Any, var_run: Any, args: tuple[Any, ...],
                  grid: Any, kw: dict[str, Any], parent_kwargs: dict[str, Any]) -> Any:
@@ -210,6 +216,12 @@ class State:
         pid = os.getpid()
         files: list[str] = []
         chosen = self.chosen()
+        variant = self.variant_path is not None or bool(self.spec.get("overrides"))
+        if variant and self.check is None and any(x.get("captured") for x in self.launches):
+            k = int(self.spec.get("check_index", 0))
+            self.errors.append(f"the variant was not checked against the parent: the program "
+                               f"launched {self.kernel} fewer than {k + 1} times outside CUDA "
+                               "graph capture, and a check cannot run inside a capture")
         recs = self.activity.stop(None) if self.activity is not None else None
         if recs is not None:
             files += self.split_timing(recs, chosen, pid)
@@ -224,7 +236,7 @@ class State:
                "module_file": self.module_file, "mode": self.spec.get("mode"),
                "launches": self.launches, "binaries": self.binaries, "chosen_binary": chosen,
                "autotune": self.autotune, "variant_check": self.check, "errors": self.errors,
-               "files": files}
+               "timing": self.timing, "files": files}
         (self.out / f"launch.{pid}.json").write_text(json.dumps(doc, indent=1, default=str))
 
     def split_timing(self, recs: list[dict[str, Any]], chosen: str | None, pid: int
@@ -233,17 +245,14 @@ class State:
         warm-up) and, apart, the target's other launches (autotuning, warm-up, checks)."""
         from argusdb.runner.gpu_tools import write_jsonl
 
-        mine = sorted((r for r in recs if r.get("kind") == "CONCURRENT_KERNEL"
-                       and r.get("name") == self.kernel), key=lambda r: r["correlation_id"])
-        if len(mine) != len(self.launches):
-            self.errors.append(f"CUPTI saw {len(mine)} launches of {self.kernel}, the hook "
-                               f"{len(self.launches)}: they cannot be matched to binaries")
+        paired = self.match_timing(recs)
+        if paired is None:
             write_jsonl(self.out / f"all.{pid}.cupti.jsonl", recs)
             return [f"all.{pid}.cupti.jsonl"]
         warmup = int(self.spec.get("warmup", 0))
         apart: set[int] = set()
         seen = 0
-        for rec, launch in zip(mine, self.launches, strict=True):
+        for rec, launch in paired:
             rec["argus_binary"], rec["argus_role"] = launch["binary"], launch["role"]
             keep = launch["role"] == "program" and launch["binary"] == chosen
             if keep:
@@ -251,6 +260,8 @@ class State:
                 seen += 1
             if not keep:
                 apart.add(id(rec))
+        self.timing = {"of_binary": seen, "kept": max(0, seen - warmup),
+                       "graph_executions": sum(1 for r, _ in paired if r.get("graph_id"))}
         evidence = [r for r in recs if id(r) not in apart]
         other = [r for r in recs if id(r) in apart]
         for r in evidence:
@@ -259,6 +270,57 @@ class State:
         write_jsonl(self.out / f"timing.{pid}.cupti.jsonl", evidence)
         write_jsonl(self.out / f"apart.{pid}.jsonl", other)
         return [f"timing.{pid}.cupti.jsonl", f"apart.{pid}.jsonl"]
+
+
+    def match_timing(self, recs: list[dict[str, Any]]
+                     ) -> list[tuple[dict[str, Any], dict[str, Any]]] | None:
+        """The target's CUPTI kernel records in start order, each with the launch it ran.
+
+        A launch made outside CUDA graph capture ran once: the records launched by no graph
+        (``graph_id`` 0) are those launches, in correlation order. A launch made while its
+        stream was capturing ran nothing then; it became a node of the graph, and each replay
+        of the graph runs it (records with a ``graph_id``): all of them are that captured
+        launch's binary. Records of a graph when the captured launches were of several
+        binaries cannot be told apart (None, with the error).
+        """
+        mine = [r for r in recs if r.get("kind") == "CONCURRENT_KERNEL"
+                and r.get("name") == self.kernel]
+        eager = sorted((r for r in mine if not r.get("graph_id")),
+                       key=lambda r: r["correlation_id"])
+        graphed = [r for r in mine if r.get("graph_id")]
+        direct = [x for x in self.launches if not x.get("captured")]
+        captured = [x for x in self.launches if x.get("captured")]
+        if len(eager) != len(direct):
+            self.errors.append(f"CUPTI saw {len(eager)} launches of {self.kernel} outside CUDA "
+                               f"graphs, the hook {len(direct)}: they cannot be matched to "
+                               "binaries")
+            return None
+        if graphed and not captured:
+            self.errors.append(f"CUPTI saw {len(graphed)} launches of {self.kernel} from CUDA "
+                               "graphs, but the hook saw none of its launches captured (a "
+                               "graph captured before the hooks, or built by hand): their "
+                               "binary is unknown")
+            return None
+        kinds = {(x["binary"], x["role"]) for x in captured}
+        if graphed and len(kinds) > 1:
+            self.errors.append(f"{self.kernel} was captured into CUDA graphs as "
+                               f"{len(kinds)} binaries; the {len(graphed)} launches of the "
+                               "graphs' replays cannot be told apart by binary")
+            return None
+        pairs = list(zip(eager, direct, strict=True))
+        if graphed:
+            pairs += [(r, captured[0]) for r in graphed]
+        return sorted(pairs, key=lambda p: p[0]["start"])
+
+
+def capturing() -> bool:
+    """Whether torch's current CUDA stream (the one Triton launches on) is capturing a graph."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available()
+                    and torch.cuda.is_current_stream_capturing())
+    except Exception:  # a torch without CUDA or an uninitialized context: nothing captured
+        return False
 
 
 def binary_hash(kernel: Any) -> str:

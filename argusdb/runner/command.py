@@ -176,16 +176,20 @@ class CommandBackend:
         measured = [x for x in doc["launches"] if x["role"] == "program"
                     and x["binary"] == chosen]
         check = doc.get("variant_check")
-        kept = max(0, len(measured) - _warmup(job.params))
+        split = doc.get("timing") or {}  # counted on CUPTI's records: graph replays too
+        of_binary = int(split.get("of_binary", len(measured)))
+        kept = int(split.get("kept", max(0, len(measured) - _warmup(job.params))))
         if not kept:
             raise CommandFailed(" ".join(self.argv), f"launched binary {chosen} of "
-                                f"{job.params['kernel']} {len(measured)} time(s), none after "
+                                f"{job.params['kernel']} {of_binary} time(s), none after "
                                 f"the {_warmup(job.params)} warm-up launch(es)",
                                 "run the program for more steps")
         result: dict[str, Any] = {
             "files": timing, "gpu_s": wall, "binary": chosen, "pid": doc["pid"],
-            "launches_of_binary": len(measured), "launches_kept": kept,
-            "launches_apart": len(doc["launches"]) - kept, "variant_check": check}
+            "launches_of_binary": of_binary, "launches_kept": kept,
+            "graph_executions": int(split.get("graph_executions", 0)),
+            "launches_apart": len(doc["launches"]) - len(measured) + of_binary - kept,
+            "variant_check": check}
         if check is not None:
             result["rel_err_vs_parent"] = check.get("rel_err_vs_parent")
         return self._result(job, result)
@@ -207,7 +211,7 @@ class CommandBackend:
             prefix += ["--metrics", ",".join(job.params["metrics"])]
         docs, wall, log = self._launch(job, "plain", prefix)
         doc = self._target(job, docs)
-        launches = doc["launches"]
+        launches = executed(doc["launches"])
         want = job.params.get("binary")
         got = launches[skip]["binary"] if skip < len(launches) else None
         if got != want or (skip < len(launches) and launches[skip]["role"] != "program"):
@@ -284,6 +288,13 @@ def describe_binaries(binaries: list[dict[str, Any]]) -> str:
     return f"{len(binaries)} binar{'ies' if len(binaries) != 1 else 'y'}: " + "; ".join(parts)
 
 
+def executed(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The launches that ran when they were made, in order: not those made while a CUDA
+    graph was captured (they run as the graph's nodes at each replay, after them). Nsight
+    Compute's ``--launch-skip`` counts these first."""
+    return [x for x in launches if not x.get("captured")]
+
+
 def discovery(doc: dict[str, Any], warmup: int, select: dict[str, str] | None = None
               ) -> dict[str, Any]:
     """Which launch to measure, of which binary, from a discover run's launch record.
@@ -297,14 +308,25 @@ def discovery(doc: dict[str, Any], warmup: int, select: dict[str, str] | None = 
     """
     prog = [x for x in doc["launches"] if x["role"] == "program"]
     chosen = doc["chosen_binary"]
-    of_binary = [x for x in prog if x["binary"] == chosen]
+    first = next((x["i"] for x in prog if x.get("captured")), None)
+    # before the first capture: no graph replay has run yet, so --launch-skip counts exactly
+    of_binary = [x for x in executed(prog) if x["binary"] == chosen
+                 and (first is None or x["i"] < first)]
+    if not of_binary:
+        raise CommandFailed(
+            " ".join(map(str, doc.get("argv") or [])), f"{doc['kernel']} binary {chosen} was "
+            "not launched on its own before the program captured it into a CUDA graph: the "
+            "launch to measure and the variant check need such a launch", "launch the kernel "
+            "once or more before capturing (the usual warm-up on a side stream), or observe "
+            "it in a run without graphs")
     index = min(warmup, len(of_binary) - 1)
     target = of_binary[index]
-    skip = next(i for i, x in enumerate(prog) if x is target)
+    skip = next(i for i, x in enumerate(executed(prog)) if x is target)
     chosen_cfg = doc.get("autotune", {}).get("chosen") or []
     return {"kernel": doc["kernel"], "module_file": doc.get("module_file"),
             "binary": doc["binaries"][chosen], "binaries": doc["binaries"],
             "launches": {"total": len(doc["launches"]), "program": len(prog),
+                         "captured": sum(1 for x in prog if x.get("captured")),
                          "autotune": sum(1 for x in doc["launches"] if x["role"] == "autotune"),
                          "of_binary": len(of_binary)},
             "measure_index": index, "ncu_launch_skip": skip,

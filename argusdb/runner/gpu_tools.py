@@ -52,6 +52,7 @@ class Activity:
                      "block_x", "block_y", "block_z", "registers_per_thread",
                      "static_shared_memory", "dynamic_shared_memory", "stream_id", "device_id",
                      "context_id")
+    GRAPH_FIELDS = ("graph_id", "graph_node_id")
     RUNTIME_FIELDS = ("start", "end", "correlation_id", "cbid", "process_id", "thread_id")
 
     def __init__(self) -> None:
@@ -69,6 +70,8 @@ class Activity:
             if a.kind == self.cupti.ActivityKind.CONCURRENT_KERNEL:
                 rec: dict[str, Any] = {"kind": "CONCURRENT_KERNEL"}
                 rec.update({f: getattr(a, f) for f in self.KERNEL_FIELDS})
+                # the graph a replayed kernel node ran in (0: a launch of its own)
+                rec.update({f: getattr(a, f, 0) or 0 for f in self.GRAPH_FIELDS})
             elif a.kind == self.cupti.ActivityKind.RUNTIME:
                 rec = {"kind": "RUNTIME"}
                 rec.update({f: getattr(a, f) for f in self.RUNTIME_FIELDS})

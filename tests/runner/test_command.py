@@ -42,7 +42,8 @@ def test_control_run_finds_binary_launch_and_module(tmp_path: Path) -> None:
     assert d["module_file"] == str((MODEL / "fused_norm.py").resolve())
     assert d["module_sha256"] == ProgramSource.from_path(MODEL / "fused_norm.py").sha256
     # 2 steps + the program's check: 3 launches, so the measured one is the last (index 2)
-    assert d["launches"] == {"total": 3, "program": 3, "autotune": 0, "of_binary": 3}
+    assert d["launches"] == {"total": 3, "program": 3, "autotune": 0, "of_binary": 3,
+                           "captured": 0}
     assert d["measure_index"] == 2 and d["ncu_launch_skip"] == 2
     assert d["binary"]["constexprs"] == {"BLOCK": 64}
 
