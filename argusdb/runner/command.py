@@ -111,6 +111,12 @@ class CommandBackend:
                                     "(ARGUS_GPU_SITE may name a folder that has it)")
             where = (f"{len(docs)} Python process(es) ran with the hooks and none launched "
                      f"it" if docs else "no Python process of the command loaded the hooks")
+            if any(d.get("inductor_loaded") for d in docs):
+                where += ("; torch.compile (Inductor) was loaded: a kernel called inside a "
+                          "compiled function is copied into Inductor's generated code and "
+                          "launched by its own launcher, which the hooks do not see (observe "
+                          "an eager run: argus observe ... -- env TORCHDYNAMO_DISABLE=1 "
+                          "COMMAND)")
             where += ("; a subprocess started with an environment that drops PYTHONPATH (or "
                       "ARGUS_LAUNCH_SPEC) runs without them, so a kernel launched only there "
                       "is not seen: keep the environment when the program starts it")

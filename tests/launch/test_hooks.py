@@ -112,3 +112,48 @@ def test_the_launcher_module_runs_a_command_and_summarises(tmp_path: Path) -> No
     assert "7 launches of layernorm_fwd" in p.stderr
     assert "interpreter:BLOCK=64,num_warps=4 program: 7" in p.stderr
     assert "layer norm rel err" in p.stdout  # the program's own output passes through
+
+
+def test_a_variant_of_a_module_that_registers_an_op_keeps_the_program_s_op(
+        tmp_path: Path) -> None:
+    """``scale_add.py`` registers a ``torch.library`` op at import (``triton_op``). Loading
+    the variant must not run that registration again: the op would then launch the variant's
+    kernel itself, past the hooks (the hooks saw 1 of 12 launches on the H200 when the whole
+    variant file ran). Only the variant's Triton functions and ``_argus`` helpers run."""
+    src = ProgramSource.from_path(PROGRAMS / "customop" / "scale_add.py")
+    var = apply("forced_wait", src, {"region_id": "scale_add/scale_add_kernel/load"})
+    path = tmp_path / "variant" / "scale_add.py"
+    path.parent.mkdir()
+    path.write_text(var.source.text)
+    (doc,) = launch(tmp_path, "customop", [sys.executable, "cpu.py", "5"],
+                    kernel="scale_add_kernel", program="scale_add", variant=str(path),
+                    check_index=2)
+    roles = [x["role"] for x in doc["launches"]]
+    # every one of the 5 steps went through the hooks, plus the parent's check launch
+    assert roles.count("program") == 5 and roles.count("check") == 1, roles
+    assert doc["variant_check"]["rel_err_vs_parent"] == 0.0 and not doc["errors"]
+
+
+def test_the_variant_loads_only_its_kernels_and_helpers(tmp_path: Path) -> None:
+    """In this process: the variant module starts from the parent's namespace and runs only
+    imports, ``_argus`` assignments and Triton functions of the variant file."""
+    import importlib
+
+    from argusdb.launch.hooks import load_variant
+
+    sys.path.insert(0, str(PROGRAMS / "customop"))
+    try:
+        parent = importlib.import_module("scale_add")
+        text = (PROGRAMS / "customop" / "scale_add.py").read_text()
+        marked = text.replace('@triton_op("demo::scale_add"', "SIDE_EFFECTS.append(1)\n\n\n"
+                              '@triton_op("demo::scale_add"') + "\nSIDE_EFFECTS = []\n"
+        path = tmp_path / "scale_add.py"
+        path.write_text(marked)
+        var = load_variant(parent.scale_add_kernel, str(path), "scale_add_kernel")
+        assert var.fn.__code__.co_filename == str(path) and var is not parent.scale_add_kernel
+        mod = sys.modules[var.fn.__module__]
+        # the op wrapper is the parent's (not run again); no module-level statement ran
+        assert mod.scale_add is parent.scale_add and "SIDE_EFFECTS" not in vars(mod)
+    finally:
+        sys.path.remove(str(PROGRAMS / "customop"))
+        sys.modules.pop("scale_add", None)

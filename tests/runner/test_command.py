@@ -62,6 +62,17 @@ def test_kernel_never_launched(tmp_path: Path) -> None:
         discover([sys.executable, "-c", "import fused_norm"], MODEL, tmp_path)
 
 
+def test_kernel_never_launched_where_torch_compile_ran_says_how_to_observe_it(
+        tmp_path: Path) -> None:
+    """A process that loaded torch.compile's Inductor and never launched the kernel through
+    Triton's JIT (Inductor launches its own copy of a kernel called in a compiled region)."""
+    pytest.importorskip("torch")
+    code = "import torch._inductor.runtime.triton_heuristics, fused_norm"
+    with pytest.raises(CommandFailed, match=r"torch\.compile \(Inductor\) was loaded.*"
+                       r"env TORCHDYNAMO_DISABLE=1 COMMAND"):
+        discover([sys.executable, "-c", code], MODEL, tmp_path)
+
+
 def test_kernel_launched_from_a_subprocess_without_the_environment(tmp_path: Path) -> None:
     code = ("import os, subprocess, sys; env = {k: v for k, v in os.environ.items() "
             "if k != 'PYTHONPATH'}; subprocess.run([sys.executable, 'model.py', "

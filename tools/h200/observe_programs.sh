@@ -20,7 +20,7 @@ OUT=${2:?out dir}
 REQS=${3:-}
 [ -n "$REQS" ] && REQS=$(cd "$(dirname "$REQS")" && pwd)/$(basename "$REQS")
 WORK=/tmp/programs
-rm -rf "$WORK" /tmp/progs && mkdir -p "$WORK" "$OUT" /tmp/progs
+rm -rf "$WORK" /tmp/progs /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT" /tmp/progs
 for w in argus cupti130; do
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1

@@ -1,0 +1,61 @@
+"""A kernel registered as a ``torch.library`` op (``triton_op`` + ``wrap_triton``) in a model
+that ``torch.compile`` compiles: ``tests/data/programs/customop``.
+
+Observed on the H200 (``tools/h200/observe_programs.sh .whl OUT
+tools/h200/programs_compiled.txt``): compiled, Inductor launches its own copy of the kernel and
+the control task fails saying so, with the way out; with ``TORCHDYNAMO_DISABLE=1`` (the same
+program, eager) all 7 tasks run. The forced-wait run is the one that used to fail: loading the
+whole variant file registered the op again, and the program's later launches went to the
+variant's kernel past the hooks (CUPTI saw 12 launches, the hooks 1).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from argusdb.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "tests" / "data" / "programs" / "customop"
+RECORDED = ROOT / "tests" / "data" / "gpu" / "programs" / "customop"
+REPORTS = ROOT / "tests" / "data" / "gpu" / "programs" / "reports"
+
+
+def test_the_compiled_run_failed_with_the_way_out() -> None:
+    rep = json.loads((REPORTS / "compiled.json").read_text())
+    assert not rep["ok"] and rep["failed"][0]["action"] == "find_launch"
+    err = rep["failed"][0]["error"]
+    assert "torch.compile (Inductor) was loaded" in err and "TORCHDYNAMO_DISABLE=1" in err
+
+
+def test_every_launch_of_the_variant_run_went_through_the_hooks() -> None:
+    (doc,) = [json.loads(p.read_text()) for p in
+              (RECORDED / "cupti_timing.forced_wait").glob("launch.*.json")]
+    roles = [x["role"] for x in doc["launches"]]
+    assert roles.count("program") == 12 and roles.count("check") == 1 and not doc["errors"]
+    assert doc["variant_check"]["rel_err_vs_parent"] == 0.0
+
+
+def test_replayed_eager_observation_is_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(RECORDED, bundle)
+    monkeypatch.chdir(PROGRAM)
+    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
+    r = CliRunner().invoke(main, [
+        "observe", "--region", "scale_add/scale_add_kernel/load", "--signals",
+        "duration,inst_executed,warp_stall_samples,exposed_latency", "--store",
+        str(tmp_path / "s.duckdb"), "--json", "--", "env", "TORCHDYNAMO_DISABLE=1",
+        "python3", "model.py"])
+    rep = json.loads(r.stdout.splitlines()[-1])
+    assert r.exit_code == 0 and rep["ok"], rep["failed"]
+    assert [t["status"] for t in rep["tasks"]] == ["done"] * 7
+    for sig in ("inst_executed", "warp_stall_samples"):
+        v = rep["attribution"][sig]
+        assert v["verdict"] == "sufficient" and v["attributed"] == v["observed"] > 0
+    assert rep["evidence"]["exposed_latency"] == {"derived": 1}
