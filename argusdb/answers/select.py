@@ -94,6 +94,16 @@ class Cohort:
     weight: float = 0.0
     conditions: list[Any] = field(default_factory=list)
     related_runs: set[str] = field(default_factory=set)
+    #: The cohort's runs and their medians (:meth:`runs`, :meth:`run_medians`) as
+    #: :func:`cohorts` computed them column-wise, with the number of samples they are of: a
+    #: cohort whose samples were added to since is computed afresh from :attr:`values`.
+    by_run: tuple[int, list[str], list[float]] | None = field(default=None, repr=False,
+                                                              compare=False)
+
+    def _kept_by_run(self) -> tuple[list[str], list[float]] | None:
+        if self.by_run is None or self.by_run[0] != len(self.values):
+            return None
+        return self.by_run[1], self.by_run[2]
 
     @property
     def samples(self) -> list[float]:
@@ -106,7 +116,8 @@ class Cohort:
 
     @property
     def runs(self) -> list[str]:
-        return sorted({r for r, _ in self.values})
+        kept = self._kept_by_run()
+        return list(kept[0]) if kept else sorted({r for r, _ in self.values})
 
     def run_samples(self) -> dict[str, list[float]]:
         out: dict[str, list[float]] = defaultdict(list)
@@ -117,6 +128,9 @@ class Cohort:
     def run_medians(self) -> list[float]:
         """The median of each run's samples (``np.median``'s value: the middle one, or the
         mean of the two middle ones), in run order."""
+        kept = self._kept_by_run()
+        if kept:
+            return list(kept[1])
         per_run: dict[str, list[float]] = {}  # a median does not depend on its input's order
         for (run, _), v in self.values.items():
             per_run.setdefault(run, []).append(v)
@@ -431,6 +445,33 @@ def _group(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return np.stack([c[first] for c in columns], axis=1), key.ravel().astype(np.int64), first
 
 
+def _run_medians(samples: np.ndarray, sums: np.ndarray, run_names: list[Any]
+                 ) -> dict[int, tuple[list[str], list[float]]]:
+    """Each cohort's runs (sorted) and the median of each run's samples, from the grouped
+    samples of :func:`_cohorts_of_table` (rows of cohort, run code, launch code) and their
+    sums: what :meth:`Cohort.run_medians` computes one run at a time (``np.median``'s value:
+    the middle sample or the mean of the two middle ones, NaN where a sample is NaN), for
+    every run of every cohort in one sort."""
+    width = int(samples[:, 1].max()) + 1
+    group = samples[:, 0] * width + samples[:, 1]
+    order = np.lexsort((sums, group))  # by (cohort, run), then value (NaN last)
+    v, g = sums[order], group[order]
+    starts = np.flatnonzero(np.diff(g, prepend=-1))
+    n = np.diff(np.append(starts, g.size))
+    lo, hi = starts + (n - 1) // 2, starts + n // 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        med = np.where(lo == hi, v[lo], (v[lo] + v[hi]) / 2)
+    med[np.add.reduceat(np.isnan(v), starts) > 0] = np.nan
+    by_cohort: dict[int, list[tuple[str, float]]] = {}
+    for key, m in zip(g[starts].tolist(), med.tolist(), strict=True):
+        by_cohort.setdefault(key // width, []).append((str(run_names[key % width]), m))
+    out: dict[int, tuple[list[str], list[float]]] = {}
+    for c, pairs in by_cohort.items():
+        pairs.sort(key=lambda p: p[0])
+        out[c] = ([r for r, _ in pairs], [m for _, m in pairs])
+    return out
+
+
 def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     out: dict[tuple[str, str, CohortKey], Cohort] = {}
     if t.num_rows == 0:
@@ -476,6 +517,9 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     for lo, hi in zip(starts, [*starts[1:], len(sample_keys)], strict=True):
         found[int(samples[lo, 0])].values.update(
             zip(sample_keys[lo:hi], sample_sums[lo:hi], strict=True))
+    counts = np.bincount(samples[:, 0], minlength=n_co).tolist()
+    for c, (runs, medians) in _run_medians(samples, sums, run_names).items():
+        found[c].by_run = (counts[c], runs, medians)
     ew = np.bincount(row_cohort, weights=weight * ent.astype(float), minlength=n_co)
     w = np.bincount(row_cohort, weights=weight, minlength=n_co)
     for name, attr in (("task_id", "tasks"), ("signature", "signatures")):

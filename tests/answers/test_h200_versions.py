@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -290,3 +291,29 @@ def test_cohorts_of_an_arrow_table_are_the_row_loops(h200: Connection) -> None:
             want.entropy_weighted, want.weight, want.unit, want.timing_clean)
     assert any(co.related_runs for co in by_rows.values())
     assert any(co.conditions for co in by_rows.values())
+    # the runs and per-run medians the columns kept are those of the samples, run by run
+    for key, want in by_rows.items():
+        assert by_columns[key].by_run is not None and want.by_run is None
+        assert by_columns[key].runs == want.runs
+        assert by_columns[key].run_medians() == want.run_medians()
+
+
+def test_run_medians_kept_by_the_columns_are_np_median_run_by_run(h200: Connection) -> None:
+    # odd and even sample counts, ties, NaN samples, negative and zero values: the medians
+    # kept by cohorts() of the table are np.median of each run's samples
+    table = fetch_table(h200, ["starts_with(e.region_id, 'matmul/matmul_kernel')"])
+    rng = np.random.default_rng(7)
+    values = rng.integers(-3, 4, table.num_rows).astype(float)
+    values[rng.random(table.num_rows) < 0.002] = np.nan
+    values = np.where(rng.random(table.num_rows) < 0.3, values, values * 5e307)  # sums overflow
+    table = table.set_column(table.column_names.index("value"), "value", pa.array(values))
+    for co in cohorts(table).values():
+        per_run: dict[str, list[float]] = {}
+        for (run, _), v in co.values.items():
+            per_run.setdefault(run, []).append(v)
+        want = [float(np.median(per_run[r])) for r in sorted(per_run)]
+        assert co.runs == sorted(per_run)
+        np.testing.assert_array_equal(co.run_medians(), want)
+    co = next(iter(cohorts(table).values()))
+    co.values[("another run", "0")] = 1.0  # samples added after grouping: computed afresh
+    assert "another run" in co.runs and len(co.run_medians()) == len(co.runs)
