@@ -31,6 +31,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -258,17 +259,27 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
     connection per store generation), rather than by the evidence question: a join in that
     question cost about a third of it. Predicates over ``r`` keep the join in SQL.
     """
+    return fetch_tables(db, where, plans)[0]
+
+
+def fetch_tables(db: Connection, where: list[str], plans: bool = False,
+                 also: Sequence[str] = ()) -> tuple[pa.Table, list[pa.Table]]:
+    """:func:`fetch_table`, and the answers to the independent questions ``also``, their
+    statements run at the same time (:meth:`~argusdb.api.Connection.queries`), with the
+    runs' facts where the connection does not keep them yet."""
     import pyarrow.compute as pc
 
     cond = " AND ".join(where)
     if re.search(r"\br\.", cond):  # a predicate over the run: joined in SQL
         cols = ", ".join(f"f.{c}" for c in _RUN_COLUMNS + _PLAN_COLUMNS)
-        table = db.query(f"SELECT {_EVIDENCE_COLUMNS}, {cols} FROM evidence AS e "
-                         f"JOIN run AS r ON r.run_id = e.run_id "
-                         f"JOIN ({_RUN_FACTS}) AS f ON f.run_id = e.run_id WHERE {cond}")
+        table, *others = db.queries([
+            f"SELECT {_EVIDENCE_COLUMNS}, {cols} FROM evidence AS e "
+            f"JOIN run AS r ON r.run_id = e.run_id "
+            f"JOIN ({_RUN_FACTS}) AS f ON f.run_id = e.run_id WHERE {cond}", *also])
     else:
-        table = db.query(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}")
-        facts = db.facts(_RUN_FACTS)
+        table, facts, *others = db.queries([
+            f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}", _RUN_FACTS, *also],
+            facts=(_RUN_FACTS,))
         at = pc.index_in(table.column("run_id"), value_set=facts.column("run_id"))
         if at.null_count:  # evidence of a run the store does not hold: not joined, as in SQL
             table, at = table.filter(pc.is_valid(at)), at.filter(pc.is_valid(at))
@@ -281,7 +292,7 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
         table = table.filter(pc.is_valid(table.column("value")))
     # ordered here rather than by the SQL (DuckDB's sort of the wide rows cost as much as
     # the rest of the question); Arrow's sort is stable, nulls last as DuckDB's ORDER BY
-    return table.take(pc.sort_indices(table, [(c, "ascending") for c in _ORDER]))
+    return table.take(pc.sort_indices(table, [(c, "ascending") for c in _ORDER])), others
 
 
 def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:

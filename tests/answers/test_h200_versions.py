@@ -27,6 +27,7 @@ from argusdb.answers.select import (
     cohorts,
     fetch_rows,
     fetch_table,
+    fetch_tables,
     fetch_where,
     resolve_version,
 )
@@ -317,3 +318,41 @@ def test_run_medians_kept_by_the_columns_are_np_median_run_by_run(h200: Connecti
     co = next(iter(cohorts(table).values()))
     co.values[("another run", "0")] = 1.0  # samples added after grouping: computed afresh
     assert "another run" in co.runs and len(co.run_medians()) == len(co.runs)
+
+
+def test_questions_asked_together_are_those_asked_one_by_one(h200: Connection) -> None:
+    # Connection.queries runs independent questions' statements at the same time: the same
+    # answers as query() one by one; every question is checked before any runs
+    asked = ["SELECT run_id, program_version FROM run ORDER BY run_id",
+             f"SELECT signal, count(*) AS n FROM evidence WHERE region_id = '{KERNEL}' "
+             f"GROUP BY signal ORDER BY signal",
+             "SELECT program_version, region_id, start_line FROM region_span "
+             "ORDER BY program_version, region_id"]
+    together = h200.queries(asked)
+    assert [t.to_pylist() for t in together] == [h200.query(q).to_pylist() for q in asked]
+    assert [t.schema for t in together] == [h200.query(q).schema for q in asked]
+    ran: list[list[str]] = []
+    real = h200._questions.stream_selects
+
+    def counted(sqls: list[str], *args: object, **kw: object) -> object:
+        ran.append(list(sqls))
+        return real(sqls, *args, **kw)  # type: ignore[arg-type]
+
+    h200._questions.stream_selects = counted  # type: ignore[method-assign]
+    try:
+        with pytest.raises(QueryRefused):  # two programs' kernels: AR01; nothing ran
+            h200.queries([asked[0], "SELECT median(value) FROM evidence"])
+        assert ran == []
+        # facts questions are kept per store generation: asked again, not run again
+        facts = "SELECT count(*) AS n FROM run"
+        first = h200.queries([asked[1], facts], facts=[facts])
+        again = h200.queries([asked[1], facts], facts=[facts])
+        assert again[1] is first[1] and len(ran) == 2 and facts not in ran[1]
+        assert h200.facts(facts) is first[1]
+    finally:
+        del h200._questions.stream_selects
+    # the region's rows with other questions beside them: the rows fetch_table reads
+    where = ["starts_with(e.region_id, 'matmul/matmul_kernel')"]
+    rows, (spans,) = fetch_tables(h200, where, plans=True, also=[asked[2]])
+    assert rows.equals(fetch_table(h200, where, plans=True))
+    assert spans.to_pylist() == h200.query(asked[2]).to_pylist()
