@@ -292,9 +292,10 @@ def test_cohorts_of_an_arrow_table_are_the_row_loops(h200: Connection) -> None:
             want.entropy_weighted, want.weight, want.unit, want.timing_clean)
     assert any(co.related_runs for co in by_rows.values())
     assert any(co.conditions for co in by_rows.values())
-    # the runs and per-run medians the columns kept are those of the samples, run by run
+    # the samples, runs and per-run medians the columns kept are those the values give
     for key, want in by_rows.items():
-        assert by_columns[key].by_run is not None and want.by_run is None
+        assert by_columns[key].columnwise is not None and want.columnwise is None
+        assert by_columns[key].samples == want.samples
         assert by_columns[key].runs == want.runs
         assert by_columns[key].run_medians() == want.run_medians()
 
@@ -315,9 +316,11 @@ def test_run_medians_kept_by_the_columns_are_np_median_run_by_run(h200: Connecti
         want = [float(np.median(per_run[r])) for r in sorted(per_run)]
         assert co.runs == sorted(per_run)
         np.testing.assert_array_equal(co.run_medians(), want)
+        np.testing.assert_array_equal(co.samples, [co.values[k] for k in sorted(co.values)])
     co = next(iter(cohorts(table).values()))
     co.values[("another run", "0")] = 1.0  # samples added after grouping: computed afresh
     assert "another run" in co.runs and len(co.run_medians()) == len(co.runs)
+    assert len(co.samples) == len(co.values)
 
 
 def test_questions_asked_together_are_those_asked_one_by_one(h200: Connection) -> None:
