@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -350,6 +350,47 @@ class Connection:
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
         start = time.monotonic()
         report = self._checked(valid_sql(sql))
+        ((table, cut),) = self._run(start, [report], limit)
+        prov = report.provenance()
+        prov["truncated"] = cut
+        _log.debug("query: %s", sql)
+        return table, prov
+
+    def queries(self, sqls: Sequence[str], facts: Collection[str] = ()) -> list[pa.Table]:
+        """:meth:`query` of several independent questions, whose statements run at the same
+        time, each on a cursor of its own (DuckDB runs them side by side; on an idle machine
+        on separate cores). Every question is checked before any runs, and each answer has
+        the caps it would have alone; the time limit covers the whole call. The questions
+        named in ``facts`` are answered as :meth:`facts` answers them (kept per store
+        generation; refused when they read evidence).
+
+        Raises:
+            QueryRefused: the checker refused one of them (nothing runs).
+            UsageError: a question named in ``facts`` reads evidence.
+            QueryFailed: as :meth:`query`, for any of them.
+        """
+        start = time.monotonic()
+        gen = self._questions.generation
+        answers = {s: self._facts[(gen, s)] for s in sqls
+                   if s in facts and (gen, s) in self._facts}
+        todo = list(dict.fromkeys(s for s in sqls if s not in answers))
+        reports = [self._checked(valid_sql(s)) for s in todo]
+        for s, report in zip(todo, reports, strict=True):
+            if s in facts and (report.context is None
+                               or any(st.base for st in report.context.streams)):
+                raise UsageError("Connection.facts answers questions over facts only (run, "
+                                 "task, plan, program_version ...); ask about evidence with "
+                                 "query()")
+        for s, (table, _) in zip(todo, self._run(start, reports, None), strict=True):
+            answers[s] = table
+            if s in facts:
+                _keep(self._facts, gen, s, table)
+        return [answers[s] for s in sqls]
+
+    def _run(self, start: float, reports: Sequence[checker.Report], limit: int | None
+             ) -> list[tuple[pa.Table, str | None]]:
+        """Run accepted reports' statements together within what is left of the time limit
+        (counted from ``start``); without ``limit`` an answer past the caps raises."""
         rows = self.max_rows if limit is None else max(0, min(int(limit), self.max_rows))
         # The time limit covers the whole question: what the check took is not left to run.
         left = self.timeout_s - (time.monotonic() - start)
@@ -357,16 +398,14 @@ class Connection:
             raise QueryFailed(f"the query ran longer than {self.timeout_s:g} s (in the "
                               f"checker) and was stopped", "ask a shorter, simpler question "
                               "or raise the time limit (--timeout)")
-        table, cut = self._questions.stream_select(report.executable, left, rows,
-                                                   self.max_bytes, limit_s=self.timeout_s)
-        if cut and limit is None:
-            raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query, or ask "
-                              "for the first rows only (limit=N, 'argus query --limit N')")
-        prov = report.provenance()
-        prov["truncated"] = cut
-        _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
-        _log.debug("query: %s", sql)
-        return table, prov
+        out = self._questions.stream_selects([r.executable for r in reports], left, rows,
+                                             self.max_bytes, limit_s=self.timeout_s)
+        for table, cut in out:
+            if cut and limit is None:
+                raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query, or ask "
+                                  "for the first rows only (limit=N, 'argus query --limit N')")
+            _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
+        return out
 
     def _checked(self, sql: str) -> checker.Report:
         """The checker's report of ``sql``, accepted, or QueryRefused with its findings.
@@ -397,17 +436,7 @@ class Connection:
             UsageError: the question reads evidence (ask it with :meth:`query`).
             QueryRefused, QueryFailed: as :meth:`query`.
         """
-        gen = self._questions.generation
-        kept = self._facts.get((gen, sql))
-        if kept is not None:
-            return kept
-        report = self._checked(valid_sql(sql))
-        if report.context is None or any(s.base for s in report.context.streams):
-            raise UsageError("Connection.facts answers questions over facts only (run, task, "
-                             "plan, program_version ...); ask about evidence with query()")
-        table = self.query(sql)
-        _keep(self._facts, gen, sql, table)
-        return table
+        return self.queries([sql], facts=(sql,))[0]
 
     def explain(self, sql: str) -> dict[str, Any]:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence

@@ -195,6 +195,111 @@ def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def _one_select(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Raise QueryFailed unless DuckDB's parser reads ``sql`` as exactly one SELECT."""
+    try:
+        stmts = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryFailed(f"DuckDB cannot parse the query: {_first_line(exc)}",
+                          "write one SELECT statement in DuckDB SQL") from exc
+    if len(stmts) != 1 or stmts[0].type != duckdb.StatementType.SELECT:
+        raise QueryFailed("DuckDB reads this as something other than one SELECT",
+                          "ask one read-only SELECT question")
+
+
+class _Guarded:
+    """One library or user statement under the time limit (see ``Store._guarded``): run on
+    the caller's thread (:meth:`run`), or in a worker thread (:meth:`start`, then
+    :meth:`result`), which the caller stops waiting for past the limit."""
+
+    def __init__(self, store: Store, cur: duckdb.DuckDBPyConnection, sql: str,
+                 timeout_s: float, fetch: Any, limit_s: float | None, own: bool) -> None:
+        self.store, self.cur, self.sql, self.fetch, self.own = store, cur, sql, fetch, own
+        self.timeout_s, self.shown = timeout_s, limit_s or timeout_s
+        self.outcome: dict[str, Any] = {}
+        self.thread: threading.Thread | None = None
+        #: When the caller stops waiting (monotonic seconds).
+        self.give_up = time.monotonic() + timeout_s + _Watchdog.GRACE_S + ABANDON_S
+
+    def stopped(self, exc: BaseException | None = None) -> QueryFailed:
+        err = QueryFailed(f"the query ran longer than {self.shown:g} s and was stopped",
+                          "narrow it (filter by region, run or signal) or raise the time "
+                          "limit (--timeout)")
+        err.__cause__ = exc
+        return err
+
+    def run(self) -> Any:
+        cur = self.cur
+        try:
+            cur.execute("BEGIN TRANSACTION READ ONLY")
+            with self.store._watchdog.limit(cur, self.timeout_s):
+                try:
+                    return self.fetch(cur.execute(self.sql))
+                except duckdb.InterruptException as exc:
+                    raise self.stopped(exc) from exc
+                except duckdb.Error as exc:
+                    raise QueryFailed(f"DuckDB could not run the query: "
+                                      f"{_first_line(exc)}", "fix the query; 'argus "
+                                      "explain' shows what it reads") from exc
+        finally:
+            with suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
+            if self.own:
+                cur.close()
+
+    def _work(self) -> None:
+        try:
+            self.outcome["value"] = self.run()
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self.outcome["error"] = exc
+        finally:
+            with _UNWINDING_LOCK:
+                _UNWINDING.discard(threading.current_thread())
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._work, daemon=True, name="argus-query")
+        self.thread.start()
+
+    def interrupt(self) -> None:
+        with suppress(Exception):
+            self.cur.interrupt()
+
+    def result(self) -> Any:
+        thread = self.thread
+        assert thread is not None, "start() first"
+        try:
+            thread.join(max(self.give_up - time.monotonic(), 0.0))
+        except BaseException:  # KeyboardInterrupt while waiting: stop the query too
+            self.interrupt()
+            raise
+        if thread.is_alive():  # interrupted and still unwinding: answer now, let it finish
+            with _UNWINDING_LOCK:
+                if thread.is_alive():
+                    _UNWINDING.add(thread)
+            self.interrupt()
+            raise self.stopped()
+        if "error" in self.outcome:
+            raise self.outcome["error"]
+        return self.outcome["value"]
+
+
+def _results(running: list[_Guarded]) -> list[Any]:
+    """The results of started statements, in order; on the first failure the ones after it
+    are interrupted and waited for (as each waits alone), then the failure is raised."""
+    out: list[Any] = []
+    for i, guarded in enumerate(running):
+        try:
+            out.append(guarded.result())
+        except BaseException:
+            for rest in running[i + 1:]:
+                rest.interrupt()
+            for rest in running[i + 1:]:
+                with suppress(Exception):
+                    rest.result()
+            raise
+    return out
+
+
 #: DuckDB writes its magic bytes at offset 8 of every database file.
 _MAGIC = (8, b"DUCK")
 
@@ -558,15 +663,27 @@ class Store:
         Raises:
             QueryFailed: DuckDB rejected or interrupted the query.
         """
+        return self.stream_selects([sql], timeout_s, max_rows, max_bytes, limit_s)[0]
+
+    def stream_selects(self, sqls: Sequence[str], timeout_s: float, max_rows: int = MAX_ROWS,
+                       max_bytes: int = MAX_BYTES, limit_s: float | None = None
+                       ) -> list[tuple[pa.Table, str | None]]:
+        """:meth:`stream_select` of several SELECTs at once, each on a cursor of its own in a
+        worker thread of its own: DuckDB releases the GIL while a statement runs, so
+        independent statements run side by side (on an idle machine, on separate cores).
+        Each is checked by DuckDB's parser before any runs, and each has the caps and the
+        time limit it would have alone (``timeout_s`` counts from this call for all of them).
+
+        Returns:
+            Each answer and why it was cut short (or None), in the order of ``sqls``.
+
+        Raises:
+            QueryFailed: DuckDB rejected or interrupted one of them (the first in ``sqls``
+                order; the others are interrupted, and waited for as :meth:`_guarded` waits).
+        """
         self.lock_down()
-        try:
-            stmts = self.con.extract_statements(sql)
-        except duckdb.Error as exc:
-            raise QueryFailed(f"DuckDB cannot parse the query: {_first_line(exc)}",
-                              "write one SELECT statement in DuckDB SQL") from exc
-        if len(stmts) != 1 or stmts[0].type != duckdb.StatementType.SELECT:
-            raise QueryFailed("DuckDB reads this as something other than one SELECT",
-                              "ask one read-only SELECT question")
+        for sql in sqls:
+            _one_select(self.con, sql)
 
         def fetch(cur: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str | None]:
             reader = cur.to_arrow_reader(batch_size=min(max(max_rows, 1) + 1, 65536))
@@ -586,9 +703,8 @@ class Store:
                 rows += batch.num_rows
             return pa.Table.from_batches(batches, schema=reader.schema), cut
 
-        result: tuple[pa.Table, str | None] = self._guarded(sql, timeout_s, fetch,
-                                                            limit_s=limit_s)
-        return result
+        running = [self._start(sql, timeout_s, fetch, limit_s) for sql in sqls]
+        return _results(running)
 
     @contextmanager
     def time_limit(self, timeout_s: float) -> Iterator[None]:
@@ -622,66 +738,17 @@ class Store:
         that the caller gets the time-limit error at once; the interrupted cursor unwinds,
         rolls back and closes in the background, holding only its own session.
         """
-        own = cursor is None
-        cur = cursor or self.con.cursor()
-        shown = limit_s or timeout_s
+        if cursor is None:
+            return self._start(sql, timeout_s, fetch, limit_s).result()
+        return _Guarded(self, cursor, sql, timeout_s, fetch, limit_s, own=False).run()
 
-        def stopped(exc: BaseException | None = None) -> QueryFailed:
-            err = QueryFailed(f"the query ran longer than {shown:g} s and was stopped",
-                              "narrow it (filter by region, run or signal) or raise the time "
-                              "limit (--timeout)")
-            err.__cause__ = exc
-            return err
-
-        def run() -> Any:
-            try:
-                cur.execute("BEGIN TRANSACTION READ ONLY")
-                with self._watchdog.limit(cur, timeout_s):
-                    try:
-                        return fetch(cur.execute(sql))
-                    except duckdb.InterruptException as exc:
-                        raise stopped(exc) from exc
-                    except duckdb.Error as exc:
-                        raise QueryFailed(f"DuckDB could not run the query: "
-                                          f"{_first_line(exc)}", "fix the query; 'argus "
-                                          "explain' shows what it reads") from exc
-            finally:
-                with suppress(duckdb.Error):
-                    cur.execute("ROLLBACK")
-                if own:
-                    cur.close()
-
-        if not own:
-            return run()
-        outcome: dict[str, Any] = {}
-
-        def worker() -> None:
-            try:
-                outcome["value"] = run()
-            except BaseException as exc:  # handed to the caller's thread below
-                outcome["error"] = exc
-            finally:
-                with _UNWINDING_LOCK:
-                    _UNWINDING.discard(threading.current_thread())
-
-        thread = threading.Thread(target=worker, daemon=True, name="argus-query")
-        thread.start()
-        try:
-            thread.join(timeout_s + _Watchdog.GRACE_S + ABANDON_S)
-        except BaseException:  # KeyboardInterrupt while waiting: stop the query too
-            with suppress(Exception):
-                cur.interrupt()
-            raise
-        if thread.is_alive():  # interrupted and still unwinding: answer now, let it finish
-            with _UNWINDING_LOCK:
-                if thread.is_alive():
-                    _UNWINDING.add(thread)
-            with suppress(Exception):
-                cur.interrupt()
-            raise stopped()
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["value"]
+    def _start(self, sql: str, timeout_s: float, fetch: Any,
+               limit_s: float | None = None) -> _Guarded:
+        """:meth:`_guarded` on a new cursor, started in its worker thread; ``.result()``
+        waits for it."""
+        guarded = _Guarded(self, self.con.cursor(), sql, timeout_s, fetch, limit_s, own=True)
+        guarded.start()
+        return guarded
 
     def run_exists(self, run_id: str) -> bool:
         return bool(self.runs_present([run_id]))

@@ -36,7 +36,7 @@ from argusdb.answers import stats
 from argusdb.answers.select import (
     VersionRef,
     cohorts,
-    fetch_table,
+    fetch_tables,
     lit,
     resolve_versions,
     version_cohorts,
@@ -155,18 +155,19 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
         raise missing(db, region, signals)
     rep = Report(region, max_entropy_bits, max_unattributed_share=max_unattributed)
     coverage = Coverage(db, max_unattributed, max_entropy_bits)
-    # one question each for the versions' facts, their spans and their rows (with the plans)
+    # one question each for the versions' facts, their spans and their rows (with the plans),
+    # run at the same time
     wanted = ", ".join(dict.fromkeys(lit(r.program_version) for r in refs))
-    metas = {m["program_version"]: m for m in db.query(
-        f"SELECT program_version, program, options, target, parent_version, transform "
-        f"FROM program_version WHERE program_version IN ({wanted})").to_pylist()}
-    spans = {m.pop("program_version"): m for m in db.query(
-        f"SELECT program_version, start_line, end_line FROM region_span WHERE "
-        f"program_version IN ({wanted}) AND region_id = {lit(region)}").to_pylist()}
     where = [f"e.region_id = {lit(region)}", f"e.program_version IN ({wanted})"]
     if signals:
         where.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
-    rows = fetch_table(db, where, plans=True)
+    rows, (meta_rows, span_rows) = fetch_tables(db, where, plans=True, also=[
+        f"SELECT program_version, program, options, target, parent_version, transform "
+        f"FROM program_version WHERE program_version IN ({wanted})",
+        f"SELECT program_version, start_line, end_line FROM region_span WHERE "
+        f"program_version IN ({wanted}) AND region_id = {lit(region)}"])
+    metas = {m["program_version"]: m for m in meta_rows.to_pylist()}
+    spans = {m.pop("program_version"): m for m in span_rows.to_pylist()}
     coverage.plans_of_rows(rows)
     everything = cohorts(rows)
     for ref in refs:

@@ -31,8 +31,9 @@ import math
 import re
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -78,6 +79,18 @@ class CohortKey:
                 "scope": dict(self.scope)}
 
 
+class Columnwise(NamedTuple):
+    """A cohort's samples, runs and per-run medians as :func:`cohorts` computes them from an
+    Arrow table (what :class:`Cohort` would compute from its :attr:`~Cohort.values`)."""
+
+    #: The samples in (run, launch) order.
+    samples: list[float]
+    #: The distinct runs, sorted.
+    runs: list[str]
+    #: The median of each run's samples, in run order.
+    run_medians: list[float]
+
+
 @dataclass
 class Cohort:
     """Comparable samples of one region, version and signal."""
@@ -94,10 +107,20 @@ class Cohort:
     weight: float = 0.0
     conditions: list[Any] = field(default_factory=list)
     related_runs: set[str] = field(default_factory=set)
+    #: :attr:`samples`, :attr:`runs` and :meth:`run_medians` as :func:`cohorts` computed them
+    #: column-wise; a cohort whose samples were added to since is computed afresh from
+    #: :attr:`values`.
+    columnwise: Columnwise | None = field(default=None, repr=False, compare=False)
+
+    def _kept(self) -> Columnwise | None:
+        kept = self.columnwise
+        return kept if kept is not None and len(kept.samples) == len(self.values) else None
 
     @property
     def samples(self) -> list[float]:
-        return [self.values[k] for k in sorted(self.values)]
+        """The samples in (run, launch) order."""
+        kept = self._kept()
+        return list(kept.samples) if kept else [self.values[k] for k in sorted(self.values)]
 
     @property
     def signature(self) -> str:
@@ -106,7 +129,8 @@ class Cohort:
 
     @property
     def runs(self) -> list[str]:
-        return sorted({r for r, _ in self.values})
+        kept = self._kept()
+        return list(kept.runs) if kept else sorted({r for r, _ in self.values})
 
     def run_samples(self) -> dict[str, list[float]]:
         out: dict[str, list[float]] = defaultdict(list)
@@ -117,6 +141,9 @@ class Cohort:
     def run_medians(self) -> list[float]:
         """The median of each run's samples (``np.median``'s value: the middle one, or the
         mean of the two middle ones), in run order."""
+        kept = self._kept()
+        if kept:
+            return list(kept.run_medians)
         per_run: dict[str, list[float]] = {}  # a median does not depend on its input's order
         for (run, _), v in self.values.items():
             per_run.setdefault(run, []).append(v)
@@ -244,17 +271,29 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
     connection per store generation), rather than by the evidence question: a join in that
     question cost about a third of it. Predicates over ``r`` keep the join in SQL.
     """
+    return fetch_tables(db, where, plans)[0]
+
+
+def fetch_tables(db: Connection, where: list[str], plans: bool = False,
+                 also: Sequence[str] = ()) -> tuple[pa.Table, list[pa.Table]]:
+    """:func:`fetch_table`, and the answers to the independent questions ``also``, their
+    statements run at the same time as the rows' (:meth:`~argusdb.api.Connection.queries`).
+    """
     import pyarrow.compute as pc
 
     cond = " AND ".join(where)
     if re.search(r"\br\.", cond):  # a predicate over the run: joined in SQL
         cols = ", ".join(f"f.{c}" for c in _RUN_COLUMNS + _PLAN_COLUMNS)
-        table = db.query(f"SELECT {_EVIDENCE_COLUMNS}, {cols} FROM evidence AS e "
-                         f"JOIN run AS r ON r.run_id = e.run_id "
-                         f"JOIN ({_RUN_FACTS}) AS f ON f.run_id = e.run_id WHERE {cond}")
+        table, *others = db.queries([
+            f"SELECT {_EVIDENCE_COLUMNS}, {cols} FROM evidence AS e "
+            f"JOIN run AS r ON r.run_id = e.run_id "
+            f"JOIN ({_RUN_FACTS}) AS f ON f.run_id = e.run_id WHERE {cond}", *also])
     else:
-        table = db.query(f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}")
+        # the runs' facts first: asked beside the rows (a connection's first question) they
+        # cost more CPU under load (125-145 ms against 105-115 ms per first diff at load 10)
         facts = db.facts(_RUN_FACTS)
+        table, *others = db.queries([
+            f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}", *also])
         at = pc.index_in(table.column("run_id"), value_set=facts.column("run_id"))
         if at.null_count:  # evidence of a run the store does not hold: not joined, as in SQL
             table, at = table.filter(pc.is_valid(at)), at.filter(pc.is_valid(at))
@@ -267,7 +306,7 @@ def fetch_table(db: Connection, where: list[str], plans: bool = False) -> pa.Tab
         table = table.filter(pc.is_valid(table.column("value")))
     # ordered here rather than by the SQL (DuckDB's sort of the wide rows cost as much as
     # the rest of the question); Arrow's sort is stable, nulls last as DuckDB's ORDER BY
-    return table.take(pc.sort_indices(table, [(c, "ascending") for c in _ORDER]))
+    return table.take(pc.sort_indices(table, [(c, "ascending") for c in _ORDER])), others
 
 
 def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
@@ -431,6 +470,41 @@ def _group(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return np.stack([c[first] for c in columns], axis=1), key.ravel().astype(np.int64), first
 
 
+def _text_codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[str]]:
+    """:func:`_codes` of a column's values as text (``str``), numbered in sorted order."""
+    codes, values = _codes(col)
+    text = [str(v) for v in values]
+    order = sorted(range(len(text)), key=text.__getitem__)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[codes], [text[i] for i in order]
+
+
+def _run_medians(samples: np.ndarray, sums: np.ndarray, run_names: list[str]
+                 ) -> dict[int, tuple[list[str], list[float]]]:
+    """Each cohort's runs and the median of each run's samples, from the grouped samples of
+    :func:`_cohorts_of_table` (rows of cohort, run code, launch code; run codes in the order
+    of ``run_names``) and their sums: what :meth:`Cohort.run_medians` computes one run at a
+    time (``np.median``'s value: the middle sample or the mean of the two middle ones, NaN
+    where a sample is NaN), for every run of every cohort in one sort."""
+    width = int(samples[:, 1].max()) + 1
+    group = samples[:, 0] * width + samples[:, 1]
+    order = np.lexsort((sums, group))  # by (cohort, run), then value (NaN last)
+    v, g = sums[order], group[order]
+    starts = np.flatnonzero(np.diff(g, prepend=-1))
+    n = np.diff(np.append(starts, g.size))
+    lo, hi = starts + (n - 1) // 2, starts + n // 2
+    with np.errstate(over="ignore", invalid="ignore"):
+        med = np.where(lo == hi, v[lo], (v[lo] + v[hi]) / 2)
+    med[np.add.reduceat(np.isnan(v), starts) > 0] = np.nan
+    out: dict[int, tuple[list[str], list[float]]] = {}
+    for key, m in zip(g[starts].tolist(), med.tolist(), strict=True):  # in (cohort, run) order
+        runs, medians = out.setdefault(key // width, ([], []))
+        runs.append(run_names[key % width])
+        medians.append(m)
+    return out
+
+
 def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     out: dict[tuple[str, str, CohortKey], Cohort] = {}
     if t.num_rows == 0:
@@ -463,19 +537,23 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     ent = t.column("association_entropy").fill_null(0.0).to_numpy()
     n_co = len(found)
     # samples: (cohort, run, launch); parts summed in row order
-    run_codes, run_names = _codes(t.column("run_id"))
-    launch_codes, launch_names = _codes(t.column("launch"))
+    # runs and launches coded in the order of their text: the samples, sorted by cohort,
+    # run and launch, are each cohort's in (run, launch) order
+    run_codes, run_names = _text_codes(t.column("run_id"))
+    launch_codes, launch_names = _text_codes(t.column("launch"))
     samples, sample_of, _ = _group([row_cohort, run_codes, launch_codes])
     sums = np.bincount(sample_of, weights=value, minlength=len(samples))
     # each cohort's samples are a run of consecutive rows of ``samples`` (sorted by cohort)
-    runs_of = np.array([str(x) for x in run_names], dtype=object)[samples[:, 1]].tolist()
-    launches_of = np.array([str(x) for x in launch_names], dtype=object)[samples[:, 2]].tolist()
+    runs_of = np.array(run_names, dtype=object)[samples[:, 1]].tolist()
+    launches_of = np.array(launch_names, dtype=object)[samples[:, 2]].tolist()
     sample_keys = list(zip(runs_of, launches_of, strict=True))
     sample_sums = sums.tolist()
     starts = np.flatnonzero(np.diff(samples[:, 0], prepend=-1)).tolist()
+    by_run = _run_medians(samples, sums, run_names)
     for lo, hi in zip(starts, [*starts[1:], len(sample_keys)], strict=True):
-        found[int(samples[lo, 0])].values.update(
-            zip(sample_keys[lo:hi], sample_sums[lo:hi], strict=True))
+        c = int(samples[lo, 0])
+        found[c].values.update(zip(sample_keys[lo:hi], sample_sums[lo:hi], strict=True))
+        found[c].columnwise = Columnwise(sample_sums[lo:hi], *by_run[c])
     ew = np.bincount(row_cohort, weights=weight * ent.astype(float), minlength=n_co)
     w = np.bincount(row_cohort, weights=weight, minlength=n_co)
     for name, attr in (("task_id", "tasks"), ("signature", "signatures")):

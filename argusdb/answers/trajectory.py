@@ -28,7 +28,7 @@ from argusdb.answers.select import (
     CohortKey,
     VersionRef,
     cohorts,
-    fetch_table,
+    fetch_tables,
     lit,
     resolve_version,
     version_cohorts,
@@ -43,6 +43,8 @@ from argusdb.answers.sufficiency import (
 from argusdb.errors import NoEvidence, UsageError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from argusdb.api import Connection
 
 
@@ -114,10 +116,19 @@ class Trajectory:
                 "series": [s.to_json() for s in self.series], "notes": self.notes}
 
 
-def _spans(db: Connection, version: str) -> dict[str, tuple[int, int]]:
-    rows = db.query(f"SELECT region_id, start_line, end_line FROM region_span "
-                    f"WHERE program_version = {lit(version)}").to_pylist()
-    return {r["region_id"]: (int(r["start_line"]), int(r["end_line"])) for r in rows}
+def _spans_question(versions: list[str]) -> str:
+    """The question of the versions' region spans (one for all of them)."""
+    return (f"SELECT program_version, region_id, start_line, end_line FROM region_span "
+            f"WHERE program_version IN ({', '.join(dict.fromkeys(map(lit, versions)))})")
+
+
+def _spans(answer: pa.Table, versions: list[str]) -> dict[str, dict[str, tuple[int, int]]]:
+    """Each version's spans by region, from the answer to :func:`_spans_question`."""
+    spans: dict[str, dict[str, tuple[int, int]]] = {v: {} for v in versions}
+    for r in answer.to_pylist():
+        spans[r["program_version"]][r["region_id"]] = (int(r["start_line"]),
+                                                        int(r["end_line"]))
+    return spans
 
 
 def _regions_with_evidence(db: Connection, version: str) -> list[str]:
@@ -149,14 +160,19 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
         regions = sorted({r for ref in refs
                           for r in _regions_with_evidence(db, ref.program_version)})
     traj = Trajectory(refs)
-    spans = {ref.program_version: _spans(db, ref.program_version) for ref in refs}
+    versions_asked = [ref.program_version for ref in refs]
+    spans: dict[str, dict[str, tuple[int, int]]] | None = None
     coverage = Coverage(db, max_unattributed)
     for region in regions:
-        # One read of the region (every version: the noise floor needs them all), split here.
+        # One read of the region (every version: the noise floor needs them all), split here;
+        # the versions' spans are read beside the first region's rows.
         preds = [f"e.region_id = {lit(region)}"]
         if signals:
             preds.append(f"e.signal IN ({', '.join(lit(s) for s in signals)})")
-        region_rows = fetch_table(db, preds)
+        region_rows, answers = fetch_tables(
+            db, preds, also=[_spans_question(versions_asked)] if spans is None else [])
+        if spans is None:
+            spans = _spans(answers[0], versions_asked)
         found = cohorts(region_rows)
         per_version = [version_cohorts(region_rows, found, ref) for ref in refs]
         keys = sorted({(sig, k) for cs in per_version for (_, sig, k) in cs},

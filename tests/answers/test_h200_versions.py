@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -26,6 +27,7 @@ from argusdb.answers.select import (
     cohorts,
     fetch_rows,
     fetch_table,
+    fetch_tables,
     fetch_where,
     resolve_version,
 )
@@ -290,3 +292,70 @@ def test_cohorts_of_an_arrow_table_are_the_row_loops(h200: Connection) -> None:
             want.entropy_weighted, want.weight, want.unit, want.timing_clean)
     assert any(co.related_runs for co in by_rows.values())
     assert any(co.conditions for co in by_rows.values())
+    # the samples, runs and per-run medians the columns kept are those the values give
+    for key, want in by_rows.items():
+        assert by_columns[key].columnwise is not None and want.columnwise is None
+        assert by_columns[key].samples == want.samples
+        assert by_columns[key].runs == want.runs
+        assert by_columns[key].run_medians() == want.run_medians()
+
+
+def test_run_medians_kept_by_the_columns_are_np_median_run_by_run(h200: Connection) -> None:
+    # odd and even sample counts, ties, NaN samples, negative and zero values: the medians
+    # kept by cohorts() of the table are np.median of each run's samples
+    table = fetch_table(h200, ["starts_with(e.region_id, 'matmul/matmul_kernel')"])
+    rng = np.random.default_rng(7)
+    values = rng.integers(-3, 4, table.num_rows).astype(float)
+    values[rng.random(table.num_rows) < 0.002] = np.nan
+    values = np.where(rng.random(table.num_rows) < 0.3, values, values * 5e307)  # sums overflow
+    table = table.set_column(table.column_names.index("value"), "value", pa.array(values))
+    for co in cohorts(table).values():
+        per_run: dict[str, list[float]] = {}
+        for (run, _), v in co.values.items():
+            per_run.setdefault(run, []).append(v)
+        want = [float(np.median(per_run[r])) for r in sorted(per_run)]
+        assert co.runs == sorted(per_run)
+        np.testing.assert_array_equal(co.run_medians(), want)
+        np.testing.assert_array_equal(co.samples, [co.values[k] for k in sorted(co.values)])
+    co = next(iter(cohorts(table).values()))
+    co.values[("another run", "0")] = 1.0  # samples added after grouping: computed afresh
+    assert "another run" in co.runs and len(co.run_medians()) == len(co.runs)
+    assert len(co.samples) == len(co.values)
+
+
+def test_questions_asked_together_are_those_asked_one_by_one(h200: Connection) -> None:
+    # Connection.queries runs independent questions' statements at the same time: the same
+    # answers as query() one by one; every question is checked before any runs
+    asked = ["SELECT run_id, program_version FROM run ORDER BY run_id",
+             f"SELECT signal, count(*) AS n FROM evidence WHERE region_id = '{KERNEL}' "
+             f"GROUP BY signal ORDER BY signal",
+             "SELECT program_version, region_id, start_line FROM region_span "
+             "ORDER BY program_version, region_id"]
+    together = h200.queries(asked)
+    assert [t.to_pylist() for t in together] == [h200.query(q).to_pylist() for q in asked]
+    assert [t.schema for t in together] == [h200.query(q).schema for q in asked]
+    ran: list[list[str]] = []
+    real = h200._questions.stream_selects
+
+    def counted(sqls: list[str], *args: object, **kw: object) -> object:
+        ran.append(list(sqls))
+        return real(sqls, *args, **kw)  # type: ignore[arg-type]
+
+    h200._questions.stream_selects = counted  # type: ignore[method-assign]
+    try:
+        with pytest.raises(QueryRefused):  # two programs' kernels: AR01; nothing ran
+            h200.queries([asked[0], "SELECT median(value) FROM evidence"])
+        assert ran == []
+        # facts questions are kept per store generation: asked again, not run again
+        facts = "SELECT count(*) AS n FROM run"
+        first = h200.queries([asked[1], facts], facts=[facts])
+        again = h200.queries([asked[1], facts], facts=[facts])
+        assert again[1] is first[1] and len(ran) == 2 and facts not in ran[1]
+        assert h200.facts(facts) is first[1]
+    finally:
+        del h200._questions.stream_selects
+    # the region's rows with other questions beside them: the rows fetch_table reads
+    where = ["starts_with(e.region_id, 'matmul/matmul_kernel')"]
+    rows, (spans,) = fetch_tables(h200, where, plans=True, also=[asked[2]])
+    assert rows.equals(fetch_table(h200, where, plans=True))
+    assert spans.to_pylist() == h200.query(asked[2]).to_pylist()

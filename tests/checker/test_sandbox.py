@@ -100,3 +100,33 @@ def test_hostile_queries_on_a_read_write_connection_change_no_rows(tmp_path: Pat
 def test_malformed_input_is_a_finding_never_an_exception(sql: str, demo_store: Store) -> None:
     findings = checker.check(sql, demo_store)
     assert findings and all(f.code.startswith("AR") for f in findings)
+
+
+def test_statements_run_side_by_side_each_under_the_sandbox(tmp_path: Path) -> None:
+    """stream_selects runs each statement on a cursor and in a thread of its own: two
+    fetches that each wait for the other finish only when both run at once."""
+    import threading
+
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        both = threading.Barrier(2)
+
+        def meet(cur: Any) -> tuple[Any, set[str]]:
+            both.wait(timeout=30)  # raises BrokenBarrierError if the other does not run
+            return cur.fetchall(), {threading.current_thread().name}
+
+        running = [st._start(sql, 60.0, meet) for sql in ("SELECT 1 AS a", "SELECT 2 AS b")]
+        (rows_a, _), (rows_b, _) = [g.result() for g in running]
+        assert (rows_a, rows_b) == ([(1,)], [(2,)])
+        # the same answers as one by one, in the order asked, with DuckDB's parser's check
+        asked = ["SELECT run_id FROM run", "SELECT 42 AS n", "SELECT 'x' AS s"]
+        together = st.stream_selects(asked, 5.0)
+        assert [t.to_pylist() for t, _ in together] == [
+            st.stream_select(sql, 5.0)[0].to_pylist() for sql in asked]
+        with pytest.raises(QueryFailed, match="other than one SELECT"):
+            st.stream_selects(["SELECT 1", "DELETE FROM run"], 5.0)
+        # one fails: the error is raised once every statement has finished, none is left
+        before = threading.active_count()
+        with pytest.raises(QueryFailed, match="boom"):
+            st.stream_selects(["SELECT error('boom')", "SELECT count(*) FROM range(1000)"], 5.0)
+        assert threading.active_count() <= before
+        assert st.has_table("run")
