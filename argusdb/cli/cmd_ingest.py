@@ -75,7 +75,7 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
         if bar is not None:
             bar.reading_done(prepared.rows_hint())
         with connect(store, create=True, lock_timeout=lock_timeout,
-                     memory_limit=INGEST_MEMORY_LIMIT) as db:
+                     memory_limit=INGEST_MEMORY_LIMIT, threads=prepared.append_threads) as db:
             # One transaction for the whole command: a conflict or a corrupt file writes
             # nothing. The library's ingest path: materializations and checker metadata
             # refreshed.
