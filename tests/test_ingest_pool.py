@@ -16,6 +16,7 @@ from argusdb.errors import InputError
 from argusdb.ingest import ingest_paths, prepare
 from argusdb.ingest_pool import WORKERS_ENV, read_artefacts, workers_for
 from argusdb.store import Store
+from bench.bench_ingest_many import make_inputs
 from tests.conftest import DEMO
 
 SOFTMAX = DEMO / "softmax"
@@ -31,15 +32,9 @@ TABLES = {
 
 
 def _pages(tmp_path: Path, n: int) -> list[Path]:
-    """``n`` distinct source pages (the H200 softmax page, its kernel renamed), with the other
-    recorded artefacts of the kernel between them."""
-    lines = (SOFTMAX / "softmax.source.csv").read_text().splitlines(keepends=True)
-    out = []
-    for i in range(n):
-        p = tmp_path / f"page{i:02d}.source.csv"
-        p.write_text("".join(f'"Function Name","softmax_fwd_{i}"\n'
-                             if ln.startswith('"Function Name"') else ln for ln in lines))
-        out.append(p)
+    """``n`` distinct source pages (the bench's: the H200 softmax page, its kernel renamed),
+    with the other recorded artefacts of the kernel between them."""
+    out = make_inputs(n, tmp_path)
     others = [shutil.copy(SOFTMAX / f, tmp_path / f) for f in
               ("softmax.sass", "softmax.ttgir", "softmax.raw.csv", "softmax.cupti.jsonl")]
     return out[:3] + [Path(p) for p in others] + out[3:]
