@@ -147,3 +147,28 @@ def test_an_input_error_crosses_processes_whole() -> None:
     err = pickle.loads(pickle.dumps(InputError("a.csv", "is bad", "fix it")))
     assert (err.path, err.problem, err.fix, str(err)) == \
         ("a.csv", "is bad", "fix it", "a.csv: is bad. fix it")
+
+
+def test_argus_ingest_locks_duckdb_at_the_threads_its_reading_chose(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from argusdb import api
+
+    seen: list[str] = []
+    connect = api.Connection.__init__
+
+    def spy(self: api.Connection, *args: object, **kwargs: object) -> None:
+        connect(self, *args, **kwargs)  # type: ignore[arg-type]
+        row = self.store.con.execute("SELECT current_setting('threads')").fetchone()
+        seen.append(str(row[0]) if row else "?")
+
+    monkeypatch.setattr(api.Connection, "__init__", spy)
+    monkeypatch.delenv(WORKERS_ENV, raising=False)
+    files = _pages(tmp_path, 8)
+    store = str(tmp_path / "s.duckdb")
+    for spare, threads in ((2.0, "2"), (0.0, "1")):
+        monkeypatch.setattr(ingest_pool, "spare_cores", lambda spare=spare: spare)
+        r = CliRunner().invoke(main, ["ingest", store, *map(str, files), "--json"])
+        assert r.exit_code == 0, r.output
+        assert seen[-1] == threads
+    with Store.open(store) as st:
+        assert st.sql("SELECT count(*) FROM run").fetchone() == (len(files),)
