@@ -10,9 +10,10 @@ timed to its last COMMIT:
   where ``argusdb.ingest_pool`` finds many small files and two idle cores) and
   ``ingest_paths`` (parsing, wide -> long, keys, runs and tasks, one transaction, the refresh,
   the appends on the DuckDB threads ``prepare`` chose); and the same with the reading fixed in
-  place (``ARGUS_INGEST_WORKERS=0``) and in two worker processes (``=2``), so that both paths
-  are timed whatever the load decides. The command's own open of the store and its checker
-  metadata refresh around it are not timed (the peers' opens are not either);
+  place (``ARGUS_INGEST_WORKERS=0``) and in two worker processes (``=2``, appending on the
+  threads ``prepare`` chose, and on one), so that each path is timed whatever the load decides.
+  The command's own open of the store and its checker metadata refresh around it are not timed
+  (the peers' opens are not either);
 - **raw append**: the same evidence rows, already one Arrow table with every column filled in,
   appended with one ``INSERT INTO observed_evidence SELECT * FROM arrow`` (no parsing at all);
 - **read_csv SQL**: DuckDB's own pipeline on the same CSV files: ``read_csv`` of every line,
@@ -32,6 +33,7 @@ Run: ``python bench/bench_ingest_many.py [--files 100] [--rounds 3]``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import resource
 import statistics
@@ -154,13 +156,17 @@ def timed(fn: Callable[[], int]) -> tuple[float, float, int]:
     return time.perf_counter() - t, cpu_s() - c, n
 
 
-#: Worker processes each argusdb contender fixes (None: argusdb decides).
-ARGUS = {"argusdb ingest": None, "argusdb, read in place": "0", "argusdb, 2 workers": "2"}
+#: Worker processes (None: argusdb decides) and DuckDB append threads (None: as ``prepare``
+#: chose) each argusdb contender fixes.
+ARGUS: dict[str, tuple[str | None, int | None]] = {
+    "argusdb ingest": (None, None), "argusdb, read in place": ("0", None),
+    "argusdb, 2 workers": ("2", None), "argusdb, 2 workers, 1t": ("2", 1)}
 #: What the automatic contender chose in each round: (workers, DuckDB append threads).
 CHOSEN: list[tuple[int, int]] = []
 
 
-def run_argus(tmp: Path, files: list[Path], workers: str | None) -> tuple[float, float, int]:
+def run_argus(tmp: Path, files: list[Path], workers: str | None,
+              threads: int | None) -> tuple[float, float, int]:
     """``prepare`` and ``ingest_paths`` as ``argus ingest STORE FILES...`` runs them."""
     st = fresh(tmp, "argus")
     saved = os.environ.pop(WORKERS_ENV, None)
@@ -171,6 +177,8 @@ def run_argus(tmp: Path, files: list[Path], workers: str | None) -> tuple[float,
         prepared = prepare(files)
         if workers is None:
             CHOSEN.append((prepared.workers, prepared.append_threads))
+        if threads is not None:
+            prepared = dataclasses.replace(prepared, append_threads=threads)
         return sum(r.rows["evidence"] for r in ingest_paths(st, files, prepared=prepared))
 
     try:
@@ -223,7 +231,8 @@ def main() -> None:
         files = make_inputs(args.files, tmp)
         table = arrow_rows(files)
         runs: dict[str, Callable[[], tuple[float, float, int]]] = {
-            **{name: (lambda w=w: run_argus(tmp, files, w)) for name, w in ARGUS.items()},
+            **{name: (lambda w=w, t=t: run_argus(tmp, files, w, t))
+               for name, (w, t) in ARGUS.items()},
             "raw Arrow append": lambda: run_raw(tmp, table, None),
             "raw Arrow append 1t": lambda: run_raw(tmp, table, 1),
             "DuckDB read_csv SQL": lambda: run_read_csv(tmp, files, None),
@@ -242,7 +251,7 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}; argusdb chose (workers, append threads) {CHOSEN}")
     for k, v in times.items():
         med = statistics.median(v)
-        print(f"  {k:<21} median {med:7.3f} s, CPU {statistics.median(cpu[k]):7.3f} s  "
+        print(f"  {k:<22} median {med:7.3f} s, CPU {statistics.median(cpu[k]):7.3f} s  "
               f"({counts[k]:,} rows, {counts[k] / med / 1e6:5.2f} M rows/s)")
     for name in ARGUS:
         for peer, one, goal in (("raw Arrow append", "raw Arrow append 1t", 0.8),
