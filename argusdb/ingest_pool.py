@@ -21,22 +21,27 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import os
 import shutil
 import tempfile
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from argusdb.collectors import detect
 from argusdb.collectors.base import Artefact
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+# multiprocessing and concurrent.futures.process are imported where workers start: importing
+# them registers exit handlers, which a module imported while the interpreter shuts down
+# (the launcher's hooks write their record then) may no longer do.
 
 #: At least this many small files before the command starts worker processes (a process
 #: costs a fork and the hand-back of its rows; a handful of files is read faster in place).
@@ -93,11 +98,11 @@ def workers_for(sizes: Sequence[int], spare: float | None = None) -> int:
     fixed = os.environ.get(WORKERS_ENV, "").strip()
     if fixed:
         n = int(fixed)
-        return n if n >= 2 and small else 0
+        return n if n >= 2 and small and _can_fork() else 0
     if small < MIN_FILES or usable_cores() < 2:
         return 0
     idle = int(spare_cores() if spare is None else spare)
-    return min(idle, small) if idle >= 2 else 0
+    return min(idle, small) if idle >= 2 and _can_fork() else 0
 
 
 @dataclass
@@ -126,8 +131,12 @@ def read_artefacts(paths: Sequence[Path], workers: int | None = None) -> ReadArt
     """
     paths = [Path(p) for p in paths]
     sizes = [_size(p) for p in paths]
-    spare = spare_cores()
+    # (a look at the running tasks takes 10 ms: only where workers may start)
+    may = workers or os.environ.get(WORKERS_ENV) or \
+        sum(1 for s in sizes if s <= SMALL_BYTES) >= MIN_FILES
+    spare = spare_cores() if may else 0.0
     n = workers_for(sizes, spare) if workers is None else (workers if workers >= 2 else 0)
+    n = n if n and _can_fork() else 0
     if not n:
         return ReadArtefacts([detect(p).read(p) for p in paths])
     spool = _Spool()
@@ -140,6 +149,9 @@ def read_artefacts(paths: Sequence[Path], workers: int | None = None) -> ReadArt
             jobs.append((i, parse))
     pooled = {i for i, _ in jobs}
     out: list[Artefact | BaseException | None] = [None] * len(paths)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     # fork: the workers start at once with the readers imported; they run readers only
     # (Python and Arrow), never DuckDB.
     with ProcessPoolExecutor(min(n, len(jobs)),
@@ -165,6 +177,15 @@ def read_artefacts(paths: Sequence[Path], workers: int | None = None) -> ReadArt
         arts.append(got)
     ahead = all(parse for _, parse in jobs) and len(jobs) == len(paths)
     return ReadArtefacts(arts, n, ahead, max(1, min(n, int(spare))) if ahead else 1)
+
+
+def _can_fork() -> bool:
+    """Whether workers start by fork: a worker started afresh imports argusdb again (100 pages
+    read and parsed by two forkserver workers took 4.2 and 5.8 s, in place 1.8 and 2.5 s, at
+    load 4-5), so without fork (Windows) the files are read in place."""
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _size(p: Path) -> int:

@@ -172,3 +172,18 @@ def test_argus_ingest_locks_duckdb_at_the_threads_its_reading_chose(
         assert seen[-1] == threads
     with Store.open(store) as st:
         assert st.sql("SELECT count(*) FROM run").fetchone() == (len(files),)
+
+
+def test_importing_ingest_registers_no_exit_handler() -> None:
+    """The launcher's hooks import argusdb's runner (and so ingest) while the interpreter shuts
+    down, when a module may no longer register exit handlers: the process pool's modules are
+    imported only where workers start."""
+    import subprocess
+    import sys
+
+    code = ("import sys, argusdb.ingest, argusdb.runner; "
+            "print(sorted(m for m in ('multiprocessing', 'concurrent.futures.process') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
