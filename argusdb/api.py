@@ -138,13 +138,16 @@ class Connection:
             to the store file once they pass it). With it, what a statement holds beyond it
             spills to ``STORE.tmp`` beside an embedded store (a question's connection never
             spills).
+        threads: DuckDB's threads for this connection (default ``Store``'s, 2): ``argus
+            ingest`` appends on one while it parses beside the appends, on more where every
+            row was parsed ahead (:attr:`argusdb.ingest.Prepared.append_threads`).
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
                  timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
                  max_bytes: int = MAX_BYTES, as_of: str | None = None,
                  lock_timeout: float | None = None, require_fresh: bool = True,
-                 memory_limit: str | None = None) -> None:
+                 memory_limit: str | None = None, threads: int | None = None) -> None:
         self.timeout_s = valid_timeout(timeout_s)
         self.max_rows = int(max_rows)
         self.max_bytes = int(max_bytes)
@@ -156,6 +159,8 @@ class Connection:
         self.store = Store.open(path, create=create, read_only=read_only,
                                 as_of=None if as_of is None else str(as_of),
                                 lock_timeout=lock_timeout)
+        if threads is not None:   # the lock-down below applies it
+            self.store.threads = self.store.append_threads = int(threads)
         if memory_limit is not None:   # the lock-down below applies both
             self.store.memory_limit = memory_limit
             if Path(self.store.path).is_file():
@@ -460,14 +465,14 @@ def connect(path: str | Path, create: bool = False, read_only: bool = False,
             timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
             max_bytes: int = MAX_BYTES, as_of: str | None = None,
             lock_timeout: float | None = None, require_fresh: bool = True,
-            memory_limit: str | None = None) -> Connection:
+            memory_limit: str | None = None, threads: int | None = None) -> Connection:
     """Open the store at ``path`` (a DuckDB file or a ``ducklake:`` URI; ``create=True`` makes
     it when missing; ``as_of`` a snapshot number or time opens it as it stood then; see
     :class:`Connection` for the rest)."""
     return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
                       max_rows=max_rows, max_bytes=max_bytes, as_of=as_of,
                       lock_timeout=lock_timeout, require_fresh=require_fresh,
-                      memory_limit=memory_limit)
+                      memory_limit=memory_limit, threads=threads)
 
 
 def _frame(library: str, table: pa.Table) -> Any:

@@ -52,6 +52,11 @@ class InputError(ArgusError):
         self.fix = fix
         super().__init__(f"{self.path}: {problem}. {fix}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by its three parts (a reader's error crosses from an ingest worker process,
+        # argusdb.ingest_pool); Exception's default would call __init__ with the message alone.
+        return type(self), (self.path, self.problem, self.fix)
+
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": str(self), "file": self.path,
                 "problem": self.problem, "fix": self.fix}

@@ -28,6 +28,7 @@ from argusdb.collectors import detect, readers
 from argusdb.collectors.base import Artefact, head_bytes, normalize_target
 from argusdb.collectors.validate import check_options, cross_check
 from argusdb.errors import InputError, UsageError
+from argusdb.ingest_pool import ReadArtefacts, read_artefacts
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
 from argusdb.store import Store
 from argusdb.variants import VariantOf, bind
@@ -298,10 +299,8 @@ def _one_compile(arts: list[tuple[Path, Artefact]]) -> None:
 
 
 def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, str],
-          launch: dict[str, Any] | None = None,
-          artefacts: list[Artefact] | None = None) -> list[_Planned]:
+          launch: dict[str, Any] | None, read: list[Artefact]) -> list[_Planned]:
     given = normalize_target(options.pop("target", None))
-    read = artefacts if artefacts is not None else [read_artefact(p) for p in paths]
     arts = list(zip(paths, read, strict=True))
     for p, art in arts:
         if given and art.target and given != art.target:
@@ -350,6 +349,14 @@ class Prepared:
 
     plans: list[_Planned]
     options: dict[str, str]
+    #: Worker processes that read the artefacts (0: read in the command's process), whether
+    #: they parsed every artefact's rows ahead, and the DuckDB threads for the command's
+    #: appends: one while rows are parsed beside them (DuckDB's parallel insert then competes
+    #: with the parse for the cores and cost about twice the CPU), the idle cores where every
+    #: row was parsed ahead (:class:`argusdb.ingest_pool.ReadArtefacts`).
+    workers: int = 0
+    parsed_ahead: bool = False
+    append_threads: int = 1
 
     def rows_hint(self) -> list[int | None]:
         """Per artefact, about how many rows its reader yields (None: unknown), for a
@@ -367,7 +374,10 @@ def prepare(paths: Sequence[str | Path], program: ProgramSource | None = None,
         InputError: unknown, corrupt, mismatching or conflicting input.
     """
     opts = check_options(dict(options or {}))
-    return Prepared(_plan([Path(p) for p in paths], program, opts, launch, artefacts), opts)
+    files = [Path(p) for p in paths]
+    got = read_artefacts(files) if artefacts is None else ReadArtefacts(artefacts)
+    return Prepared(_plan(files, program, opts, launch, got.artefacts), opts, got.workers,
+                    got.parsed_ahead, got.append_threads)
 
 
 def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
@@ -444,8 +454,13 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
                 materialize.refresh(store)
         return results
 
-    # On a shared store an attempt that another writer's commit overtook runs again.
-    done: list[IngestResult] = store.retrying(attempt)
+    # On a shared store an attempt that another writer's commit overtook runs again. The
+    # appends run on the threads the command's reading leaves them (Prepared.append_threads).
+    threads, store.append_threads = store.append_threads, prepared.append_threads
+    try:
+        done: list[IngestResult] = store.retrying(attempt)
+    finally:
+        store.append_threads = threads
     return done
 
 

@@ -378,8 +378,12 @@ class Store:
         #: The checker's metadata of this connection (argusdb.store_metadata), made on use.
         self.checker_metadata: Any = None
         self._watchdog = _WATCHDOG
-        #: DuckDB's memory limit once locked down (see :meth:`lock_down`).
+        #: DuckDB's memory limit and threads once locked down (see :meth:`lock_down`).
         self.memory_limit = "4GB"
+        self.threads = 2
+        #: DuckDB threads for an append of Arrow rows (:meth:`_append_threads`); an ingest
+        #: whose rows were all parsed ahead raises it (``argusdb.ingest.Prepared``).
+        self.append_threads = 1
         #: Where a locked-down instance spills what passes the memory limit (None: nowhere, a
         #: question's connection; an ingest's spills beside the store, see argusdb.api).
         self.spill_directory: str | None = None
@@ -607,7 +611,7 @@ class Store:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     # -- user queries (sandboxed) -----------------------------------------------------------
-    def lock_down(self, memory_limit: str | None = None, threads: int = 2) -> None:
+    def lock_down(self, memory_limit: str | None = None, threads: int | None = None) -> None:
         """Lock this database instance for user queries (idempotent; cannot be undone).
 
         External access (files, URLs, extensions) is disabled, spilling to disk is off (but to
@@ -628,7 +632,7 @@ class Store:
                      "SET allow_community_extensions = false",
                      "SET enable_external_access = false",
                      f"SET memory_limit = '{memory_limit or self.memory_limit}'",
-                     f"SET threads = {int(threads)}",
+                     f"SET threads = {int(threads or self.threads)}",
                      "SET lock_configuration = true"):
             self.con.execute(stmt)
         self._locked = True
@@ -791,9 +795,9 @@ class Store:
             self.con.execute("ROLLBACK")
             self._new_runs = []
             raise
-        # The commit writes the appended rows' last row groups: on one thread, as they were
-        # appended (see _one_thread; on two it took twice the CPU).
-        with self._one_thread() if self._appended else nullcontext():
+        # The commit writes the appended rows' last row groups: on the threads they were
+        # appended on (see _append_threads).
+        with self._append_threads() if self._appended else nullcontext():
             self.con.execute("COMMIT")
         self.generation += 1
 
@@ -890,7 +894,7 @@ class Store:
             have, exprs = set(batch.schema.names), columns or {}
             proj = ", ".join(exprs[c] if c in exprs else f'"{c}"' if c in have else
                              (default or "NULL") for c, default in self._column_defaults(table))
-            with self._one_thread():
+            with self._append_threads():
                 self.con.from_arrow(batch).project(proj).insert_into(table)
             self.generation += 1
         return batch.num_rows
@@ -908,20 +912,22 @@ class Store:
         return cols
 
     @contextmanager
-    def _one_thread(self) -> Iterator[None]:
-        """Run DuckDB on one thread for an append of Arrow rows, then as before: its parallel
+    def _append_threads(self) -> Iterator[None]:
+        """Run DuckDB on :attr:`append_threads` threads (one unless an ingest raised it) for
+        an append of Arrow rows, then as before: with Python parsing beside it, its parallel
         insert (each thread compressing its own row groups, then merged) cost about twice the
         CPU and wall time of a serial one for the same rows (``bench/bench_ingest_many.py``
-        times both for the raw append). A locked-down instance keeps its setting."""
+        times both for the raw append). A locked-down instance keeps its setting (``argus
+        ingest`` locks it with the threads it chose, see :attr:`threads`)."""
         if self._locked:
             yield
             return
         row = self.con.execute("SELECT current_setting('threads')").fetchone()
         threads = int(row[0]) if row else 1
-        if threads == 1:
+        if threads == self.append_threads:
             yield
             return
-        self.con.execute("SET threads = 1")
+        self.con.execute(f"SET threads = {int(self.append_threads)}")
         try:
             yield
         finally:

@@ -50,7 +50,8 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
 
     PATHS are files, folders (every artefact under a folder that a collector recognizes) or
     glob patterns (quoted, e.g. 'runs/**/*.cupti.jsonl'). STORE may be left out when
-    $ARGUS_STORE names it.
+    $ARGUS_STORE names it. Many small files are read in worker processes when two cores are
+    idle ($ARGUS_INGEST_WORKERS fixes their number; 0 reads them in place).
 
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
     """
@@ -75,7 +76,7 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
         if bar is not None:
             bar.reading_done(prepared.rows_hint())
         with connect(store, create=True, lock_timeout=lock_timeout,
-                     memory_limit=INGEST_MEMORY_LIMIT) as db:
+                     memory_limit=INGEST_MEMORY_LIMIT, threads=prepared.append_threads) as db:
             # One transaction for the whole command: a conflict or a corrupt file writes
             # nothing. The library's ingest path: materializations and checker metadata
             # refreshed.

@@ -360,3 +360,24 @@ def test_source_page_batches_reuse_the_checked_cells(tmp_path: Path,
     del kept, half, again, got
     gc.collect()
     assert mod._Checked.kept == before
+
+
+def test_a_small_source_page_is_walked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page whose cells ``read`` kept gives its batches from the rows that pass found, without
+    reading the file again; the same batches as a page walked twice."""
+    import argusdb.collectors.ncu.source_csv as mod
+
+    once = detect(SOURCE).read(SOURCE)
+    monkeypatch.setattr(mod, "CHECKED_CELLS", 0)
+    twice = detect(SOURCE).read(SOURCE)
+
+    def no_walk(path: Path) -> None:
+        raise AssertionError(f"{path} walked again")
+
+    walk = mod._walk
+    monkeypatch.setattr(mod, "_walk", no_walk)
+    got = list(once.batches())
+    monkeypatch.setattr(mod, "_walk", walk)
+    want = list(twice.batches())
+    assert [t for t, _ in got] == [t for t, _ in want] == ["instruction", "evidence"]
+    assert all(b.equals(c) for (_, b), (_, c) in zip(got, want, strict=True))

@@ -37,7 +37,7 @@ import io
 import os
 import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -288,10 +288,13 @@ class SourceCsvReader:
         code: list[tuple[str, int, str]] = []
         per_kernel: dict[str, int] = {}
         # Every value is checked here, before anything is written; _batches reuses the parsed
-        # columns of a small file (up to CHECKED_CELLS), and parses a larger one's again.
+        # columns of a small file (up to CHECKED_CELLS), and its SASS rows as this pass found
+        # them (it walks a larger file again, and parses its cells again).
         pending: list[tuple[int, str]] = []
         checked = _Checked()
         keeping = True
+        walked: list[_Walked] | None = []
+        line: int | None = None
 
         def check() -> None:
             nonlocal keeping
@@ -303,13 +306,14 @@ class SourceCsvReader:
         layout: _Layout | None = None
         for kind, a, b, text in _walk(path):
             if kind == "file":
-                fname, kernel = a, None
+                fname, kernel, line = a, None, None
                 files[a] = b
             elif kind == "kernel":
                 kernel = a
             elif kind == "line":
                 assert fname is not None
                 refs.setdefault((fname, a), SourceRef(fname, a, b))
+                line = a
             else:
                 if kernel is None:
                     raise InputError(str(path), f"line {a + 1}: an instruction before any "
@@ -329,10 +333,14 @@ class SourceCsvReader:
                 if layout is not None and (b[2] is not layout
                                            or len(pending) >= BATCH_INSTRUCTIONS):
                     check()
+                    walked = walked if keeping else None
                 layout = b[2]
                 pending.append((a, text))
+                if walked is not None:  # (its cells are checked: no need of the line again)
+                    walked.append((a, kernel, pc_abs, b[1].strip(), fname, line, "", layout))
         if pending and layout is not None:
             check()
+            walked = walked if keeping else None
         if not n_sass:
             raise InputError(str(path), "holds no SASS instruction rows",
                              "export with --print-source cuda,sass from a report collected "
@@ -340,7 +348,8 @@ class SourceCsvReader:
         return Artefact(
             path=str(path), collector="ncu", kind=self.kind, tool="Nsight Compute",
             adapter_version=ADAPTER_VERSION, export_schema="page=source,print-source=cuda,sass",
-            batches=lambda: self._batches(path, base, checked),
+            batches=lambda: self._batches(path, base, checked,
+                                          _walked(path) if walked is None else walked),
             interference=Interference(counter_replay=True, pc_sampling=True),
             kernels=sorted(base), source_refs=list(refs.values()),
             meta={"instructions": n_sass, "instructions_per_kernel": per_kernel,
@@ -356,31 +365,42 @@ class SourceCsvReader:
                           "same report for them"})
 
     def _batches(self, path: Path, base: dict[str, int],
-                 checked: dict[tuple[int, int], list[pa.Array]]
+                 checked: dict[tuple[int, int], list[pa.Array]], walked: Iterable[_Walked]
                  ) -> Iterator[tuple[str, pa.RecordBatch]]:
         chunk: list[_Row] = []
         layout: _Layout | None = None
-        kernel = fname = None
-        line: int | None = None
-        for kind, a, b, text in _walk(path):
-            if kind == "file":
-                fname, kernel, line = a, None, None
-            elif kind == "kernel":
-                kernel = a
-            elif kind == "line":
-                line = a
-            else:
-                addr, sass, lay = b
-                if layout is not None and lay is not layout and chunk:
-                    yield from _flush(path, chunk, layout, checked)  # columns differ
-                layout = lay
-                assert kernel is not None
-                chunk.append((a, kernel, _address(path, a, addr) - base[kernel], sass.strip(),
-                              fname, line, text))
-                if len(chunk) >= BATCH_INSTRUCTIONS:
-                    yield from _flush(path, chunk, layout, checked)
+        for row_no, kernel, pc_abs, sass, fname, line, text, lay in walked:
+            if layout is not None and lay is not layout and chunk:
+                yield from _flush(path, chunk, layout, checked)  # columns differ
+            layout = lay
+            chunk.append((row_no, kernel, pc_abs - base[kernel], sass, fname, line, text))
+            if len(chunk) >= BATCH_INSTRUCTIONS:
+                yield from _flush(path, chunk, layout, checked)
         if chunk and layout is not None:
             yield from _flush(path, chunk, layout, checked)
+
+
+#: One SASS row as the first pass finds it: (line number, kernel, absolute address, sass,
+#: file, source line, the CSV line ("" where its cells were kept checked), its section's
+#: layout).
+_Walked = tuple[int, str, int, str, str | None, int | None, str, _Layout]
+
+
+def _walked(path: Path) -> Iterator[_Walked]:
+    """The SASS rows of ``path``, walked again (a file whose rows the first pass did not keep)."""
+    kernel = fname = None
+    line: int | None = None
+    for kind, a, b, text in _walk(path):
+        if kind == "file":
+            fname, kernel, line = a, None, None
+        elif kind == "kernel":
+            kernel = a
+        elif kind == "line":
+            line = a
+        else:
+            addr, sass, lay = b
+            assert kernel is not None
+            yield a, kernel, _address(path, a, addr), sass.strip(), fname, line, text, lay
 
 
 #: One SASS row: (line number, kernel, pc, sass, file, source line, the CSV line).
@@ -481,6 +501,8 @@ def _flush(path: Path, chunk: list[_Row], layout: _Layout,
     yield "instruction", pa.RecordBatch.from_arrays(
         [kernel_a, pc_a, pa.array(sass, pa.string()), file_a, line_a],
         names=["kernel", "pc", "sass", "source_file", "source_line"])
+    if done is None and not all(texts):
+        raise AssertionError(f"{path}: lines {rows[0]}+{len(rows)} were kept without their cells")
     cols = done if done is not None else _metric_columns(path, texts, rows, layout)
     keep = [j for j, c in enumerate(cols) if c.null_count < len(c)]  # drop categorical columns
     if not keep:
