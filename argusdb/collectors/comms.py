@@ -9,13 +9,13 @@ per step (launch = step index).
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from argusdb.collectors.base import (
     COLLECTIVE_SCHEMA,
@@ -42,6 +42,8 @@ _ELEM_BYTES = {"float": 4, "float32": 4, "c10::float": 4, "double": 8, "float64"
                "int": 4, "int32": 4, "long int": 8, "int64": 8, "long": 8, "byte": 1,
                "unsigned char": 1, "uint8": 1, "char": 1, "int8": 1, "bool": 1,
                "float8_e4m3fn": 1, "float8_e5m2": 1}
+#: Hidden column of gathered collectives: the float of ``bytes`` as the source gave it.
+_BYTES_VALUE = "_bytes_value"
 _NCCL_KERNEL = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+?)(?:_|\(|$)")
 
 
@@ -71,73 +73,202 @@ def message_bytes(in_n: int | None, out_n: int | None, eb: int | None) -> int | 
     return max(in_n or 0, out_n or 0) * eb
 
 
-@dataclass
-class DistRows:
-    """Collectives and spans of one rank, gathered in any order and written sorted by start."""
+#: Rows gathered as Python values before they become one Arrow chunk of a :class:`Gathered`.
+CHUNK_ROWS = 16_384
 
-    rank: int | None
-    collectives: list[dict[str, Any]] = field(default_factory=list)
-    spans: list[dict[str, Any]] = field(default_factory=list)
+
+class Gathered:
+    """Rows of one table in arrival order, held column-wise in Arrow.
+
+    Every ``CHUNK_ROWS`` rows are converted by :func:`table_batch`, as one row list of the whole
+    table would be (so each stored value is the one the row gave), and string columns are
+    dictionary-encoded: a ``trace_span`` row takes ~50 bytes of Arrow memory (three 8-byte
+    times, a 4-byte step, five 4-byte string codes; ~10 more of Python objects), where a
+    Python dict took ~1 KB (measured on the replicated Kineto trace of
+    ``bench/synth_kineto.py``; ``tests/collectors/test_comms_rows.py``). ``rank`` and
+    ``src_row`` are left out (the writer adds them).
+
+    Example:
+        >>> g = Gathered(pa.schema([("name", pa.string()), ("start_ns", pa.int64())]))
+        >>> g.append({"name": "aten::mm", "start_ns": 5}); len(g)
+        1
+    """
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = pa.schema([f for f in schema if f.name not in ("rank", "src_row")])
+        self._cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
+        self._chunks: list[pa.RecordBatch] = []
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def append(self, row: dict[str, Any]) -> None:
+        """One row; columns it lacks are NULL."""
+        for name, col in self._cols.items():
+            col.append(row.get(name))
+        self._n += 1
+        if len(self._cols[self.schema.names[0]]) >= CHUNK_ROWS:
+            self._seal()
+
+    def _seal(self) -> None:
+        batch = table_batch(self.schema, self._cols)
+        self._chunks.append(pa.RecordBatch.from_arrays(
+            [pc.dictionary_encode(c) if pa.types.is_string(c.type) else c
+             for c in batch.columns], names=self.schema.names))
+        for col in self._cols.values():
+            col.clear()
+
+    def table(self) -> pa.Table:
+        """All rows, in arrival order; string columns share one dictionary each."""
+        if self._cols[self.schema.names[0]] or not self._chunks:
+            self._seal()
+        table = pa.Table.from_batches(self._chunks).unify_dictionaries()
+        self._chunks = table.to_batches()  # the remapped codes only, not both
+        return table
+
+
+class _Sorted:
+    """A :class:`Gathered` table in (start, end) order (stable, as Python's sort), read as
+    NumPy columns; ``seq`` and ``step`` as arrays that numbering may fill in."""
+
+    def __init__(self, rows: Gathered) -> None:
+        self.schema = rows.schema
+        self.table = rows.table()
+        self.order = pc.sort_indices(self.table, sort_keys=[
+            ("start_ns", "ascending"), ("end_ns", "ascending")]).to_numpy()
+        self.filled = {k: self.ints(k) for k in ("seq", "step") if k in self.schema.names}
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def ints(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """An integer column in order: values (0 where NULL) and whether each is present."""
+        col = self.table.column(name).combine_chunks()
+        return (col.fill_null(0).to_numpy()[self.order].astype(np.int64),
+                col.is_valid().to_numpy(zero_copy_only=False)[self.order])
+
+    def codes(self, name: str) -> tuple[np.ndarray, list[Any]]:
+        """A string column in order: codes into its distinct values (NULL is the last)."""
+        col = self.table.column(name).combine_chunks()
+        values = col.dictionary.to_pylist()
+        codes = col.indices.fill_null(len(values)).to_numpy()[self.order]
+        return codes, [*values, None]
+
+    def values(self, name: str) -> list[Any]:
+        """A column in order, as Python values (for the few rows evidence is written of)."""
+        if name in self.filled:
+            v, ok = self.filled[name]
+            return [int(x) if o else None for x, o in zip(v.tolist(), ok.tolist(), strict=True)]
+        if pa.types.is_dictionary(self.table.schema.field(name).type):
+            codes, values = self.codes(name)
+            return [values[c] for c in codes.tolist()]
+        return self.table.column(name).take(pa.array(self.order)).to_pylist()
+
+    def batch(self, lo: int, hi: int, rank: int | None, schema: pa.Schema) -> pa.RecordBatch:
+        """Rows ``lo:hi`` of the order as a batch of ``schema``; src_row is the position."""
+        part = self.table.take(pa.array(self.order[lo:hi]))
+        cols = []
+        for f in schema:
+            if f.name == "rank":
+                cols.append(pa.array([rank] * (hi - lo), type=f.type))
+            elif f.name == "src_row":
+                cols.append(pa.array(np.arange(lo, hi, dtype=np.int64)))
+            elif f.name in self.filled:
+                v, ok = self.filled[f.name]
+                cols.append(pa.array(v[lo:hi], mask=~ok[lo:hi], type=f.type))
+            else:
+                cols.append(part.column(f.name).combine_chunks().cast(f.type))
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+class DistRows:
+    """Collectives and spans of one rank, gathered in any order and written sorted by start.
+
+    Rows are held column-wise (:class:`Gathered`), so a trace's million host ops take tens of
+    megabytes, not gigabytes; :meth:`number` sorts and numbers them with NumPy.
+    """
+
+    def __init__(self, rank: int | None) -> None:
+        self.rank = rank
+        self.collectives = Gathered(COLLECTIVE_SCHEMA.append(pa.field(_BYTES_VALUE,
+                                                                      pa.float64())))
+        self.spans = Gathered(TRACE_SPAN_SCHEMA)
+        self._sorted: tuple[_Sorted, _Sorted] | None = None
 
     def add_collective(self, **row: Any) -> None:
         row["dur_ns"] = row["end_ns"] - row["start_ns"]
+        # the evidence value is the float of the size as given (the column holds it as int64)
+        row[_BYTES_VALUE] = None if row.get("bytes") is None else float(row["bytes"])
         self.collectives.append(row)
 
     def add_span(self, **row: Any) -> None:
         row["dur_ns"] = row["end_ns"] - row["start_ns"]
         self.spans.append(row)
 
-    def _assign_steps(self) -> None:
-        """Give rows without a step the step (of the same clock) their start falls in."""
-        by_clock: dict[str, list[tuple[int, int, int]]] = {}
-        for s in self.spans:
-            if s["kind"] == "step":
-                by_clock.setdefault(s["clock"], []).append((s["start_ns"], s["end_ns"], 0))
-        for lst in by_clock.values():
-            lst.sort()
-            lst[:] = [(a, b, i) for i, (a, b, _) in enumerate(lst)]
-        for s in self.spans:
-            if s["kind"] == "step" and s.get("step") is None:
-                lst = by_clock[s["clock"]]
-                s["step"] = next(i for a, b, i in lst if a == s["start_ns"] and b == s["end_ns"])
+    def _assign_steps(self, coll: _Sorted, spans: _Sorted) -> None:
+        """Give rows without a step the step (of the same clock) their start falls in: steps
+        are numbered per clock in start order (repeats of one interval share the first's)."""
+        kind, kinds = spans.codes("kind")
+        is_step = kind == kinds.index("step") if "step" in kinds else np.zeros(len(kind), bool)
+        clock, clocks = spans.codes("clock")
+        start, _ = spans.ints("start_ns")
+        end, _ = spans.ints("end_ns")
+        step, has = spans.filled["step"]
+        by_clock: dict[Any, tuple[np.ndarray, np.ndarray]] = {}
+        for code in np.unique(clock[is_step]).tolist():
+            rows = np.nonzero(is_step & (clock == code))[0]
+            a, b = start[rows], end[rows]
+            new = np.ones(len(rows), bool)
+            new[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+            first = np.maximum.accumulate(np.where(new, np.arange(len(rows)), 0))
+            todo = ~has[rows]
+            step[rows[todo]], has[rows[todo]] = first[todo], True
+            by_clock[clocks[code]] = (a, b)
         # device-side rows may fall in a device step; host-clock steps serve host rows only
-        for row in (*self.collectives, *self.spans):
-            if row.get("step") is not None:
+        for tbl in (coll, spans):
+            if not len(tbl):
                 continue
-            lst = by_clock.get(row["clock"], [])
-            if not lst:
-                continue
-            starts = [a for a, _, _ in lst]
-            j = bisect.bisect_right(starts, row["start_ns"]) - 1
-            if j >= 0 and row["start_ns"] < lst[j][1]:
-                row["step"] = lst[j][2]
+            t_clock, t_clocks = tbl.codes("clock")
+            t_start, _ = tbl.ints("start_ns")
+            t_step, t_has = tbl.filled["step"]
+            for code, value in enumerate(t_clocks):
+                if value not in by_clock:
+                    continue
+                a, b = by_clock[value]
+                rows = np.nonzero((t_clock == code) & ~t_has)[0]
+                j = np.searchsorted(a, t_start[rows], side="right") - 1
+                inside = (j >= 0) & (t_start[rows] < b[np.maximum(j, 0)])
+                t_step[rows[inside]], t_has[rows[inside]] = j[inside], True
 
     def number(self, seq_given: bool) -> None:
         """Sort by start; number each group's collectives in order unless the source did."""
-        self.collectives.sort(key=lambda r: (r["start_ns"], r["end_ns"]))
-        self.spans.sort(key=lambda r: (r["start_ns"], r["end_ns"]))
-        if not seq_given:
-            count: dict[str, int] = {}
-            for r in self.collectives:
-                r["seq"] = count.get(r["pg"], 0)
-                count[r["pg"]] = r["seq"] + 1
-        self._assign_steps()
+        coll, spans = _Sorted(self.collectives), _Sorted(self.spans)
+        if not seq_given and len(coll):
+            pg, _ = coll.codes("pg")
+            by_pg = np.argsort(pg, kind="stable")
+            new = np.ones(len(pg), bool)
+            new[1:] = pg[by_pg][1:] != pg[by_pg][:-1]
+            pos = np.arange(len(pg))
+            seq = np.empty(len(pg), np.int64)
+            seq[by_pg] = pos - np.maximum.accumulate(np.where(new, pos, 0))
+            coll.filled["seq"] = (seq, np.ones(len(pg), bool))
+        self._assign_steps(coll, spans)
+        self._sorted = coll, spans
 
     def batches(self, first_ordinal: int,
                 batch_rows: int = 50_000) -> Iterator[tuple[str, pa.RecordBatch]]:
         """``collective``, ``trace_span`` and ``evidence`` batches of at most ``batch_rows``
         rows; evidence src_row from ``first_ordinal`` on (after the reader's other rows)."""
-        for table, schema, rows in (("collective", COLLECTIVE_SCHEMA, self.collectives),
-                                    ("trace_span", TRACE_SPAN_SCHEMA, self.spans)):
+        if self._sorted is None:
+            raise RuntimeError("DistRows.number() comes before batches()")
+        coll, spans = self._sorted
+        for table, schema, rows in (("collective", COLLECTIVE_SCHEMA, coll),
+                                    ("trace_span", TRACE_SPAN_SCHEMA, spans)):
+            # collective.rank is NOT NULL: a single-process trace is rank 0
+            rank = self.rank if self.rank is not None or table == "trace_span" else 0
             for lo in range(0, len(rows), batch_rows):
-                part = rows[lo:lo + batch_rows]
-                cols = {f.name: [r.get(f.name) for r in part]
-                        for f in schema if f.name not in ("rank", "src_row")}
-                # collective.rank is NOT NULL: a single-process trace is rank 0
-                rank = self.rank if self.rank is not None or table == "trace_span" else 0
-                yield table, table_batch(schema, {
-                    **cols, "rank": [rank] * len(part),
-                    "src_row": list(range(lo, lo + len(part)))})
+                yield table, rows.batch(lo, min(lo + batch_rows, len(rows)), rank, schema)
         ev: dict[str, list[Any]] = {k: [] for k in ("kernel", "launch", "signal", "value", "unit",
                                                     "src_row")}
         n_ev = 0
@@ -154,16 +285,25 @@ class DistRows:
                 yield "evidence", evidence_batch(ev)
                 for col in ev.values():
                     col.clear()
-        for r in self.collectives:
-            value(r["op"], r["seq"], "collective_duration", float(r["dur_ns"]), "ns")
-            if r.get("bytes") is not None:
-                value(r["op"], r["seq"], "collective_bytes", float(r["bytes"]), "bytes")
-            if len(ev["signal"]) >= batch_rows - 1:
-                yield from flush()
-        steps = [s for s in self.spans if s["kind"] == "step"]
-        device = [s for s in steps if s["clock"] != "host"]
-        for s in device or steps:
-            value(None, s["step"], "step_time", float(s["dur_ns"]), "ns")
-            if len(ev["signal"]) >= batch_rows:
-                yield from flush()
+        if len(coll):
+            for op, seq, dur, size in zip(coll.values("op"), coll.values("seq"),
+                                          coll.values("dur_ns"), coll.values(_BYTES_VALUE),
+                                          strict=True):
+                value(op, seq, "collective_duration", float(dur), "ns")
+                if size is not None:
+                    value(op, seq, "collective_bytes", size, "bytes")
+                if len(ev["signal"]) >= batch_rows - 1:
+                    yield from flush()
+        if len(spans):
+            kind, kinds = spans.codes("kind")
+            steps: list[int] = np.nonzero(kind == kinds.index("step"))[0].tolist() \
+                if "step" in kinds else []
+            clock, clocks = spans.codes("clock")
+            device = [i for i in steps if clocks[clock[i]] != "host"]
+            step, has = spans.filled["step"]
+            dur, _ = spans.ints("dur_ns")
+            for i in device or steps:
+                value(None, int(step[i]) if has[i] else None, "step_time", float(dur[i]), "ns")
+                if len(ev["signal"]) >= batch_rows:
+                    yield from flush()
         yield from flush()

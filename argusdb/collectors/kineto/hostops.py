@@ -13,8 +13,9 @@ too, for the kernel's ``api_*`` columns: the launch slice a timeline draws the f
 Memory: the index keeps seven 8-byte integers per runtime call and four per ``cpu_op`` (compact
 ``array`` storage, numpy at resolution) plus each distinct name once. That is linear in the
 number of such events, 56 or 32 bytes each against several hundred bytes per event in the JSON,
-and independent of everything else the trace holds (arguments, shapes, stacks). It is the only
-part of ingest that grows with the trace; the rest is bounded by the batch size.
+and independent of everything else the trace holds (arguments, shapes, stacks). Resolved, it
+keeps only the calls that launched a kernel (``keep``), and the reader lets the raw index go
+(``collectors.kineto.trace``).
 
 Example:
     >>> ix = LaunchIndex()
@@ -76,8 +77,13 @@ class LaunchIndex:
     def n_runtime(self) -> int:
         return len(self._rt["corr"])
 
-    def resolve(self) -> ResolvedLaunches:
-        """Assign each runtime call its innermost enclosing ``cpu_op`` (by shortest interval)."""
+    def resolve(self, keep: np.ndarray | None = None) -> ResolvedLaunches:
+        """Assign each runtime call its innermost enclosing ``cpu_op`` (by shortest interval).
+
+        ``keep``: correlation IDs (the kernels'); only the calls with one of them are kept for
+        :meth:`ResolvedLaunches.lookup` (a trace's memcpy, sync and allocation calls are most of
+        its runtime calls). None keeps all.
+        """
         rt = {k: np.frombuffer(v, dtype=np.int64) if len(v) else np.zeros(0, np.int64)
               for k, v in self._rt.items()}
         op = {k: np.frombuffer(v, dtype=np.int64) if len(v) else np.zeros(0, np.int64)
@@ -98,6 +104,8 @@ class LaunchIndex:
             for k in np.nonzero(hi > lo)[0]:
                 host[r_idx[lo[k]:hi[k]]] = op["name"][o_idx[k]]
         order = np.argsort(rt["corr"], kind="stable")
+        if keep is not None:
+            order = order[np.isin(rt["corr"][order], keep)]
         return ResolvedLaunches({k: v[order] for k, v in rt.items()}, host[order],
                                 list(self._names), self._thread_ids)
 
