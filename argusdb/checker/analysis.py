@@ -37,6 +37,7 @@ class Analyzer(CombinationPass):
         super().__init__(Context(sql, statement))
         self.meta = meta
         self.out = {}
+        self._group_cache = {}
 
     # -- resolution ----------------------------------------------------------------------
     def run(self) -> Context:

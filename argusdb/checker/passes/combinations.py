@@ -23,6 +23,11 @@ from argusdb.checker.passes.streams import StreamPass
 class CombinationPass(StreamPass):
     """Combinations of a scope's streams and the stream it outputs."""
 
+    #: Groups of metadata rows by fields (see ``_groups``), by ``id`` of the rows, which the
+    #: entry holds so that the id stays theirs.
+    _group_cache: dict[int, tuple[list[dict[str, Any]],
+                                  dict[tuple[str, ...], dict[tuple[Any, ...], Props]]]]
+
     def _value_streams(self, sc: Scope, streams: dict[str, Stream],
                        nodes: list[Any]) -> list[str]:
         out: list[str] = []
@@ -146,13 +151,11 @@ class CombinationPass(StreamPass):
                    only: frozenset[str] | None, aggregations: list[frozenset[str]]) -> None:
         """One combination per group of metadata ``rows`` (by the values of ``fields``,
         named ``labels``) that mixes a property ``sep`` does not keep apart."""
-        groups: dict[tuple[Any, ...], Props] = {}
-        for r in rows:
-            g = tuple(r.get(f) for f in fields)
-            groups.setdefault(g, Props()).add(r)
+        groups = self._groups(rows, fields)
         for kept in aggregations:
-            for p in groups.values():
-                p.scopes = {sx.aggregated_scope(x, set(kept)) for x in p.scopes}
+            groups = {g: Props(**{**p.__dict__, "scopes": {sx.aggregated_scope(x, set(kept))
+                                                           for x in p.scopes}})
+                      for g, p in groups.items()}
         props = [x for x in KEY_COLUMNS if x not in sep and (only is None or x in only)]
         mixed = [(g, p) for g, p in groups.items() if any(p.mixed(x) for x in props)]
         # the first groups, and for each property the first group mixing it, so that
@@ -165,6 +168,26 @@ class CombinationPass(StreamPass):
             label = ", ".join(f"{n()}={v!r}" for n, v in zip(labels, g, strict=True))
             self.ctx.combinations.append(Combination(kind, where, (st,), p, sep, label,
                                                      only=only))
+
+    def _groups(self, rows: list[dict[str, Any]], fields: list[str]
+                ) -> dict[tuple[Any, ...], Props]:
+        """Properties of ``rows`` per value of ``fields``. The groups of the same rows by more
+        fields (an inner aggregate's, before an outer group over its keys) are merged where
+        known: fewer groups than rows. Read-only: callers copy before changing one."""
+        held = self._group_cache.setdefault(id(rows), (rows, {}))[1]
+        for have, finer in held.items():
+            if set(fields) <= set(have):
+                pos = [have.index(f) for f in fields]
+                out: dict[tuple[Any, ...], Props] = {}
+                for g, p in finer.items():
+                    k = tuple(g[i] for i in pos)
+                    out[k] = out[k].merge(p) if k in out else p
+                return out
+        out = {}
+        for r in rows:
+            out.setdefault(tuple(r.get(f) for f in fields), Props()).add(r)
+        held[tuple(fields)] = out
+        return out
 
     def _output(self, sc: Scope, node: exp.Select, streams: dict[str, Stream], aggregated: bool,
                 group_keys: list[exp.Expression], grouped: list[exp.Expression],
