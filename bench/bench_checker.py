@@ -81,6 +81,13 @@ QUERIES = {
                               "max(value) AS worst FROM evidence GROUP BY ALL) "
                               "SELECT program_version, kernel, avg(worst) FROM per "
                               "GROUP BY program_version, kernel",
+    # its partitions checked against the rows of evidence the CTE reads, per region_id
+    "window over a CTE, per region": "WITH per AS (SELECT region_id, run_id, median(value) AS "
+                                     "med FROM evidence WHERE signal = 'duration' AND region_id"
+                                     " IS NOT NULL AND program_version NOT IN ('{V2}', '{V3}') "
+                                     "GROUP BY ALL) "
+                                     "SELECT region_id, run_id, med / max(med) OVER (PARTITION "
+                                     "BY region_id) AS share FROM per",
 }
 
 
@@ -119,6 +126,7 @@ def main() -> int:
                               {**demo.OPTIONS, "num_warps": "16"})
             t0 = time.perf_counter()
             how = checker.refresh_metadata(st, [new.run_id])
+            ids["V3"] = new.program_version
             incr_s = time.perf_counter() - t0
             assert how == "incremental", how
         with Store.open(path, read_only=True) as st:

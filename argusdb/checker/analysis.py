@@ -37,6 +37,7 @@ class Analyzer(CombinationPass):
         super().__init__(Context(sql, statement))
         self.meta = meta
         self.out = {}
+        self._group_cache = {}
 
     # -- resolution ----------------------------------------------------------------------
     def run(self) -> Context:
@@ -125,7 +126,8 @@ class Analyzer(CombinationPass):
                     name = alias or "(subquery)"
                     streams[alias] = Stream(name, name, ref, st.props,
                                             {k: set(v) for k, v in st.keys.items()},
-                                            set(st.values), set(st.acks), st.diffs_versions)
+                                            set(st.values), set(st.acks), st.diffs_versions,
+                                            lineage=st.lineage)
                 continue
             rel = self.relations.get(id(src))
             if rel is None:
@@ -137,8 +139,7 @@ class Analyzer(CombinationPass):
         self._join_combinations(sc, node, streams, uf)
         self._subquery_combinations(sc, streams)
         if aggregated:
-            agg_keys = group_keys if not rollup else [k for k in group_keys
-                                                      if not any(k is r for r in rollup)]
+            agg_keys = [k for k in group_keys if not any(k is r for r in rollup)]
             plain = [va for va in value_aggs if sx.filter_of(va) is None]
             conds = [c for va in value_aggs if (c := sx.filter_of(va)) is not None]
             # one output row puts every aggregate of its group together: identity properties
@@ -188,7 +189,9 @@ class Analyzer(CombinationPass):
                 not self._value_streams(sc, streams, direct) else None
             self._group_combinations(sc, w, "window", wparts, involved, streams, meta_rows, uf,
                                      [wcond] if wcond is not None else None)
-        return self._output(sc, node, streams, aggregated, group_keys)
+        grouped = [k for k in group_keys if not any(k is r for r in rollup)]
+        return self._output(sc, node, streams, aggregated, group_keys, grouped,
+                            list(partitions.values()))
 
     def _correlated(self, sc: Scope) -> list[exp.Expression]:
         if sc.parent is None:

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,6 +148,32 @@ class Props:
                 "run_count_at_least": max(len(self.runs), self.run_count_at_least)}
 
 
+#: Metadata rows of a base stream (its own scope's predicates) with the values of the given
+#: columns of that scope, and the row field holding each; None when a column is not over its
+#: metadata.
+Regroup = Callable[[list[tuple[str, str]]], "tuple[list[dict[str, Any]], list[str]] | None"]
+
+
+@dataclass
+class Lineage:
+    """Where a derived stream's columns come from: one base stream, through plain column
+    references (and GROUP BY keys) only, so that a derived row with ``c = x`` holds only
+    evidence of base rows whose traced column is ``x``.
+
+    Example:
+        >>> Lineage(lambda cols: [], {"r": ("e", "region_id")}).columns["r"]
+        ('e', 'region_id')
+    """
+
+    #: The base stream's metadata rows grouped by columns of its scope (see ``Regroup``).
+    regroup: Regroup
+    #: Output column → (source alias, column) in the base stream's scope.
+    columns: dict[str, tuple[str, str]]
+    #: The GROUP BY columns of each aggregation on the way from the base stream, innermost
+    #: first (what ``aggregated_scope`` keeps of the rows' scope levels).
+    aggregations: list[frozenset[str]] = field(default_factory=list)
+
+
 @dataclass
 class Stream:
     """Evidence rows one FROM item brings into a scope."""
@@ -168,6 +195,10 @@ class Stream:
     key_ids: list[int] = field(default_factory=list)
     #: The query restricts scope coordinates of this stream (an aggregate stays a slice).
     scope_filtered: bool = False
+    #: Base streams: their metadata rows grouped again by other columns of their scope (for
+    #: the partitions of an outer scope); derived streams: where their columns come from.
+    regroup: Regroup | None = None
+    lineage: Lineage | None = None
 
 
 @dataclass

@@ -12,6 +12,9 @@ replay, an instrumented run with per-warp-role values, a forced-wait variant run
 so the ``evidence`` view shows them with ``evidence_class = 'derived'``). Every seed run has
 ``kind = 'seed'`` and artefact names starting with ``SEED-``.
 
+``argus_demo_store``: what ``argus demo`` builds (every demo recording of softmax and matmul,
+one program version per kernel: each region is of one version).
+
 ``dist_store``: recorded 2-H200 torchrun launches of ``tools/h200/xlayer/tp_block.py``
 (``tests/data/gpu/xlayer``): the serial version's clean (``events``), profiled (``profiler``)
 and forced-synchronous (``forced``) launches and the overlapped version's clean launch, each
@@ -22,7 +25,7 @@ versions and three interference signatures for the interval algebra's cases.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -142,14 +145,24 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
     return ids
 
 
+def _demo_versions(st: Store) -> dict[str, str]:
+    """``argus demo``'s ingest into ``st``; V1: softmax's version, VM: matmul's."""
+    return {"V1" if "softmax" in r.path else "VM": r.program_version for r in demo.build(st)}
+
+
+def build_argus_demo(path: Path) -> dict[str, str]:
+    """The store ``argus demo`` builds: every demo recording of softmax and matmul, one
+    program version per kernel, so that each region is of one version (V1, VM)."""
+    with Store.open(path, create=True) as st:
+        return _demo_versions(st)
+
+
 def build_full(path: Path) -> dict[str, str]:
     """Every demo artefact (CUPTI, Nsight Compute source and raw pages, SASS, TTGIR) of
     softmax and matmul, and softmax's again under ``num_warps=8``: three program versions with
     per-instruction, per-region and kernel-wide evidence, attributed (real recordings only)."""
-    ids: dict[str, str] = {}
     with Store.open(path, create=True) as st:
-        for r in demo.build(st):
-            ids["V1" if "softmax" in r.path else "VM"] = r.program_version
+        ids = _demo_versions(st)
         prog = ProgramSource.from_path(DEMO / "kernels" / "softmax.py")
         for a in demo.artefacts("softmax"):
             ids["V2"] = ingest_path(st, a, prog, {**demo.OPTIONS, "num_warps": "8"}
@@ -180,30 +193,46 @@ def build_dist(path: Path) -> dict[str, str]:
     return ids
 
 
+def _build(factory: pytest.TempPathFactory, name: str,
+           build: Callable[[Path], dict[str, str]]) -> tuple[Path, dict[str, str]]:
+    path = factory.mktemp(f"checker_{name}") / f"{name}.duckdb"
+    return path, build(path)
+
+
+def _read_only(path: Path) -> Iterator[Store]:
+    st = Store.open(path, read_only=True)
+    yield st
+    st.close()
+
+
 @pytest.fixture(scope="session")
 def dist_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    path = tmp_path_factory.mktemp("checker_dist") / "dist.duckdb"
-    return path, build_dist(path)
+    return _build(tmp_path_factory, "dist", build_dist)
 
 
 @pytest.fixture(scope="session")
 def dist_store(dist_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
-    st = Store.open(dist_built[0], read_only=True)
-    yield st
-    st.close()
+    yield from _read_only(dist_built[0])
+
+
+@pytest.fixture(scope="session")
+def argus_demo_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return _build(tmp_path_factory, "argus_demo", build_argus_demo)
+
+
+@pytest.fixture(scope="session")
+def argus_demo_store(argus_demo_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
+    yield from _read_only(argus_demo_built[0])
 
 
 @pytest.fixture(scope="session")
 def full_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    path = tmp_path_factory.mktemp("checker_full") / "full.duckdb"
-    return path, build_full(path)
+    return _build(tmp_path_factory, "full", build_full)
 
 
 @pytest.fixture(scope="session")
 def full_store(full_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
-    st = Store.open(full_built[0], read_only=True)
-    yield st
-    st.close()
+    yield from _read_only(full_built[0])
 
 
 @pytest.fixture(scope="session")
@@ -233,16 +262,12 @@ def demo_path(_built: tuple[Path, Path, dict[str, str]]) -> Path:
 
 @pytest.fixture(scope="session")
 def seeded_store(seeded_path: Path) -> Iterator[Store]:
-    st = Store.open(seeded_path, read_only=True)
-    yield st
-    st.close()
+    yield from _read_only(seeded_path)
 
 
 @pytest.fixture(scope="session")
 def demo_store(demo_path: Path) -> Iterator[Store]:
-    st = Store.open(demo_path, read_only=True)
-    yield st
-    st.close()
+    yield from _read_only(demo_path)
 
 
 def memory_of(st: Store) -> MemoryMetadata:

@@ -16,3 +16,5 @@ def test_bench_checker_runs_and_prints_its_figures() -> None:
     assert r.returncode in (0, 1), r.stderr
     assert "evidence rows" in r.stdout and "worst check median" in r.stdout
     assert "version_diff" in r.stdout
+    # a window over a CTE, accepted by its per-region data check (the bench asserts it)
+    assert "window over a CTE, per region" in r.stdout

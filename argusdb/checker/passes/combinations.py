@@ -9,18 +9,24 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from argusdb.checker.context import KEY_COLUMNS, Combination, Props, Stream
+from argusdb.checker.context import KEY_COLUMNS, Combination, Lineage, Props, Stream
 from argusdb.checker.passes import syntax as sx
 from argusdb.checker.passes.streams import StreamPass
 
 
 class CombinationPass(StreamPass):
     """Combinations of a scope's streams and the stream it outputs."""
+
+    #: Groups of metadata rows by fields (see ``_groups``), by ``id`` of the rows, which the
+    #: entry holds so that the id stays theirs.
+    _group_cache: dict[int, tuple[list[dict[str, Any]],
+                                  dict[tuple[str, ...], dict[tuple[Any, ...], Props]]]]
 
     def _value_streams(self, sc: Scope, streams: dict[str, Stream],
                        nodes: list[Any]) -> list[str]:
@@ -85,28 +91,13 @@ class CombinationPass(StreamPass):
             st = streams[alias]
             if st.base:
                 mine = [st.key_ids.index(id(k)) for k in keys if id(k) in st.key_ids]
-                groups: dict[tuple[Any, ...], Props] = {}
                 rows = meta_rows[alias]
                 if row_filter and all(id(f) in st.key_ids for f in row_filter):
                     # FILTER (WHERE ...): only the rows some condition keeps meet
                     fs = [f"_k{st.key_ids.index(id(f))}" for f in row_filter]
                     rows = [r for r in rows if any(r.get(f) not in (False, None) for f in fs)]
-                for r in rows:
-                    g = tuple(r.get(f"_k{i}") for i in mine)
-                    groups.setdefault(g, Props()).add(r)
-                mixed = [(g, p) for g, p in groups.items()
-                         if any(p.mixed(x) for x in KEY_COLUMNS if only is None or x in only)]
-                # the first groups, and for each property the first group mixing it, so that
-                # which rules refuse does not hang on the order the groups come in
-                shown = mixed[:sx.MAX_GROUPS]
-                for x in KEY_COLUMNS:
-                    if (only is None or x in only) and not any(p.mixed(x) for _, p in shown):
-                        shown += [gp for gp in mixed if gp[1].mixed(x)][:1]
-                for g, p in shown:
-                    label = ", ".join(f"{st.keys_sql[i]()}={v!r}"
-                                      for i, v in zip(mine, g, strict=True))
-                    self.ctx.combinations.append(Combination(kind, where, (st,), p, set(), label,
-                                                             only=only))
+                self._per_group(where, kind, st, rows, [f"_k{i}" for i in mine],
+                                [st.keys_sql[i] for i in mine], set(), only, [])
                 continue
             names = set()
             for k in keys:
@@ -120,22 +111,102 @@ class CombinationPass(StreamPass):
                     if ref[0] == alias:
                         names.add(ref[1])
             sep = {p for p in KEY_COLUMNS if names & st.keys.get(p, set())}
-            self.ctx.combinations.append(Combination(kind, where, (st,), st.props, sep,
+            if not self._traced_groups(sc, where, kind, keys, alias, st, uf, sep, only):
+                self.ctx.combinations.append(Combination(kind, where, (st,), st.props, sep,
+                                                         only=only))
+
+    def _traced_groups(self, sc: Scope, where: Any, kind: str, keys: list[Any], alias: str,
+                       st: Stream, uf: sx.UnionFind, sep: set[str],
+                       only: frozenset[str] | None) -> bool:
+        """A derived stream's groups checked against its base stream's rows, where the keys
+        trace back to that stream's columns (:class:`Lineage`): each group holds no more than
+        the base rows, under the subquery's own predicates, with the traced values. False
+        (the static rule decides) where nothing traces or the static rule mixes nothing."""
+        lin = st.lineage
+        if lin is None or not any(st.props.mixed(x) for x in KEY_COLUMNS
+                                  if x not in sep and (only is None or x in only)):
+            return False
+        traced: list[tuple[str, str]] = []
+        labels: list[Callable[[], str]] = []
+        for k in keys:
+            ref = self._ref(sc, k) if isinstance(k, exp.Column) else None
+            if ref is None:
+                continue
+            same = [n2 for (a2, n2) in list(uf.parent)
+                    if a2 == alias and uf.find((a2, n2)) == uf.find(ref)]
+            col = ref[1] if ref[0] == alias else next(iter(same), None)
+            if col in lin.columns and lin.columns[col] not in traced:
+                traced.append(lin.columns[col])
+                labels.append(k.sql)
+        if not traced:
+            return False
+        found = lin.regroup(traced)
+        if found is None:
+            return False
+        self._per_group(where, kind, st, found[0], found[1], labels, sep, only, lin.aggregations)
+        return True
+
+    def _per_group(self, where: Any, kind: str, st: Stream, rows: list[dict[str, Any]],
+                   fields: list[str], labels: list[Callable[[], str]], sep: set[str],
+                   only: frozenset[str] | None, aggregations: list[frozenset[str]]) -> None:
+        """One combination per group of metadata ``rows`` (by the values of ``fields``,
+        named ``labels``) that mixes a property ``sep`` does not keep apart."""
+        groups = self._groups(rows, fields)
+        for kept in aggregations:
+            groups = {g: Props(**{**p.__dict__, "scopes": {sx.aggregated_scope(x, set(kept))
+                                                           for x in p.scopes}})
+                      for g, p in groups.items()}
+        props = [x for x in KEY_COLUMNS if x not in sep and (only is None or x in only)]
+        mixed = [(g, p) for g, p in groups.items() if any(p.mixed(x) for x in props)]
+        # the first groups, and for each property the first group mixing it, so that
+        # which rules refuse does not hang on the order the groups come in
+        shown = mixed[:sx.MAX_GROUPS]
+        for x in props:
+            if not any(p.mixed(x) for _, p in shown):
+                shown += [gp for gp in mixed if gp[1].mixed(x)][:1]
+        for g, p in shown:
+            label = ", ".join(f"{n()}={v!r}" for n, v in zip(labels, g, strict=True))
+            self.ctx.combinations.append(Combination(kind, where, (st,), p, sep, label,
                                                      only=only))
 
+    def _groups(self, rows: list[dict[str, Any]], fields: list[str]
+                ) -> dict[tuple[Any, ...], Props]:
+        """Properties of ``rows`` per value of ``fields``. The groups of the same rows by more
+        fields (an inner aggregate's, before an outer group over its keys) are merged where
+        known: fewer groups than rows. Read-only: callers copy before changing one."""
+        held = self._group_cache.setdefault(id(rows), (rows, {}))[1]
+        for have, finer in held.items():
+            if set(fields) <= set(have):
+                pos = [have.index(f) for f in fields]
+                out: dict[tuple[Any, ...], Props] = {}
+                for g, p in finer.items():
+                    k = tuple(g[i] for i in pos)
+                    out[k] = out[k].merge(p) if k in out else p
+                return out
+        out = {}
+        for r in rows:
+            out.setdefault(tuple(r.get(f) for f in fields), Props()).add(r)
+        held[tuple(fields)] = out
+        return out
+
     def _output(self, sc: Scope, node: exp.Select, streams: dict[str, Stream], aggregated: bool,
-                group_keys: list[exp.Expression]) -> Stream | None:
+                group_keys: list[exp.Expression], grouped: list[exp.Expression],
+                partitions: list[list[exp.Expression]]) -> Stream | None:
+        """The stream this scope outputs. ``grouped``: the GROUP BY keys that keep every
+        output row's rows apart (not the rolled-up ones); ``partitions``: every window's."""
         if not streams:
             return None
         out = Stream("(derived)", "(derived)", node, Props(), {k: set() for k in KEY_COLUMNS},
                      set())
+        kept: frozenset[str] | None = None
         for st in streams.values():
             props = st.props
             if aggregated and not st.scope_filtered:
-                kept = {r[1] for k in group_keys if isinstance(k, exp.Column)
-                        and (r := self._ref(sc, k)) and r[0] == st.alias}
+                kept = frozenset(r[1] for k in group_keys if isinstance(k, exp.Column)
+                                 and (r := self._ref(sc, k)) and r[0] == st.alias)
                 props = Props(**{**props.__dict__,
-                                 "scopes": {sx.aggregated_scope(x, kept) for x in props.scopes}})
+                                 "scopes": {sx.aggregated_scope(x, set(kept))
+                                            for x in props.scopes}})
             out.props = out.props.merge(props)
             out.acks |= st.acks
             out.diffs_versions |= st.diffs_versions
@@ -160,4 +231,53 @@ class CombinationPass(StreamPass):
                             out.keys[p].add(name)
             if self._value_streams(sc, streams, [inner]):
                 out.values.add(name)
+        # the outermost scope's output meets nothing: no lineage to trace
+        if sc.parent is not None and len(streams) == 1 and not any(
+                self.out.get(id(sub.expression)) is not None
+                for sub in getattr(sc, "subquery_scopes", [])):
+            out.lineage = self._lineage(sc, node, *next(iter(streams.items())),
+                                        grouped if aggregated else None, partitions, kept)
         return out
+
+    def _lineage(self, sc: Scope, node: exp.Select, alias: str, st: Stream,
+                 grouped: list[exp.Expression] | None, partitions: list[list[exp.Expression]],
+                 kept: frozenset[str] | None) -> Lineage | None:
+        """Where the output columns of a scope over one stream ``st`` come from (see
+        :class:`Lineage`): an output column that is a plain reference to a column of ``st``'s
+        base, or a traced column of a derived ``st``, traces on when it keys every row the
+        output row holds: a key of the aggregation (``grouped``; None: not aggregated) and of
+        every window partition. Anything else (an expression, a rolled-up key, a column a
+        window reads across) does not trace, and the static rule decides over it."""
+        lin = st.lineage
+        regroup = st.regroup if st.base else lin.regroup if lin is not None else None
+        if regroup is None:
+            return None
+        needed = [{r for e in keys if isinstance(e, exp.Column) and (r := self._ref(sc, e))}
+                  for keys in ([grouped] if grouped is not None else []) + partitions]
+        named: dict[str, list[tuple[str, str] | None]] = {}
+        for proj in node.expressions:
+            if isinstance(proj, exp.Star) or (isinstance(proj, exp.Column)
+                                              and isinstance(proj.this, exp.Star)):
+                only = proj.table.lower() if isinstance(proj, exp.Column) else ""
+                for a, (_, src) in sc.selected_sources.items():
+                    if not only or a == only:
+                        own = set(lin.columns) if lin is not None and a == alias else set()
+                        for c in sorted((self._cols(src) or set()) | own):
+                            named.setdefault(c, []).append((a, c))
+                continue
+            inner = proj.unalias()
+            ref = self._ref(sc, inner) if isinstance(inner, exp.Column) else None
+            named.setdefault(proj.alias_or_name.lower(), []).append(ref)
+        columns: dict[str, tuple[str, str]] = {}
+        for name, refs in named.items():
+            ref = refs[0]
+            if len(refs) != 1 or ref is None or not all(ref in n for n in needed):
+                continue  # a name given twice, an expression, or not a key of every row
+            traced = ref if st.base else lin.columns.get(ref[1]) \
+                if lin is not None and ref[0] == alias else None
+            if traced is not None:
+                columns[name] = traced
+        if not columns:
+            return None
+        return Lineage(regroup, columns, [*(lin.aggregations if lin is not None and not st.base
+                                           else []), *([kept] if kept is not None else [])])

@@ -63,25 +63,47 @@ class StreamPass(resolve.Resolver):
                 preds.append(Pred(_constant_predicate(text)[0], names))
             used |= {"signal", "program_version", "region_id", "_scope"}
         filtered = any(c in used for c in (*sx.SCOPE_COLS, "scope_path"))
+        pred_used = set(used)
         keys: list[Pred] = []
         key_ids: list[int] = []
+        #: the metadata field of each key that is a plain column, by the column it names
+        key_fields: dict[tuple[str, str], str] = {}
         for ks in key_sets:
             for k in ks:
                 if id(k) in key_ids:
                     continue
                 pk = self._rewrite(sc, k, alias, uf, mapping, used)
                 if pk is not None:
+                    if isinstance(k, exp.Column) and (ref := self._ref(sc, k)) is not None:
+                        key_fields.setdefault(ref, f"_k{len(keys)}")
                     keys.append(pk)
                     key_ids.append(id(k))
         inputs = con.input_predicates(resolve.rel_literals(rel)) if con is not None else []
-        per_input: list[list[dict[str, Any]]] = []
-        for text in inputs:
+        meta = self.meta
+
+        def fetch(keys: list[Pred], cols: set[str]) -> list[list[dict[str, Any]]]:
+            """Metadata rows per input (one part for a plain relation)."""
+            if not inputs:
+                return [meta.rows(base, preds, keys, cols)]
             # each selector is one input: the rows of the base its kind or role selects
-            node, names = _constant_predicate(text)
-            per_input.append(self.meta.rows(base, [*preds, Pred(node, names)], keys,
-                                            used | set(names)))
-        rows = [r for part in per_input for r in part] if inputs else \
-            self.meta.rows(base, preds, keys, used)
+            return [meta.rows(base, [*preds, Pred(node, names)], keys, cols | set(names))
+                    for node, names in map(_constant_predicate, inputs)]
+
+        per_input = fetch(keys, used)
+        rows = [r for part in per_input for r in part]
+
+        def regroup(columns: list[tuple[str, str]]
+                    ) -> tuple[list[dict[str, Any]], list[str]] | None:
+            if all(c in key_fields for c in columns):
+                # keys of this scope already (GROUP BY, PARTITION BY): its rows have them
+                return rows, [key_fields[c] for c in columns]
+            kused = set(pred_used)
+            ks = [self._rewrite(sc, exp.column(n, table=a), alias, uf, mapping, kused)
+                  for a, n in columns]
+            if any(k is None for k in ks):
+                return None
+            return ([r for part in fetch([k for k in ks if k is not None], kused)
+                     for r in part], [f"_k{i}" for i in range(len(ks))])
         if con is not None and con.diffs_versions:
             self._check_diff_versions(src, rel, rows)
         cols = self._cols(src) or set()
@@ -96,11 +118,11 @@ class StreamPass(resolve.Resolver):
         st = Stream(alias or rel.name, rel.name, src, Props.of_rows(rows), keyed, values,
                     base=True, predicates=preds, diffs_versions=bool(con and con.diffs_versions),
                     keys_sql=[k.sql for k in keys], key_ids=key_ids,
-                    scope_filtered=filtered)
+                    scope_filtered=filtered, regroup=regroup)
         if con is not None and con.acknowledgeable:
             acks = resolve.rel_literals(rel)[0]
             st.acks = set(acks if isinstance(acks, list) else [acks])
-        if len(per_input) == 2:
+        if inputs and len(per_input) == 2:
             self._input_combination(src, alias, rel, per_input)
         return st, rows
 
