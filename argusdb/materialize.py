@@ -269,7 +269,7 @@ def _rederive(store: Store, report: RefreshReport, now: datetime) -> None:
             "name": "derivation", "program_version": group, "fingerprint": current[group],
             "runs_fingerprint": "", "run_seq_built": 0, "n_rows": rows.get(group, 0),
             "built_at": now})
-    report.derivation_groups = build + drop
+    report.derivation_groups = sorted(build + drop)
     report.derivation_rebuilt = True
     report.derived_rows = sum(rows.values())
 

@@ -119,3 +119,22 @@ def test_distributed_launches_one_by_one_equal_a_whole_build(
                                  *(f"exposed_communication:{r['program_version']}" for r in new)}
     assert {r["signal"] for r in rows} == {"clock_offset", "exposed_communication"}
     assert len({r["program_version"] for r in rows if r["signal"] == "exposed_communication"}) == 2
+
+
+def test_a_whole_build_of_older_code_is_replaced_by_groups(store: Store) -> None:
+    sm = "softmax.default.fw_load"
+    sv = variant(store, sm, parent_run(store, sm, "run1"))
+    record_check(store, sv, parent_version(store, sv), 0.0)
+    rows = same_as_scratch(store)
+    # as the previous release left a store: one 'derivation' row for the whole build, and a
+    # derived row no input defines any more
+    with store.transaction():
+        store.sql("DELETE FROM materialization WHERE name IN ('derivation', 'inputs')")
+        store.sql("INSERT INTO materialization VALUES ('derivation', '', 'x', '', 0, 2, now())")
+        store.sql("INSERT INTO derived_evidence SELECT * REPLACE (-7 AS evidence_id, "
+                  "'gone' AS variant_version) FROM derived_evidence")
+    assert materialize.stale(store)[1]
+    assert materialize.ensure_fresh(store).derivation_groups == ["", f"exposed_latency:{sv}"]
+    assert same_as_scratch(store) == rows
+    assert store.rows("SELECT program_version FROM materialization WHERE name = 'derivation'"
+                      ) == [{"program_version": f"exposed_latency:{sv}"}]
