@@ -12,7 +12,8 @@ A comment line that starts with ``@`` is an annotation, not documentation: ``-- 
 that follow it (as the column's doc does). ``argusdb/schema/`` uses them to state the evidence shape
 once (:mod:`argusdb.shape`): ``@batch: NAME`` (the collector batches a table receives),
 ``@key: KIND`` (a column the ingest fills, not the collector) and ``@scope`` (a scope
-coordinate).
+coordinate). ``@columns: MACRO`` above a view that selects a table macro's rows (the macro takes
+a filter, the view is its unfiltered form) gives the view the column docs of the macro's body.
 
 Example:
     >>> [m.name for m in schema_modules()][:2]
@@ -101,9 +102,9 @@ def _parse(name: str, path: str, text: str) -> Module:
                     current.columns.setdefault(t.group(1), col_doc)
                 if col_ann:
                     current.column_annotations.setdefault(t.group(1), dict(col_ann))
-        elif current.kind == "view" and _CLAUSE.match(raw):
+        elif current.kind in ("view", "macro") and _CLAUSE.match(raw):
             col_doc = None
-        elif current.kind == "view" and col_doc:
+        elif current.kind in ("view", "macro") and col_doc:
             v = _VIEW_COL.search(line)
             if v and v.group(1).upper() not in {"SELECT", "DISTINCT"}:
                 current.columns.setdefault(v.group(1), col_doc)
@@ -170,7 +171,14 @@ def all_objects() -> dict[str, SqlObject]:
 
 @cache
 def _all_objects() -> dict[str, SqlObject]:
-    return {o.name: o for m in schema_modules() + query_modules() for o in m.objects}
+    objs = {o.name: o for m in schema_modules() + query_modules() for o in m.objects}
+    for obj in objs.values():
+        # '-- @columns: MACRO' above a view that selects a table macro's rows: the macro's
+        # column docs are the view's
+        src = objs.get(obj.annotations.get("columns", ""))
+        if src is not None and not obj.columns:
+            obj.columns = dict(src.columns)
+    return objs
 
 
 def comment_statements() -> list[str]:

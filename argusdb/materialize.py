@@ -8,7 +8,9 @@ fingerprint of its inputs (runs, region spans and version facts per program vers
 and the SQL text of the modules themselves, so changed code also rebuilds). :func:`refresh` rebuilds
 what is stale: a version whose static inputs (spans, listings, call sites, facts, SQL) changed is
 rebuilt whole; runs added since the last build are attributed on their own, together with the older
-runs whose shared lines depend on the newest mapping run. It runs inside every ingest transaction,
+runs whose shared lines depend on the newest mapping run. Derivation is kept per derivation group
+(``derivation_input_state``: a probe, a version's forced-synchronous runs, a launch group's
+clocks): only the groups whose inputs changed are rebuilt. It runs inside every ingest transaction,
 so a run and the attribution that includes it commit together. :func:`ensure_fresh` is the guard for
 readers (the API and the CLI call it before answering), so nothing reads rows built from other
 inputs than the store now holds.
@@ -45,6 +47,9 @@ class RefreshReport:
     #: Attributed source rows (observed rows x signal) of the rebuilt versions, all their runs.
     attribution_rows: int = 0
     derivation_rebuilt: bool = False
+    #: Derivation groups rebuilt or dropped ('<derived signal>:<key>', derivation_input_state).
+    derivation_groups: list[str] = field(default_factory=list)
+    #: Derived rows the rebuilt groups now hold.
     derived_rows: int = 0
 
     @property
@@ -82,38 +87,28 @@ def _attribution_state(store: Store) -> dict[str, _Version]:
                       "FROM attribution_input_state").fetchall()}
 
 
-#: The runs derivation may read (``argusdb/queries/derivation/``): those of forced-wait variants and
-#: their parents (exposed latency), forced-wait and ``torchdist`` runs (exposed
-#: communication), and runs of a multi-process launch (clock offsets). A run of none of these
-#: kinds cannot change a derived value, so adding one rebuilds nothing.
-DERIVATION_RUNS = """
-    SELECT run_id, run_seq FROM run
-    WHERE forced_wait OR collector = 'torchdist' OR launch_group IS NOT NULL
-       OR rank IS NOT NULL
-       OR program_version IN (SELECT program_version FROM program_version
-                              WHERE parent_version IS NOT NULL
-                              UNION ALL SELECT parent_version FROM program_version
-                              WHERE parent_version IS NOT NULL)
-"""
+#: The derivation groups' build arguments, by derived signal (``_derived_evidence_build_of``).
+_GROUP_ARGS = ("exposed_latency", "exposed_communication", "clock_offset")
 
 
-def _derivation_state(store: Store, versions: dict[str, _Version]) -> str:
-    """Fingerprint of derivation's inputs: the runs it may read (:data:`DERIVATION_RUNS`), the
-    attribution state, variant checks and module SQL."""
-    checks = store.sql("SELECT string_agg(concat_ws(':', variant_version, parent_version, "
-                       "rel_err, tolerance, passed, checked_at), ',' ORDER BY ALL) "
-                       "FROM variant_check").fetchone()
-    runs = store.sql("SELECT md5(coalesce(string_agg(run_id, ',' ORDER BY run_seq), '')) "
-                     f"FROM ({DERIVATION_RUNS})").fetchone()
-    # the versions a probe names (variants and parents): their spans bind the probes
-    probed = {str(v) for (v,) in store.sql(
-        "SELECT program_version FROM program_version WHERE parent_version IS NOT NULL "
-        "UNION SELECT parent_version FROM program_version WHERE parent_version IS NOT NULL"
+def _derivation_state(store: Store) -> dict[str, str]:
+    """Fingerprint per derivation group (``derivation_input_state``), with the module SQL."""
+    code = _code_sha("derivation")
+    return {str(g): hashlib.md5(f"{fp}|{code}".encode()).hexdigest() for g, fp in store.sql(
+        "SELECT derivation_group, fingerprint FROM derivation_input_state").fetchall()}
+
+
+def _derivation_plan(store: Store) -> tuple[dict[str, str], list[str], list[str]]:
+    """The groups' fingerprints now, the groups to build (new or changed inputs) and the built
+    groups to drop (their inputs are gone, or a whole build of older code recorded as '')."""
+    current = _derivation_state(store)
+    built = {str(g): str(fp) for g, fp in store.sql(
+        "SELECT program_version, fingerprint FROM materialization WHERE name = 'derivation'"
     ).fetchall()}
-    doc = "|".join([*(f"{v}={s.static}" for v, s in sorted(versions.items()) if v in probed),
-                    str(runs[0] if runs else ""), str(checks[0] if checks else ""),
-                    _code_sha("derivation")])
-    return hashlib.md5(doc.encode()).hexdigest()
+    if WHOLE in built:
+        return current, sorted(current), sorted(built)
+    return (current, sorted(g for g, fp in current.items() if built.get(g) != fp),
+            sorted(built.keys() - current.keys()))
 
 
 def _plan(store: Store, current: dict[str, _Version]) -> dict[str, list[str] | None]:
@@ -136,19 +131,8 @@ def _plan(store: Store, current: dict[str, _Version]) -> dict[str, list[str] | N
 
 def stale(store: Store) -> tuple[list[str], bool]:
     """Program versions whose attribution is stale, and whether derivation is stale."""
-    current = _attribution_state(store)
-    built = _built_derivation(store)
-    if built is None and not store.sql("SELECT 1 FROM run LIMIT 1").fetchone():
-        derivation = False   # a new, empty store: nothing to derive yet
-    else:
-        derivation = built != _derivation_state(store, current)
-    return sorted(_plan(store, current)), derivation
-
-
-def _built_derivation(store: Store) -> str | None:
-    row = store.sql("SELECT fingerprint FROM materialization WHERE name = 'derivation'"
-                    ).fetchone()
-    return str(row[0]) if row else None
+    _, build, drop = _derivation_plan(store)
+    return sorted(_plan(store, _attribution_state(store))), bool(build or drop)
 
 
 def _rebuild(store: Store, versions: list[str], from_seq: int) -> None:
@@ -253,23 +237,41 @@ def refresh(store: Store) -> RefreshReport:
         report.attribution_rows += n
     report.rebuilt_versions = sorted(plan)
     _note(store, whole, now)
-    derivation = _derivation_state(store, current)
-    if _built_derivation(store) != derivation:
-        store.sql("DELETE FROM derived_evidence")
-        report.derived_rows = 0
-        read = store.sql(f"SELECT count(*) FROM ({DERIVATION_RUNS})").fetchone()
-        if read and read[0]:  # no run derivation may read: it derives nothing
-            store.sql("INSERT INTO derived_evidence SELECT * FROM _derived_evidence_build")
-            row = store.sql("SELECT count(*) FROM derived_evidence").fetchone()
-            report.derived_rows = int(row[0]) if row else 0
-        store.sql("DELETE FROM materialization WHERE name = 'derivation'")
-        store.insert_row("materialization", {
-            "name": "derivation", "program_version": WHOLE, "fingerprint": derivation,
-            "runs_fingerprint": "", "run_seq_built": 0, "n_rows": report.derived_rows,
-            "built_at": now})
-        report.derivation_rebuilt = True
+    _rederive(store, report, now)
     _record_token(store)
     return report
+
+
+def _rederive(store: Store, report: RefreshReport, now: datetime) -> None:
+    """Rebuild the derivation groups whose inputs changed (``derivation_input_state``): delete
+    their rows and those of dropped groups, build the rows of those groups only, record each
+    group's fingerprint. The rows equal a whole build's: a group's rows read its inputs alone."""
+    current, build, drop = _derivation_plan(store)
+    if not build and not drop:
+        return
+    if WHOLE in drop:
+        store.sql("DELETE FROM derived_evidence")
+    else:
+        store.sql("DELETE FROM derived_evidence WHERE list_contains(?, derivation_group_of("
+                  "signal, variant_version, program_version, conditions))", [build + drop])
+    keys = {d: [g.split(":", 1)[1] for g in build if g.split(":", 1)[0] == d] for d in _GROUP_ARGS}
+    if build:
+        store.sql("INSERT INTO derived_evidence SELECT * FROM _derived_evidence_build_of("
+                  "?::VARCHAR[], ?::VARCHAR[], ?::VARCHAR[])", [keys[d] for d in _GROUP_ARGS])
+    rows = {str(g): int(n) for g, n in store.sql(
+        "SELECT derivation_group_of(signal, variant_version, program_version, conditions) AS g, "
+        "count(*) FROM derived_evidence WHERE list_contains(?, g) GROUP BY g", [build]
+    ).fetchall()}
+    store.sql("DELETE FROM materialization WHERE name = 'derivation' "
+              "AND list_contains(?, program_version)", [build + drop])
+    for group in build:
+        store.insert_row("materialization", {
+            "name": "derivation", "program_version": group, "fingerprint": current[group],
+            "runs_fingerprint": "", "run_seq_built": 0, "n_rows": rows.get(group, 0),
+            "built_at": now})
+    report.derivation_groups = sorted(build + drop)
+    report.derivation_rebuilt = True
+    report.derived_rows = sum(rows.values())
 
 
 def _note(store: Store, whole: list[str], now: datetime) -> None:

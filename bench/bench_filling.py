@@ -13,38 +13,71 @@ the per-round ratio.
 ``--kernel softmax`` (default) uses the demo softmax (lines owned by one region each);
 ``--kernel layernorm`` the layer norm of ``tests/data/attribution``, whose ``tl.sum`` lines are
 shared by two regions and split by an independent mapping run (every source page counts
-instructions, so every new run is a mapping-run candidate).
+instructions, so every new run is a mapping-run candidate); ``--kernel softmax-fw`` the H200
+softmax of ``tests/data/gpu`` with its recorded timing run, forced-wait variant run and result
+check, so the store holds a forced-wait derivation whose parent is the filled version.
 
-Run: ``python bench/bench_filling.py [--runs 200] [--kernel softmax|layernorm] [--rounds 5]``.
+``--sequential N`` fills one store instead with N real ``argus ingest`` commands one after
+another (the CLI command run in this process: it opens the store, ingests one fresh copy of
+the source page in its transaction with the refreshes, refreshes the checker's metadata and
+closes the store), and prints the total wall and CPU time, the cost of the first and the last
+10 ingests, the cost per hundred, and the load.
+
+Run: ``python bench/bench_filling.py [--runs 200] [--kernel softmax|layernorm|softmax-fw]
+[--rounds 5]`` or ``python bench/bench_filling.py --sequential 1000 [--kernel ...]``.
 Prints the per-ingest times and the ratio ingest at N / ingest at 1 (goal ≤ 1.3).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from click.testing import CliRunner  # noqa: E402
+
 from argusdb import checker, demo, materialize  # noqa: E402
+from argusdb.cli import main as argus  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
 from argusdb.regions import ProgramSource  # noqa: E402
 from argusdb.store import Store  # noqa: E402
+from argusdb.variants import VariantOf, record_check  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A program, its listing artefacts, its source page (the run filled) and options; with
+    ``probe``, the stem of a recorded forced-wait variant (``tests/data/gpu``) whose parent
+    timing run, variant run and result check the store also holds."""
+
+    program: Path
+    listings: list[Path]
+    page: Path
+    options: dict[str, str]
+    probe: str | None = None
+
 
 LN = ROOT / "tests" / "data" / "attribution"
+GPU = ROOT / "tests" / "data" / "gpu"
 KERNELS = {
-    "softmax": (demo.DATA / "kernels" / "softmax.py",
-                [demo.DATA / "softmax" / f"softmax.{s}" for s in ("ttgir", "sass")],
-                demo.DATA / "softmax" / "softmax.source.csv"),
-    "layernorm": (LN / "kernels" / "layernorm.py",
-                  [LN / "layernorm.ttgir", LN / "layernorm.sass"],
-                  LN / "layernorm.source.csv"),
+    "softmax": Kernel(demo.DATA / "kernels" / "softmax.py",
+                      [demo.DATA / "softmax" / f"softmax.{s}" for s in ("ttgir", "sass")],
+                      demo.DATA / "softmax" / "softmax.source.csv", demo.OPTIONS),
+    "layernorm": Kernel(LN / "kernels" / "layernorm.py",
+                        [LN / "layernorm.ttgir", LN / "layernorm.sass"],
+                        LN / "layernorm.source.csv", demo.OPTIONS),
+    "softmax-fw": Kernel(ROOT / "tools" / "h200" / "kernels" / "softmax.py",
+                         [GPU / "softmax.default.sass"], GPU / "softmax.default.source.csv",
+                         {"config": "default", "target": "sm_90"}, "softmax.default.fw_load"),
 }
 
 
@@ -72,30 +105,56 @@ def _replicate(store: Store, run_id: str, lo: int, hi: int) -> None:
 
 
 def build(path: Path, kernel: str, runs: int) -> Store:
-    """A store with the kernel's listing runs and ``runs`` source-page runs."""
-    prog_path, listings, page = KERNELS[kernel]
-    program = ProgramSource.from_path(prog_path)
+    """A store with the kernel's listing runs (and forced-wait probe) and ``runs`` source-page
+    runs (none when ``runs`` is 0)."""
+    k = KERNELS[kernel]
+    program = ProgramSource.from_path(k.program)
     st = Store.open(path, create=True)
-    for p in [*listings, page]:
-        ingest_path(st, p, program, dict(demo.OPTIONS))
+    for p in [*k.listings, *([k.page] if runs else [])]:
+        ingest_path(st, p, program, dict(k.options))
+    if k.probe:
+        _probe(st, k, program)
     if runs > 1:
-        row = st.sql("SELECT run_id FROM run WHERE artefact_name = ?", [page.name]).fetchone()
+        row = st.sql("SELECT run_id FROM run WHERE artefact_name = ?", [k.page.name]).fetchone()
         assert row is not None
         replicate(st, str(row[0]), runs - 1)
     checker.refresh_metadata(st)  # as 'argus ingest' leaves a store
     return st
 
 
+def _probe(st: Store, k: Kernel, program: ProgramSource) -> None:
+    """Ingest the probe's parent timing run, its variant run and the variant's result check
+    (``tests/data/gpu/probes.json``): the store then derives the probe's exposed latency."""
+    assert k.probe is not None
+    probe = next(p for p in json.loads((GPU / "probes.json").read_text())
+                 ["sequential_cold"]["probes"] if p["stem"] == k.probe)
+    parent = ingest_path(st, GPU / f"{probe['kernel']}.{probe['config']}.run1.cupti.jsonl",
+                         program, dict(k.options)).program_version
+    text = (GPU / "variants" / f"{k.probe}.py").read_text()
+    variant = ingest_path(st, GPU / f"{k.probe}.cupti.jsonl", ProgramSource(program.name, text),
+                          dict(k.options), VariantOf(parent, probe["transform"])).program_version
+    assert record_check(st, variant, parent, probe["rel_err_vs_parent"])
+    n = st.sql("SELECT count(*) FROM derived_evidence").fetchone()
+    assert n is not None and n[0] == 1, "the probe derives one exposed latency"
+
+
+def page_copy(kernel: str, tmp: Path, i: int) -> Path:
+    """A fresh copy of the kernel's source page (a new artefact, hence a new run)."""
+    page = KERNELS[kernel].page
+    copy = tmp / f"more{i}.{page.name}"
+    copy.write_text(page.read_text() + "\n" * (i + 1))
+    return copy
+
+
 def one_more(st: Store, kernel: str, tmp: Path, i: int) -> tuple[float, float]:
     """Time what ``argus ingest`` does with a fresh copy of the source page (a new artefact,
     so a new run): the ingest (parse, insert, attribution refresh), then the checker's
     metadata refresh. Returns both times."""
-    prog_path, _, page = KERNELS[kernel]
-    copy = tmp / f"more{i}.{page.name}"
-    copy.write_text(page.read_text() + "\n" * (i + 1))
-    program = ProgramSource.from_path(prog_path)
+    k = KERNELS[kernel]
+    copy = page_copy(kernel, tmp, i)
+    program = ProgramSource.from_path(k.program)
     t, c = time.perf_counter(), time.process_time()
-    r = ingest_path(st, copy, program, dict(demo.OPTIONS))
+    r = ingest_path(st, copy, program, dict(k.options))
     t1 = time.perf_counter()
     state = checker.refresh_metadata(st)
     t2, c2 = time.perf_counter(), time.process_time()
@@ -114,7 +173,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=200, help="source-page runs in the big store")
     ap.add_argument("--kernel", choices=sorted(KERNELS), default="softmax")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sequential", type=int, metavar="N",
+                    help="fill one store with N 'argus ingest' commands one after another")
     args = ap.parse_args()
+    if args.sequential:
+        sequential(args.kernel, args.sequential)
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         t0 = time.perf_counter()
@@ -155,6 +219,54 @@ def main() -> None:
           f"{statistics.median(b / s for s, b in zip(small_c, big_c, strict=True)):.2f}x")
     print(f"ratio ingest at N / at 1: {statistics.median(ratios):.2f}x (goal <= 1.3x); "
           f"conservation failures in the big store: {bad[0]}")
+
+
+def sequential(kernel: str, n: int) -> None:
+    """Fill a store with ``n`` ``argus ingest`` commands, one after another, each of one fresh
+    copy of the source page; print the totals, the first and last 10 ingests and per hundred."""
+    k = KERNELS[kernel]
+    cli = CliRunner()
+    opts = [a for key, v in k.options.items() for a in ("--option", f"{key}={v}")]
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        path = tmp / "seq.duckdb"
+        build(path, kernel, 0).close()  # the listings (and probe): the source pages come next
+        load0 = os.getloadavg()
+        print(f"kernel {kernel}: {n} 'argus ingest' commands into one store; "
+              f"load {load0[0]:.1f}", flush=True)
+        walls: list[float] = []
+        cpus: list[float] = []
+        t0, c0 = time.perf_counter(), time.process_time()
+        for i in range(n):
+            copy = page_copy(kernel, tmp, i)
+            t, c = time.perf_counter(), time.process_time()
+            res = cli.invoke(argus, ["-q", "ingest", str(path), str(copy), "--program",
+                                     str(k.program), *opts])
+            walls.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)
+            assert res.exit_code == 0, res.output
+            copy.unlink()
+            if (i + 1) % 100 == 0:
+                w, c = statistics.median(walls[-100:]), statistics.median(cpus[-100:])
+                print(f"  ingests {i - 98:>4}-{i + 1:<4}: median {w * 1e3:6.0f} ms wall, "
+                      f"{c * 1e3:5.0f} ms CPU; load {os.getloadavg()[0]:.1f}", flush=True)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        with Store.open(path, read_only=True) as st:
+            row = st.sql("SELECT count(*), (SELECT count(*) FROM observed_evidence), "
+                         "(SELECT count(*) FROM derived_evidence) FROM run").fetchone()
+        size = sum(f.stat().st_size for f in tmp.glob("seq.duckdb*"))
+    assert row is not None
+    m = min(10, n)
+    first = (statistics.median(walls[:m]), statistics.median(cpus[:m]))
+    last = (statistics.median(walls[-m:]), statistics.median(cpus[-m:]))
+    print(f"total {wall:.1f} s wall ({wall / 60:.1f} min; goal <= 15 min), {cpu:.1f} s CPU; "
+          f"store: {row[0]} runs, {row[1]:,} evidence rows, {row[2]} derived rows, "
+          f"{size / 2**20:.0f} MiB")
+    print(f"first {m} ingests: median {first[0] * 1e3:.0f} ms wall, {first[1] * 1e3:.0f} ms CPU; "
+          f"last {m}: {last[0] * 1e3:.0f} ms wall, {last[1] * 1e3:.0f} ms CPU "
+          f"({last[0] / first[0]:.2f}x wall, {last[1] / first[1]:.2f}x CPU)")
+    print(f"load at start {load0[0]:.1f}, at end {os.getloadavg()[0]:.1f} "
+          f"(1-min averages)")
 
 
 if __name__ == "__main__":

@@ -106,7 +106,8 @@ CREATE TABLE IF NOT EXISTS region_attribution (
 -- What each materialization was built from. A materialization is stale when the fingerprint of
 -- its inputs (runs, spans, version facts, listings, call sites, variant checks, and the SQL of
 -- its modules) differs from the one recorded here; argusdb.materialize refreshes it before
--- anything reads it (attribution: the whole version, or only the runs added since).
+-- anything reads it (attribution: the whole version, or only the runs added since;
+-- derivation: the groups of derivation_input_state whose inputs changed).
 -- Provenance: argusdb.materialize.
 CREATE TABLE IF NOT EXISTS materialization (
     -- Materialization name: 'attribution', 'derivation', 'pc_line' (attribution_pc_line holds
@@ -115,10 +116,12 @@ CREATE TABLE IF NOT EXISTS materialization (
     -- 'rebuilt' (the version's attribution was rebuilt whole since the checker's metadata
     -- summary last read it; argusdb.store_metadata re-reads its rows and deletes the row).
     name VARCHAR NOT NULL,
-    -- Program version the state covers ('' for a materialization built as a whole).
+    -- Program version the state covers ('' for a materialization built as a whole); for
+    -- derivation the derivation group ('<derived signal>:<key>', derivation_input_state).
     program_version VARCHAR NOT NULL,
     -- md5 of the inputs every row depends on and of the module SQL the rows were built from
-    -- (attribution: attribution_input_state.static_fingerprint; derivation: all its inputs).
+    -- (attribution: attribution_input_state.static_fingerprint; derivation: the group's
+    -- derivation_input_state.fingerprint).
     fingerprint VARCHAR NOT NULL,
     -- md5 of the run ids the rows were built from (attribution; '' for derivation).
     runs_fingerprint VARCHAR NOT NULL,

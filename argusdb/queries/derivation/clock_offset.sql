@@ -2,7 +2,8 @@
 -- The clock alignment of each rank (clock_alignment) as derived evidence: signal
 -- 'clock_offset' (ns to add to the run's timestamps to reach the reference rank's clock), with
 -- its error, the instances it rests on and the method in the conditions.
-CREATE OR REPLACE VIEW derivation_clock_offset AS
+-- derivation_clock_offset_of(groups): the rows of the launch groups named (VARCHAR[]; NULL: all).
+CREATE OR REPLACE MACRO derivation_clock_offset_of(groups) AS TABLE
 SELECT
     -- Row identity (negative: computed rows), stable for the run.
     computed_evidence_id(hash(a.run_id, 'clock_offset')) AS evidence_id,
@@ -46,4 +47,10 @@ SELECT
     []::BIGINT[] AS source_evidence_ids
 FROM clock_alignment AS a
 JOIN run AS r ON r.run_id = a.run_id
-LEFT JOIN program_version AS pv ON pv.program_version = r.program_version;
+LEFT JOIN program_version AS pv ON pv.program_version = r.program_version
+WHERE groups IS NULL OR list_contains(groups, a.launch_group);
+
+-- The clock offsets of every launch group (columns: derivation_clock_offset_of).
+-- @columns: derivation_clock_offset_of
+CREATE OR REPLACE VIEW derivation_clock_offset AS
+SELECT * FROM derivation_clock_offset_of(NULL);

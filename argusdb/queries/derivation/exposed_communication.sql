@@ -14,7 +14,9 @@
 -- communication they serialize (fine-grained collectives), and the variant does not resolve
 -- the exposure; read collective_exposure / step_overlap of the clean run instead.
 -- One row per forced run keeps (run, launch) unique, so a diff's samples are one value each.
-CREATE OR REPLACE VIEW derivation_exposed_communication_step AS
+-- derivation_exposed_communication_step_of(versions): the steps of the forced runs of the
+-- program versions named (VARCHAR[]; NULL: every version).
+CREATE OR REPLACE MACRO derivation_exposed_communication_step_of(versions) AS TABLE
 WITH pairs AS (
     SELECT f.run_id AS forced_run, c.run_id AS clean_run
     FROM run AS f
@@ -22,6 +24,7 @@ WITH pairs AS (
         AND c.collector = f.collector AND c.rank IS NOT DISTINCT FROM f.rank
         AND c.world_size IS NOT DISTINCT FROM f.world_size
     WHERE f.forced_wait AND f.collector = 'torchdist'
+      AND (versions IS NULL OR list_contains(versions, f.program_version))
 ),
 runs AS (
     SELECT DISTINCT forced_run, forced_run AS run_id, 'forced' AS side FROM pairs
@@ -32,8 +35,10 @@ steps AS (
     FROM runs AS r JOIN step_overlap AS s ON s.run_id = r.run_id
 ),
 fences AS (
-    SELECT run_id, quantile_cont(step_ns, 0.25) AS q1, quantile_cont(step_ns, 0.75) AS q3
-    FROM step_overlap WHERE step >= 1 GROUP BY run_id
+    /* per run over its steps from 1 (each run's steps enter once per forced run and side) */
+    SELECT forced_run, side, run_id, quantile_cont(step_ns, 0.25) AS q1,
+           quantile_cont(step_ns, 0.75) AS q3
+    FROM steps WHERE step >= 1 GROUP BY ALL
 )
 SELECT
     -- Forced-synchronous run the value is derived for.
@@ -56,10 +61,16 @@ SELECT
          WHEN NOT s.step_ns BETWEEN f.q1 - 1.5 * (f.q3 - f.q1) AND f.q3 + 1.5 * (f.q3 - f.q1)
          THEN 'outlier' END AS dropped
 FROM steps AS s
-JOIN fences AS f ON f.run_id = s.run_id;
+JOIN fences AS f ON f.forced_run = s.forced_run AND f.side = s.side AND f.run_id = s.run_id;
 
--- The derived rows, in derived_evidence's shape (collected by _derived_evidence_build).
-CREATE OR REPLACE VIEW derivation_exposed_communication AS
+-- The steps of every forced run (columns: derivation_exposed_communication_step_of).
+-- @columns: derivation_exposed_communication_step_of
+CREATE OR REPLACE VIEW derivation_exposed_communication_step AS
+SELECT * FROM derivation_exposed_communication_step_of(NULL);
+
+-- The derived rows, in derived_evidence's shape (collected by _derived_evidence_build_of), of
+-- the program versions named (VARCHAR[]; NULL: every version).
+CREATE OR REPLACE MACRO derivation_exposed_communication_of(versions) AS TABLE
 WITH stats AS (
     SELECT forced_run,
            median(step_ns) FILTER (WHERE kept AND side = 'clean') AS clean_step_ns,
@@ -70,11 +81,12 @@ WITH stats AS (
            list(DISTINCT run_id ORDER BY run_id) FILTER (WHERE side = 'clean') AS clean_runs,
            list({'side': side, 'run': run_id, 'step': step, 'reason': dropped}
                 ORDER BY side, run_id, step) FILTER (WHERE NOT kept) AS dropped
-    FROM derivation_exposed_communication_step GROUP BY forced_run
+    FROM derivation_exposed_communication_step_of(versions) GROUP BY forced_run
 ),
 sigs AS (
     SELECT x.forced_run, string_agg(DISTINCT r.signature, '; ') AS clean_signature
-    FROM derivation_exposed_communication_step AS x JOIN run AS r ON r.run_id = x.run_id
+    FROM derivation_exposed_communication_step_of(versions) AS x
+    JOIN run AS r ON r.run_id = x.run_id
     WHERE x.side = 'clean' GROUP BY x.forced_run
 )
 SELECT
@@ -129,3 +141,8 @@ JOIN run AS f ON f.run_id = s.forced_run
 JOIN sigs AS g ON g.forced_run = s.forced_run
 LEFT JOIN program_version AS pv ON pv.program_version = f.program_version
 WHERE s.clean_step_ns IS NOT NULL AND s.forced_step_ns IS NOT NULL;
+
+-- The derived rows of every version (columns: derivation_exposed_communication_of).
+-- @columns: derivation_exposed_communication_of
+CREATE OR REPLACE VIEW derivation_exposed_communication AS
+SELECT * FROM derivation_exposed_communication_of(NULL);

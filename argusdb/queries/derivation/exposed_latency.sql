@@ -7,7 +7,9 @@
 -- launches outside Tukey's fences (1.5 IQR) of the run's other launches (perturbed by something
 -- else than the probe). Launches of other kernels are dropped: those after the first target
 -- launch are downstream events the forced wait perturbed, those before are 'upstream'.
-CREATE OR REPLACE VIEW derivation_interval AS
+-- derivation_interval_of(variants): the launches of the probes of the variant versions named
+-- (VARCHAR[]; NULL: every probe).
+CREATE OR REPLACE MACRO derivation_interval_of(variants) AS TABLE
 WITH pairs AS (
     SELECT p.variant_version, p.parent_version, p.region_id, p.kernel, v.run_id AS variant_run,
            arg_max(q.run_id, q.run_seq) AS parent_run
@@ -16,7 +18,7 @@ WITH pairs AS (
     JOIN run AS q ON q.program_version = p.parent_version AND q.timing_clean
         AND q.collector = v.collector AND q.signature = v.signature
         AND q.device IS NOT DISTINCT FROM v.device
-    WHERE p.status = 'ok'
+    WHERE p.status = 'ok' AND (variants IS NULL OR list_contains(variants, p.variant_version))
     GROUP BY ALL
 ),
 sides AS (
@@ -65,11 +67,20 @@ SELECT
 FROM launches AS l
 LEFT JOIN fences AS f ON f.variant_run = l.variant_run AND f.side = l.side;
 
+-- The launches of every probe (columns: derivation_interval_of).
+-- @columns: derivation_interval_of
+CREATE OR REPLACE VIEW derivation_interval AS
+SELECT * FROM derivation_interval_of(NULL);
+
 -- Rows of derived_evidence as the current inputs define them: per pair of runs, the exposed
 -- latency of the probe's target region = median(kept variant launches) - median(kept parent
 -- launches), with the conditions it holds under. above_noise says whether the difference
 -- exceeds the parent's interquartile range (else the probe exposed no measurable latency).
-CREATE OR REPLACE VIEW _derived_evidence_build AS
+-- _derived_evidence_build_of(variants, versions, groups) builds the rows of the derivation
+-- groups named (derivation_input_state): exposed latency of the probes of those variant
+-- versions, exposed communication of those program versions, clock offsets of those launch
+-- groups (each VARCHAR[]; NULL: all of them).
+CREATE OR REPLACE MACRO _derived_evidence_build_of(variants, versions, groups) AS TABLE
 WITH stats AS (
     SELECT variant_run, parent_run,
            median(dur_ns) FILTER (WHERE kept AND side = 'variant') AS variant_median_ns,
@@ -81,7 +92,7 @@ WITH stats AS (
            list({'side': side, 'kernel': kernel, 'launch': launch, 'reason': dropped}
                 ORDER BY side, kernel, launch) FILTER (WHERE NOT kept) AS dropped,
            list(evidence_id ORDER BY evidence_id) FILTER (WHERE kept) AS source_evidence_ids
-    FROM derivation_interval GROUP BY ALL
+    FROM derivation_interval_of(variants) GROUP BY ALL
 )
 SELECT computed_evidence_id(hash(s.variant_run, s.parent_run, p.region_id, 'exposed_latency'))
            AS evidence_id,
@@ -112,6 +123,10 @@ JOIN run AS r ON r.run_id = s.variant_run
 JOIN derivation_probe AS p ON p.variant_version = r.program_version
 WHERE s.variant_median_ns IS NOT NULL AND s.parent_median_ns IS NOT NULL
 UNION ALL
-SELECT * FROM derivation_exposed_communication
+SELECT * FROM derivation_exposed_communication_of(versions)
 UNION ALL
-SELECT * FROM derivation_clock_offset;
+SELECT * FROM derivation_clock_offset_of(groups);
+
+-- Every derived row the current inputs define (a build from scratch).
+CREATE OR REPLACE VIEW _derived_evidence_build AS
+SELECT * FROM _derived_evidence_build_of(NULL, NULL, NULL);
