@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -195,3 +196,20 @@ def comment_statements() -> list[str]:
         for col, doc in obj.columns.items():
             stmts.append(f"COMMENT ON COLUMN {obj.name}.{col} IS {q(doc)}")
     return stmts
+
+
+#: Bumped when what :meth:`argusdb.store.Store.ensure_schema` runs besides the modules changes.
+CATALOG_REVISION = 1
+
+
+@cache
+def fingerprint() -> str:
+    """sha256 of what a store's catalog is made from: every module's name and text, the
+    ``COMMENT ON`` statements and :data:`CATALOG_REVISION`. A store records it with the
+    catalog it wrote (see :meth:`argusdb.store.Store.catalog_current`)."""
+    h = hashlib.sha256(f"revision {CATALOG_REVISION}\n".encode())
+    for m in schema_modules() + query_modules():
+        h.update(f"{m.name}\n{m.text}\n".encode())
+    for stmt in comment_statements():
+        h.update(f"{stmt}\n".encode())
+    return h.hexdigest()

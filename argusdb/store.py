@@ -362,6 +362,11 @@ def _connect_waiting(p: Path, read_only: bool, timeout_s: float) -> duckdb.DuckD
             raise _open_error(str(p), exc) from exc
 
 
+def _catalog_mark() -> str:
+    """The end of ``store_meta``'s comment in a store whose catalog this release wrote."""
+    return f" [catalog {catalog.fingerprint()}]"
+
+
 class Store:
     """An argusdb store (DuckDB file)."""
 
@@ -399,7 +404,8 @@ class Store:
     # -- opening -------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, create: bool = False, read_only: bool = False,
-             as_of: str | None = None, lock_timeout: float | None = None) -> Store:
+             as_of: str | None = None, lock_timeout: float | None = None,
+             _upgraded: bool = False) -> Store:
         """Open a store; with ``create`` make it (and its tables) when missing.
 
         ``path`` is a DuckDB file (the embedded store) or a ``ducklake:`` URI (a shared store,
@@ -442,14 +448,17 @@ class Store:
             if version == 0 and (read_only or not create):
                 raise StoreError(f"{path}: not an argusdb store (no 'run' table). "
                                  f"Create one with 'argus init'.")
-            if read_only and version < SCHEMA_VERSION:
+            if read_only and (version < SCHEMA_VERSION or (
+                    not _upgraded and not st.catalog_current())):
                 # An older store migrates through a short read-write opening (which also
-                # rebuilds what the older release materialized), then reopens.
+                # rebuilds what the older release materialized), then reopens; so does a
+                # store whose views and macros another release wrote (a view this release
+                # reads may be missing or differ there).
                 from argusdb import materialize  # a layer above the store: imported late
                 st.close()
                 with cls.open(p, lock_timeout=lock_timeout) as w:
                     materialize.ensure_fresh(w)
-                return cls.open(p, read_only=True, lock_timeout=lock_timeout)
+                return cls.open(p, read_only=True, lock_timeout=lock_timeout, _upgraded=True)
             if not read_only:
                 st.ensure_schema(version)
         except BaseException:
@@ -572,11 +581,28 @@ class Store:
                 added.append(f"{table}.{col}")
         return added
 
+    def catalog_current(self) -> bool:
+        """Whether the store's views, macros and docs are the ones this release writes.
+
+        :meth:`ensure_schema` ends the comment of the ``store_meta`` table with this release's
+        :func:`argusdb.catalog.fingerprint` (``[catalog <sha256>]``). Every release copies its
+        docs into the store each time it re-creates its views, ``store_meta``'s included, so
+        another release re-creating its own views also wipes the mark.
+        """
+        row = self.con.execute(
+            "SELECT comment FROM duckdb_tables() WHERE table_name = 'store_meta' AND NOT "
+            "temporary AND database_name = current_database()").fetchone()
+        return bool(row and row[0] and str(row[0]).endswith(_catalog_mark()))
+
     def ensure_schema(self, version: int = SCHEMA_VERSION) -> None:
         """Create missing tables, (re)create views and macros, and copy the docs in; a store of
-        an older schema ``version`` is migrated in the same transaction."""
+        an older schema ``version`` is migrated in the same transaction. A store of this
+        schema whose catalog is this release's already (:meth:`catalog_current`) is left as
+        it is: re-creating every view, macro and comment costs ~0.4 s CPU per command."""
         from argusdb import store_versions
 
+        if version == SCHEMA_VERSION and self.catalog_current():
+            return
         try:
             self.con.execute("BEGIN")
             for mod in catalog.schema_modules():
@@ -587,6 +613,8 @@ class Store:
                 self.con.execute(mod.text)
             for stmt in catalog.comment_statements():
                 self.con.execute(stmt)
+            doc = catalog.all_objects()["store_meta"].description.replace("'", "''")
+            self.con.execute(f"COMMENT ON TABLE store_meta IS '{doc}{_catalog_mark()}'")
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             self.con.execute("ROLLBACK")
