@@ -105,6 +105,13 @@ def workers_for(sizes: Sequence[int], spare: float | None = None) -> int:
     return min(idle, small) if idle >= 2 and _can_fork() else 0
 
 
+#: Most DuckDB threads for the appends when every row was parsed ahead. One: on an idle
+#: 2-core machine (load 1.2) 100 source pages parsed by two workers were written in 4.18 s
+#: (5.04 s CPU) on one thread and 5.11 s (7.94 s CPU) on two
+#: (``bench/bench_ingest_many.py --files 100``).
+APPEND_THREADS_AHEAD = 1
+
+
 @dataclass
 class ReadArtefacts:
     """The artefacts of a command, read and checked, in the order given."""
@@ -116,7 +123,7 @@ class ReadArtefacts:
     parsed_ahead: bool = False
     #: DuckDB threads for the appends: one while rows are parsed beside them; where every
     #: row was parsed ahead, the cores other work left idle when the command began (at most
-    #: one per worker): the appends then have the machine to themselves, as a raw append does.
+    #: one per worker and :data:`APPEND_THREADS_AHEAD`).
     append_threads: int = 1
 
 
@@ -176,7 +183,8 @@ def read_artefacts(paths: Sequence[Path], workers: int | None = None) -> ReadArt
             break
         arts.append(got)
     ahead = all(parse for _, parse in jobs) and len(jobs) == len(paths)
-    return ReadArtefacts(arts, n, ahead, max(1, min(n, int(spare))) if ahead else 1)
+    threads = max(1, min(n, int(spare), APPEND_THREADS_AHEAD)) if ahead else 1
+    return ReadArtefacts(arts, n, ahead, threads)
 
 
 def _can_fork() -> bool:

@@ -64,9 +64,9 @@ def test_workers_store_the_rows_a_serial_read_stores(tmp_path: Path,
     for workers in ("0", "2"):
         monkeypatch.setenv(WORKERS_ENV, workers)
         prepared = prepare(files)
-        # (parsed ahead on two idle cores, the rows are appended on two DuckDB threads)
+        # (parsed ahead on two idle cores, the rows are appended on one DuckDB thread)
         assert (prepared.workers, prepared.parsed_ahead, prepared.append_threads) == \
-            ((0, False, 1) if workers == "0" else (2, True, 2))
+            ((0, False, 1) if workers == "0" else (2, True, 1))
         with Store.open(tmp_path / f"w{workers}.duckdb", create=True) as st:
             results = ingest_paths(st, files, prepared=prepared)
             assert [r.path for r in results] == [str(f) for f in files]
@@ -163,6 +163,7 @@ def test_argus_ingest_locks_duckdb_at_the_threads_its_reading_chose(
 
     monkeypatch.setattr(api.Connection, "__init__", spy)
     monkeypatch.delenv(WORKERS_ENV, raising=False)
+    monkeypatch.setattr(ingest_pool, "APPEND_THREADS_AHEAD", 2)  # the plumbing, not the policy
     files = _pages(tmp_path, 8)
     store = str(tmp_path / "s.duckdb")
     for spare, threads in ((2.0, "2"), (0.0, "1")):

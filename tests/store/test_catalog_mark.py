@@ -15,6 +15,7 @@ import duckdb
 from argusdb import catalog
 from argusdb.api import connect
 from argusdb.store import Store
+from argusdb.store_metadata import _fingerprint, _stamp
 from tests.conftest import DEMO
 
 
@@ -25,6 +26,10 @@ def _as_another_release_left_it(path: Path) -> None:
     con.execute("DROP VIEW IF EXISTS derivation_input_state")
     doc = catalog.all_objects()["store_meta"].description.replace("'", "''")
     con.execute(f"COMMENT ON TABLE store_meta IS '{doc}'")
+    # the checker's summaries stamped with that release's modules
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = "
+                   "'_argus_meta_stamp'").fetchone() == (1,):
+        con.execute("UPDATE _argus_meta_stamp SET fingerprint = 'another release'")
     con.close()
 
 
@@ -47,6 +52,8 @@ def test_a_store_another_release_wrote_is_brought_up_to_date_by_a_read_only_open
     with Store.open(path, read_only=True) as st:
         assert st.catalog_current()  # re-created through a short read-write opening
         assert st.rows("SELECT count(*) AS n FROM derivation_input_state") == [{"n": 0}]
+        # ... which also stamped the checker's summaries: questions read the stored ones
+        assert _stamp(st.con, st, "evidence") == _fingerprint(st.con)
     with connect(str(path), read_only=True) as db:
         assert db.query("SELECT count(*) AS n FROM run").column("n").to_pylist() == [1]
 
