@@ -39,7 +39,7 @@ from argusdb import catalog
 from argusdb.errors import ArgusError
 
 if TYPE_CHECKING:
-    from argusdb.store import Store
+    pass
 
 #: Arrow type of each DDL type a collector batch may carry.
 _ARROW = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(),
@@ -189,24 +189,3 @@ def key_select(table: str, names: Sequence[str]) -> dict[str, str]:
         elif col in have:
             out[col] = f'"{col}"'
     return out
-
-
-def keyed(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
-          kernels: Sequence[str] = (), program: str | None = None) -> pa.RecordBatch:
-    """The rows of collector batch ``name`` as its table stores them: conformed, with the key
-    columns the DDL annotates filled for ``run`` (``run_id``, ``program_version``,
-    ``task_id``, ``run_seq``, ``rank``). Ingest does not call it: it appends :func:`marked`
-    rows with :func:`key_select` in the append; this evaluates the same formulas into Arrow,
-    for a caller that needs the keyed rows themselves (the tests pin the formulas with it).
-
-    ``region_id`` is ``<program>/<kernel>`` for kernel-wide rows (macro ``kernel_wide``) of
-    ``kernels`` (the @triton.jit functions of the program), else NULL. The computed columns
-    are evaluated by the store over the batch (:func:`marked`, :func:`key_select`), with the
-    macros of ``argusdb/queries/shape.sql``.
-    """
-    rows = marked(name, batch, run, kernels, program)
-    table = routes()[name]
-    got = store.over_batch(rows, ", ".join(
-        f'{sql} AS "{col}"' for col, sql in key_select(table, rows.schema.names).items()))
-    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in got.columns],
-                                      schema=got.schema)

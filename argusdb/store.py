@@ -966,11 +966,6 @@ class Store:
         finally:
             self.con.execute(f"SET threads = {threads}")
 
-    def over_batch(self, batch: pa.RecordBatch, select: str) -> pa.Table:
-        """Library SQL ``select`` (a select list over ``batch``'s columns) evaluated over
-        ``batch``, read as a relation (let go after the statement, see :meth:`append_batch`)."""
-        return self.con.from_arrow(batch).project(select).to_arrow_table()
-
 
 class _ReaderView(Store):
     """See :meth:`Store.reader`: closing it leaves the connection to its writer."""

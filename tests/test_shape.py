@@ -4,7 +4,9 @@ keys with the macros; the store only appends."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -14,6 +16,19 @@ from argusdb.ingest import ingest_path, read_artefact
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from tests.conftest import DATA, DEMO, KERNELS
+
+
+def keyed_rows(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
+          kernels: Sequence[str] = (), program: str | None = None) -> pa.RecordBatch:
+    """The rows of collector batch ``name`` as its table stores them, evaluated into Arrow:
+    the :func:`argusdb.shape.marked` rows with the :func:`argusdb.shape.key_select` formulas
+    ingest puts in its append (pins the formulas)."""
+    rows = shape.marked(name, batch, run, kernels, program)
+    select = ", ".join(f'{sql} AS "{col}"' for col, sql in
+                       shape.key_select(shape.routes()[name], rows.schema.names).items())
+    got = store.con.from_arrow(rows).project(select).to_arrow_table()
+    return pa.RecordBatch.from_arrays([c.combine_chunks() for c in got.columns],
+                                      schema=got.schema)
 
 GPU = DATA / "gpu"
 
@@ -107,11 +122,11 @@ def test_run_rank_fills_the_rank_scope(store: Store) -> None:
                                         "signal": ["duration"] * 2, "value": [1.0, 2.0],
                                         "src_row": [0, 1]})
     run = {"run_seq": 7, "program_version": "v", "task_id": "t", "run_id": "r", "rank": "1"}
-    keyed = shape.keyed(store, "evidence", batch, run)
+    keyed = keyed_rows(store, "evidence", batch, run)
     assert keyed.column("rank").to_pylist() == ["1", "3"]
     assert keyed.column("evidence_id").to_pylist() == [7 << 32, (7 << 32) + 1]
     assert keyed.column("region_id").null_count == 2
-    empty = shape.keyed(store, "evidence", batch.slice(0, 0), run)
+    empty = keyed_rows(store, "evidence", batch.slice(0, 0), run)
     assert empty.num_rows == 0 and "evidence_id" in empty.schema.names
 
 
@@ -124,7 +139,7 @@ def test_append_batch_only_appends(store: Store, tmp_path: Path) -> None:
     with pytest.raises(duckdb.ConstraintException):
         store.append_batch("instruction", batch)
     run = {"run_seq": 1, "program_version": "v", "task_id": "t", "run_id": "r"}
-    assert store.append_batch("instruction", shape.keyed(store, "instruction", batch, run)) == 1
+    assert store.append_batch("instruction", keyed_rows(store, "instruction", batch, run)) == 1
     assert store.rows("SELECT run_id, kernel, pc FROM instruction") == [
         {"run_id": "r", "kernel": "k", "pc": 16}]
 
@@ -135,7 +150,7 @@ def test_region_of_a_kernel_whose_name_quotes(store: Store) -> None:
     batch = pa.RecordBatch.from_pydict({"kernel": ["k'1", "other"], "signal": ["duration"] * 2,
                                         "value": [1.0, 2.0], "src_row": [0, 1]})
     run = {"run_seq": 2, "program_version": "v", "task_id": "t", "run_id": "r", "rank": None}
-    keyed = shape.keyed(store, "evidence", batch, run, kernels=["k'1"], program="p'q")
+    keyed = keyed_rows(store, "evidence", batch, run, kernels=["k'1"], program="p'q")
     assert keyed.column("region_id").to_pylist() == ["p'q/k'1", None]
     assert keyed.column("rank").to_pylist() == ["all", "all"]
 
