@@ -85,6 +85,11 @@ class State:
                 self.module_file = str(Path(code.co_filename).resolve())
         return hit
 
+    @property
+    def is_variant(self) -> bool:
+        """Whether this run launches a variant (another module's kernel, or other options)."""
+        return self.variant_path is not None or bool(self.spec.get("overrides"))
+
     # -- launches ---------------------------------------------------------------------
     def launch(self, jit: Any, orig: Any, args: tuple[Any, ...], grid: Any,
                kwargs: dict[str, Any]) -> Any:
@@ -98,7 +103,7 @@ class State:
         captured = capturing()
         settled = sum(1 for x in self.launches if x["role"] == "program"
                       and not x.get("captured"))
-        variant = self.variant_path is not None or bool(self.spec.get("overrides"))
+        variant = self.is_variant
         # never inside CUDA graph capture: copies, a second launch and comparisons would be
         # captured too (and a comparison's sync invalidates the capture)
         check = (variant and role == "program" and self.check is None and not captured
@@ -216,8 +221,7 @@ class State:
         pid = os.getpid()
         files: list[str] = []
         chosen = self.chosen()
-        variant = self.variant_path is not None or bool(self.spec.get("overrides"))
-        if variant and self.check is None and any(x.get("captured") for x in self.launches):
+        if self.is_variant and self.check is None and any(x.get("captured") for x in self.launches):
             k = int(self.spec.get("check_index", 0))
             self.errors.append(f"the variant was not checked against the parent: the program "
                                f"launched {self.kernel} fewer than {k + 1} times outside CUDA "
@@ -266,7 +270,8 @@ class State:
             if not keep:
                 apart.add(id(rec))
         self.timing = {"of_binary": seen, "kept": max(0, seen - warmup),
-                       "graph_executions": sum(1 for r, _ in paired if r.get("graph_id"))}
+                       "graph_executions": sum(1 for r, _ in paired if r.get("graph_id")),
+                       "apart": len(apart)}
         evidence = [r for r in recs if id(r) not in apart]
         other = [r for r in recs if id(r) in apart]
         for r in evidence:
@@ -304,13 +309,15 @@ class State:
             self.errors.append(f"CUPTI saw {len(graphed)} launches of {self.kernel} from CUDA "
                                "graphs, but the hook saw none of its launches captured (a "
                                "graph captured before the hooks, or built by hand): their "
-                               "binary is unknown")
+                               "binary is unknown; capture the graph in the observed command, "
+                               "after Triton's launch hooks are in place")
             return None
         kinds = {(x["binary"], x["role"]) for x in captured}
         if graphed and len(kinds) > 1:
             self.errors.append(f"{self.kernel} was captured into CUDA graphs as "
                                f"{len(kinds)} binaries; the {len(graphed)} launches of the "
-                               "graphs' replays cannot be told apart by binary")
+                               "graphs' replays cannot be told apart by binary: observe a run "
+                               "that captures one binary of it (one shape per graph)")
             return None
         pairs = list(zip(eager, direct, strict=True))
         if graphed:

@@ -194,7 +194,7 @@ class CommandBackend:
             "files": timing, "gpu_s": wall, "binary": chosen, "pid": doc["pid"],
             "launches_of_binary": of_binary, "launches_kept": kept,
             "graph_executions": int(split.get("graph_executions", 0)),
-            "launches_apart": len(doc["launches"]) - len(measured) + of_binary - kept,
+            "launches_apart": int(split.get("apart", len(doc["launches"]) - kept)),
             "variant_check": check}
         if check is not None:
             result["rel_err_vs_parent"] = check.get("rel_err_vs_parent")
