@@ -413,9 +413,26 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
                                            "program_version": cfg.get("program_version")}})
     return {"plan_id": p.plan_id, "ok": not failed, "failed": failed, "tasks": tasks,
             "evidence": counts, "attribution": attribution_verdict(p, st),
-            "notes": p.notes + _binary_notes(p, rows),
+            "notes": p.notes + _binary_notes(p, rows) + _probe_notes(ev),
             "wall_s": sum(t["wall_s"] or 0 for t in tasks),
             "gpu_s": sum(t["gpu_s"] or 0 for t in tasks)}
+
+
+def _probe_notes(ev: Any) -> list[str]:
+    """How to read each derived value whose forced-wait variant is not the parent plus the wait
+    alone in machine code (or could not be compared): ``variants.footprint_note``."""
+    from argusdb.variants import footprint_note
+
+    out = []
+    for cls, region, value, lineage in zip(
+            *(ev.column(c).to_pylist() for c in ("evidence_class", "region_id", "value",
+                                                 "lineage")), strict=True):
+        if cls != "derived" or not lineage:
+            continue
+        note = footprint_note(json.loads(lineage).get("conditions") or {})
+        if note:
+            out.append(f"exposed_latency of {region} ({value:.0f} ns): {note}")
+    return out
 
 
 def _binary_notes(p: Plan, rows: dict[str, dict[str, Any]]) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from argusdb import materialize
 from argusdb.errors import UsageError
@@ -94,3 +95,29 @@ def record_check(store: Store, variant_version: str, parent_version: str, rel_er
                    datetime.now(UTC).replace(tzinfo=None)])
         materialize.refresh(store)
     return passed
+
+
+def footprint_note(conditions: dict[str, Any]) -> str | None:
+    """What a derived value's probe footprint (``conditions['footprint']``, from
+    ``derivation_probe``) means for reading it, or None when the variant differs from its parent
+    by the wait alone.
+
+    Example:
+        >>> footprint_note({"footprint": {"status": "restructured", "changes": [
+        ...     {"opcode": "LDS", "parent": 9, "variant": 18}]}})[:63]
+        'probe footprint restructured (LDS 9 -> 18 per kernel): an upper'
+    """
+    fp = conditions.get("footprint") if isinstance(conditions, dict) else None
+    if not isinstance(fp, dict) or fp.get("status") == "probe_only":
+        return None
+    if fp.get("status") == "restructured":
+        changes = ", ".join(f"{c['opcode']} {c['parent']} -> {c['variant']}"
+                            for c in fp.get("changes") or [])
+        return (f"probe footprint restructured ({changes} per kernel): an upper bound, the "
+                "variant's extra time includes moving its data differently, not only the wait; "
+                "read the region's stall reasons (stall_long_sb, warp_stall_samples) for the "
+                "latency it exposes")
+    return ("probe footprint unverified: no SASS listing of the variant or the parent in the "
+            "store, so whether the variant differs by the wait alone is not known; ingest both "
+            "listings (nvdisasm -g of each binary, or an Nsight Compute source page) or observe "
+            "again")

@@ -50,6 +50,7 @@ from argusdb.answers.sufficiency import (
     missing,
     observe_request,
 )
+from argusdb.variants import footprint_note
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -195,6 +196,9 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                              f"estimate of instructions shared with other regions, split by "
                              f"execution counts (a degree of sharing, not an error bound)")
             for cond in co.conditions:
+                probe = footprint_note(cond)
+                if probe:
+                    notes.append(probe)
                 notes.append("derived under conditions: " + ", ".join(
                     f"{k}={v}" for k, v in sorted(cond.items())
                     if not isinstance(v, dict | list)) if isinstance(cond, dict)

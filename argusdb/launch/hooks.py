@@ -229,10 +229,15 @@ class State:
         recs = self.activity.stop(None) if self.activity is not None else None
         if recs is not None:
             files += self.split_timing(recs, chosen, pid)
-        if self.spec.get("mode") == "discover" and chosen in self.compiled:
+        # the binary measured: the parent's in the control run (attribution's call sites),
+        # the variant's in its timing run (the probe's footprint against the parent's code)
+        mode = self.spec.get("mode")
+        if chosen in self.compiled and (mode == "discover" or (mode == "time"
+                                                               and self.is_variant)):
             from argusdb.runner.gpu_tools import save_asm
 
-            info = save_asm(self.compiled[chosen], self.out, f"binary.{pid}")
+            stem = "binary" if mode == "discover" else "variant"
+            info = save_asm(self.compiled[chosen], self.out, f"{stem}.{pid}")
             files += info.pop("files", [])
             self.binaries[chosen]["sass_info"] = info
         doc = {"pid": pid, "ppid": os.getppid(), "argv": sys.argv,

@@ -190,8 +190,11 @@ class CommandBackend:
                                 f"{job.params['kernel']} {of_binary} time(s), none after "
                                 f"the {_warmup(job.params)} warm-up launch(es)",
                                 "run the program for more steps")
+        # a variant's run also lists its binary's SASS: the probe's footprint in machine code
+        listing = [f for f in doc.get("files", []) if f.startswith("variant.")
+                   and f.endswith(".sass")] if job.transform is not None else []
         result: dict[str, Any] = {
-            "files": timing, "gpu_s": wall, "binary": chosen, "pid": doc["pid"],
+            "files": timing + listing, "gpu_s": wall, "binary": chosen, "pid": doc["pid"],
             "launches_of_binary": of_binary, "launches_kept": kept,
             "graph_executions": int(split.get("graph_executions", 0)),
             "launches_apart": int(split.get("apart", len(doc["launches"]) - kept)),

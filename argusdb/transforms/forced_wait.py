@@ -8,9 +8,12 @@ instruction of the next stage, instead of at the first real use. A plain ``mov``
 ptxas propagates copies and drops it (seen on sm_90 with Triton 3.6's ptxas). The SASS of the
 variant shows one ``SHFL.IDX`` reading ``SR_LANEID`` per forced 32-bit register.
 
-In a software-pipelined loop (matmul main loop) this also stops the loads from being issued
-as asynchronous copies several iterations ahead: the variant then measures the loop without
-load/compute overlap, which is what an exposed-latency derivation subtracts from the parent.
+Where the loaded values feed tensor cores from shared memory (a software-pipelined matmul
+loop's ``cp.async`` tiles, tiles loaded by tensor descriptors), the shuffles also pull each tile
+into registers and write it back to shared memory (seen on sm_90: LDS, STS and LDSM added, a
+proxy fence, fewer warpgroup fences). The variant then does more than wait, and its extra time
+is an upper bound of what the wait alone costs: ``derivation_probe`` compares the two binaries'
+data-movement instructions and says so (``footprint``, argusdb/queries/derivation/probe.sql).
 
 Under ``TRITON_INTERPRET=1`` (no PTX) the helper returns its input unchanged, so the variant's
 result can be checked against the parent on a CPU.

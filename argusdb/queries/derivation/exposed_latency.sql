@@ -106,6 +106,12 @@ SELECT computed_evidence_id(hash(s.variant_run, s.parent_run, p.region_id, 'expo
            'parent_version': p.parent_version, 'target_region': p.region_id,
            'kernel': p.kernel, 'signature': r.signature, 'collector': r.collector,
            'check': {'rel_err': p.rel_err, 'tolerance': p.tolerance, 'passed': true},
+           'footprint': {'status': p.footprint, 'changes': p.footprint_changes,
+                         'listings': p.footprint_listings,
+                         'reading': CASE p.footprint
+                             WHEN 'probe_only' THEN 'the variant differs from the parent by the wait alone'
+                             WHEN 'restructured' THEN 'upper bound: the variant also moves data differently (changes), and its extra time includes that work'
+                             ELSE 'unverified: no SASS listing of the variant or the parent' END},
            'statistic': 'median(kept variant launches) - median(kept parent launches)',
            'variant_median_ns': s.variant_median_ns, 'parent_median_ns': s.parent_median_ns,
            'variant_iqr_ns': s.variant_iqr[2] - s.variant_iqr[1],

@@ -1,0 +1,66 @@
+"""A Hopper matmul that moves its tiles with tensor descriptors (TMA), with a heuristic that
+marks K as a multiple of the block."""
+import torch
+import triton
+import triton.language as tl
+
+import os as _argus_os
+import triton as _argus_triton
+import triton.language as _argus_tl
+
+_ARGUS_INTERPRET = _argus_tl.constexpr(_argus_os.environ.get("TRITON_INTERPRET", "0") == "1")
+_ARGUS_SHFL_SELF = _argus_tl.constexpr(
+    "{.reg .u32 l; mov.u32 l, %laneid; shfl.sync.idx.b32 $0, $1, l, 0x1f, -1;}")
+
+
+@_argus_triton.jit
+def _argus_forced_wait(x):
+    # argusdb forced wait: a shuffle to the own lane reads x, so the warp waits for its load here.
+    if _ARGUS_INTERPRET:
+        y = x
+    elif x.dtype.primitive_bitwidth == 16:
+        y = _argus_tl.inline_asm_elementwise(_ARGUS_SHFL_SELF, "=r,r", [x], dtype=x.dtype,
+                                             is_pure=False, pack=2)
+    else:
+        y = _argus_tl.inline_asm_elementwise(_ARGUS_SHFL_SELF, "=r,r", [x], dtype=x.dtype,
+                                             is_pure=False, pack=1)
+    return y
+
+
+@triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
+@triton.jit
+def matmul_tma_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N])
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # region mainloop
+    for k in tl.range(0, tl.cdiv(K, BLOCK_K), num_stages=3):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        a = _argus_forced_wait(a)  # argusdb: forced wait
+        b = _argus_forced_wait(b)  # argusdb: forced wait
+        acc = tl.dot(a, b, acc)
+    # region epilogue
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.float16))
+
+
+def _scratch(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    triton.set_allocator(_scratch)
+    M, K = a.shape
+    _, N = b.shape
+    c = torch.empty(M, N, device=a.device, dtype=torch.float16)
+    grid = (triton.cdiv(M, 128), triton.cdiv(N, 128))
+    matmul_tma_kernel[grid](a, b, c, M, N, K, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64,
+                            num_warps=8)
+    return c
