@@ -18,7 +18,8 @@ a spec file. Nothing of the user's files is edited. What it does in the process:
 - in ``time`` mode, cupti-python activity tracing from start to exit (all kernels, the target's
   launches of other binaries or of warm-up written apart, never mixed into the evidence file);
 - at exit writes ``launch.<pid>.json`` (launches, binaries, autotuning, variant check) and, in
-  ``discover`` mode, the chosen binary's TTGIR, PTX and SASS.
+  ``discover`` mode, the chosen binary's TTGIR, PTX and SASS (in a variant's ``time`` mode, the
+  variant binary's: the probe's footprint is compared with the parent's).
 
 Example:
     >>> # ARGUS_LAUNCH_SPEC=spec.json PYTHONPATH=<argusdb/launch/boot> python prog.py
@@ -351,7 +352,8 @@ def binary_hash(kernel: Any) -> str:
 
 def binary_info(jit: Any, kernel: Any, args: tuple[Any, ...], kw: dict[str, Any],
                 constexprs: dict[str, Any] | None) -> dict[str, Any]:
-    """num_warps, num_stages, target, shared memory and constexprs of one binary."""
+    """num_warps, num_stages, target, shared memory, constexprs and argument specialization
+    (:func:`specialization`) of one binary."""
     md = getattr(kernel, "metadata", None)
     if constexprs is None:  # not compiled in this process by the hook (interpreter)
         names = list(getattr(jit, "arg_names", []))
@@ -362,12 +364,34 @@ def binary_info(jit: Any, kernel: Any, args: tuple[Any, ...], kw: dict[str, Any]
                       if k in values and "constexpr" in str(ann.get(k, ""))}
     target = getattr(md, "target", None)
     return {"hash": binary_hash(kernel), "name": getattr(md, "name", None),
+            "args": specialization(kernel),
             "num_warps": getattr(md, "num_warps", kw.get("num_warps")),
             "num_stages": getattr(md, "num_stages", kw.get("num_stages")),
             "num_ctas": getattr(md, "num_ctas", None), "shared": getattr(md, "shared", None),
             "target": (f"sm_{target.arch}" if target is not None and target.backend == "cuda"
                        else str(target) if target is not None else "interpreter"),
             "constexprs": constexprs}
+
+
+def specialization(kernel: Any) -> dict[str, str]:
+    """How the binary's JIT specialized each runtime argument: its type, and ``:div16`` where
+    Triton assumed it divisible by 16 (``{"x_ptr": "*fp16:div16", "n_cols": "i32"}``), from the
+    compiled kernel's source (``CompiledKernel.src``: its signature and ``tt.divisibility``
+    attributes). Launches with other dtypes, or with lengths or pointers that are not multiples
+    of 16, compile other binaries with the same constexprs and warps; this tells them apart.
+    Empty without a compiled kernel (the interpreter)."""
+    src = getattr(kernel, "src", None)
+    sig = getattr(src, "signature", None)
+    if not isinstance(sig, dict):
+        return {}
+    attrs = getattr(src, "attrs", None) or {}
+    out: dict[str, str] = {}
+    for i, (name, ty) in enumerate(sig.items()):
+        if ty == "constexpr":
+            continue
+        div = [v for key, v in attrs.get((i,), []) if key == "tt.divisibility"]
+        out[str(name)] = f"{ty}" + (f":div{div[0]}" if div else "")
+    return out
 
 
 def interpreter_key(info: dict[str, Any]) -> str:
@@ -382,14 +406,15 @@ def interpreter_key(info: dict[str, Any]) -> str:
 
 def binary_matches(info: dict[str, Any], select: dict[str, str]) -> bool:
     """Whether a binary (:func:`binary_info`) has every ``select`` value: ``num_warps``,
-    ``num_stages``, ``constexpr.NAME`` compared as text, ``binary`` as a hash prefix."""
+    ``num_stages``, ``constexpr.NAME``, ``arg.NAME`` (its specialization, e.g. ``i32:div16``)
+    compared as text, ``binary`` as a hash prefix."""
     for key, want in select.items():
         if key == "binary":
             got_ok = str(info.get("hash", "")).startswith(str(want))
-        elif key.startswith("constexpr."):
-            consts = info.get("constexprs") or {}
-            name = key.removeprefix("constexpr.")
-            got_ok = name in consts and str(consts[name]) == str(want)
+        elif key.startswith(("constexpr.", "arg.")):
+            field, name = key.split(".", 1)
+            values = info.get("constexprs" if field == "constexpr" else "args") or {}
+            got_ok = name in values and str(values[name]) == str(want)
         else:
             got_ok = str(info.get(key)) == str(want)
         if not got_ok:

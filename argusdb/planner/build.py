@@ -147,7 +147,8 @@ SELECT_KEYS = ("num_warps", "num_stages", "binary")
 
 def binary_select(options: dict[str, str] | None) -> dict[str, str]:
     """The command form's ``--option`` values: each picks among the binaries the program
-    launches (``num_warps``, ``num_stages``, ``constexpr.NAME``, ``binary`` = a hash prefix);
+    launches (``num_warps``, ``num_stages``, ``constexpr.NAME``, ``arg.NAME`` = an argument's
+    specialization such as ``i32:div16``, ``binary`` = a hash prefix);
     ``target`` pins the target as elsewhere. The program compiles its own kernel, so any other
     compile option cannot be set from outside it and is refused rather than ignored.
 
@@ -158,12 +159,14 @@ def binary_select(options: dict[str, str] | None) -> dict[str, str]:
     for key, value in (options or {}).items():
         if key == "target":
             continue
-        if key not in SELECT_KEYS and not (key.startswith("constexpr.") and len(key) > 10):
+        if key not in SELECT_KEYS and not (key.startswith(("constexpr.", "arg."))
+                                           and len(key.split(".", 1)[1]) > 0):
             raise PlanError(f"--option {key}={value}: the command form measures a binary the "
                             f"program itself compiles and launches, so {key} cannot be set "
                             f"from outside it; --option picks among the program's binaries "
-                            f"by num_warps, num_stages, constexpr.NAME or binary (a hash "
-                            f"prefix), and target pins the target")
+                            f"by num_warps, num_stages, constexpr.NAME, arg.NAME (an "
+                            f"argument's specialization, as the notes print it) or binary (a "
+                            f"hash prefix), and target pins the target")
         out[key] = str(value)
     return out
 

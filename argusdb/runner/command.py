@@ -267,7 +267,8 @@ def collected(folder: Path, doc: dict[str, Any]) -> Collected:
 
 def program_binaries(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The binaries the program (not the autotuner) launched, in the order of their first
-    launch: hash, launch count and what tells them apart (num_warps, num_stages, constexprs)."""
+    launch: hash, launch count and what tells them apart (num_warps, num_stages, constexprs,
+    argument specializations)."""
     counts: dict[str, int] = {}
     for x in doc["launches"]:
         if x["role"] == "program":
@@ -276,19 +277,25 @@ def program_binaries(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for h, n in counts.items():
         b = doc["binaries"].get(h, {})
         out.append({"hash": h, "launches": n, "num_warps": b.get("num_warps"),
-                    "num_stages": b.get("num_stages"), "constexprs": b.get("constexprs") or {}})
+                    "num_stages": b.get("num_stages"), "constexprs": b.get("constexprs") or {},
+                    "args": b.get("args") or {}})
     return out
 
 
 def describe_binaries(binaries: list[dict[str, Any]]) -> str:
     """``2 binaries: binary=1a2b3c4d num_warps=4 ... constexpr.BLOCK=1024 (13 launches); ...``:
-    each with the ``--option`` values that select it (the keys where the binaries differ, and
+    each with the ``--option`` values that select it (the keys where the binaries differ, among
+    num_warps, num_stages, constexprs and argument specializations ``arg.NAME=i32:div16``, and
     always a hash prefix)."""
     consts = sorted({f"constexpr.{k}" for b in binaries for k in b["constexprs"]})
-    keys = ["num_warps", "num_stages", *consts]
+    args = sorted({f"arg.{k}" for b in binaries for k in b.get("args") or {}})
+    keys = ["num_warps", "num_stages", *consts, *args]
 
     def value(b: dict[str, Any], key: str) -> Any:
-        return b["constexprs"].get(key[10:]) if key.startswith("constexpr.") else b[key]
+        if key.startswith(("constexpr.", "arg.")):
+            field, name = key.split(".", 1)
+            return (b.get("constexprs" if field == "constexpr" else "args") or {}).get(name)
+        return b[key]
 
     differ = [k for k in keys if len({str(value(b, k)) for b in binaries}) > 1]
     parts = [" ".join([f"binary={b['hash'][:12]}"] + [f"{k}={value(b, k)}" for k in differ])

@@ -182,3 +182,41 @@ def test_control_run_selects_or_names_the_binaries(tmp_path: Path, monkeypatch:
     assert d["selected_by"] == "--option constexpr.BLOCK=4096"
     # one step: 2 layers x (width 1024, width 3072), then the program's check at 1024
     assert [b["launches"] for b in d["program_binaries"]] == [3, 2]
+
+
+def test_binaries_told_apart_by_argument_specialization(tmp_path: Path) -> None:
+    """``tests/data/programs/varlen`` launches its softmax at 1000 and 1024 columns: one BLOCK,
+    one num_warps, two binaries (Triton assumes ``n_cols`` divisible by 16 in the second). On
+    the H200 the note could only name them by hash; the specialization read from the compiled
+    kernels (compiled here for sm_90 as the JIT specializes those launches) tells them apart
+    and picks one."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from argusdb.launch.hooks import binary_info
+    from argusdb.planner.build import binary_select
+    from tests.transforms.kernels import load
+
+    src = ROOT / "tests" / "data" / "programs" / "varlen" / "softmax_var.py"
+    jit = load(src.read_text(), "softmax_var_spec", tmp_path).softmax_kernel
+    sig = {"x_ptr": "*fp16", "y_ptr": "*fp32", "n_cols": "i32", "BLOCK": "constexpr"}
+    aligned = [["tt.divisibility", 16]]
+    infos = []
+    for attrs in ({(0,): aligned, (1,): aligned}, {(0,): aligned, (1,): aligned, (2,): aligned}):
+        kernel = triton.compile(ASTSource(jit, signature=sig, constexprs={"BLOCK": 1024},
+                                          attrs=attrs),
+                                target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+        infos.append(binary_info(jit, kernel, (), {"num_warps": 4}, {"BLOCK": 1024}))
+    odd, even = infos
+    assert odd["args"] == {"x_ptr": "*fp16:div16", "y_ptr": "*fp32:div16", "n_cols": "i32"}
+    assert even["args"]["n_cols"] == "i32:div16" and odd["hash"] != even["hash"]
+    doc = {"launches": [{"role": "program", "binary": odd["hash"]},
+                        {"role": "program", "binary": even["hash"]}],
+           "binaries": {odd["hash"]: odd, even["hash"]: even}}
+    text = describe_binaries(program_binaries(doc))
+    # only what differs: the length's specialization, not BLOCK, warps or the pointers
+    assert text == (f"2 binaries: binary={odd['hash'][:12]} arg.n_cols=i32 (1 launch); "
+                    f"binary={even['hash'][:12]} arg.n_cols=i32:div16 (1 launch)")
+    select = binary_select({"arg.n_cols": "i32:div16"})
+    assert binary_matches(even, select) and not binary_matches(odd, select)
