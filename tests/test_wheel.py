@@ -88,4 +88,5 @@ def test_observe_dry_run_of_a_command_from_the_wheel(venv: Path, tmp_path: Path)
     doc = json.loads(p.stdout)
     assert doc["request"]["command"] == ["python", "model.py"]
     assert doc["tasks"][0]["action"] == "find_launch"
-    assert len(doc["tasks"]) == 7
+    assert len(doc["tasks"]) == 9
+    assert "proton_instr" in [t["action"] for t in doc["tasks"]]

@@ -17,6 +17,8 @@ a spec file. Nothing of the user's files is edited. What it does in the process:
 - with ``overrides`` (``{"num_stages": 1}``: pipelining off) passes them to every launch;
 - in ``time`` mode, cupti-python activity tracing from start to exit (all kernels, the target's
   launches of other binaries or of warm-up written apart, never mixed into the evidence file);
+- in ``proton`` mode (a ``proton_scopes`` variant), a Proton instrumentation session around the
+  checked launch of the variant only, written to ``instr.chrome_trace``;
 - at exit writes ``launch.<pid>.json`` (launches, binaries, autotuning, variant check) and, in
   ``discover`` mode, the chosen binary's TTGIR, PTX and SASS (in a variant's ``time`` mode, the
   variant binary's: the probe's footprint is compared with the parent's).
@@ -66,6 +68,8 @@ class State:
         self.errors: list[str] = []
         self.targets: dict[int, bool] = {}
         self.activity: Any = None
+        #: files Proton wrote for the instrumented launch (``proton`` mode)
+        self.instrumented: list[str] = []
         #: of the timing split: the chosen binary's launches, those kept, graph executions
         self.timing: dict[str, int] | None = None
         self.lock = threading.Lock()
@@ -144,7 +148,14 @@ class State:
         parent_args = tuple(copy(a) for a in args)
         parent_kw = {k: copy(v) for k, v in parent_kwargs.items()}
         t0 = time.perf_counter_ns()
+        # Proton instruments compiled binaries: the interpreter compiles none
+        instrumented = (self.spec.get("mode") == "proton"
+                        and os.environ.get("TRITON_INTERPRET", "0") != "1")
+        if instrumented:
+            self._proton_start()
         kernel = var_run(var, *args, grid=grid, warmup=False, **kw)
+        if instrumented:
+            self._proton_finish()
         self.record(jit, kernel, "program", t0, args, kw)
         t1 = time.perf_counter_ns()
         pk = orig(jit, *parent_args, grid=grid, warmup=False, **parent_kw)
@@ -169,6 +180,26 @@ class State:
             self.errors.append("the checked launch has no tensor argument to compare the "
                                "variant against the parent")
         return kernel
+
+    def _proton_start(self) -> None:
+        """Start Proton's instrumentation session for the one checked launch of the variant:
+        the variant's scopes record per-CTA, per-warp events only in a binary compiled while a
+        session is active (Triton compiles that launch again, with the instrumentation), and
+        no other launch of the program is instrumented."""
+        import triton.profiler as proton
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        proton.start(str(self.out / "instr"), backend="instrumentation", data="trace")
+
+    def _proton_finish(self) -> None:
+        """Wait for the instrumented launch and write its scope events
+        (``instr.chrome_trace``)."""
+        import torch
+        import triton.profiler as proton
+
+        torch.cuda.synchronize()
+        proton.finalize(output_format="chrome_trace")
+        self.instrumented.append("instr.chrome_trace")
 
     def variant(self, jit: Any) -> Any:
         if self.variant_fn is None:
@@ -230,6 +261,13 @@ class State:
         recs = self.activity.stop(None) if self.activity is not None else None
         if recs is not None:
             files += self.split_timing(recs, chosen, pid)
+        files += [f for f in self.instrumented if (self.out / f).exists()]
+        if self.spec.get("mode") == "proton" and self.launches and not self.instrumented:
+            k = int(self.spec.get("check_index", 0))
+            self.errors.append(f"no launch was instrumented: the program launched "
+                               f"{self.kernel} fewer than {k + 1} times outside CUDA graph "
+                               "capture (the instrumented launch is the checked one), or ran "
+                               "under TRITON_INTERPRET (no binary to instrument)")
         # the binary measured: the parent's in the control run (attribution's call sites),
         # the variant's in its timing run (the probe's footprint against the parent's code)
         mode = self.spec.get("mode")
@@ -498,7 +536,9 @@ _TRITON_DECORATORS = {"jit", "autotune", "heuristics"}
 
 def _variant_statement(node: Any) -> bool:
     """Whether a top-level statement of a variant file runs when the variant is loaded:
-    imports, ``_argus``/``_ARGUS`` assignments and Triton functions (see :func:`load_variant`)."""
+    imports, ``_argus``/``_ARGUS`` assignments, classes and calls, ``if`` blocks on ``_argus``
+    names made of those (a transform's prelude), and Triton functions (see
+    :func:`load_variant`)."""
     import ast
 
     if isinstance(node, ast.Import | ast.ImportFrom):
@@ -507,6 +547,20 @@ def _variant_statement(node: Any) -> bool:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         return all(isinstance(t, ast.Name) and t.id.lower().startswith("_argus")
                    for t in targets)
+    if isinstance(node, ast.ClassDef):
+        return node.name.lower().startswith("_argus")
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        # a call on an _argus name: the Proton prelude's enable_semantic("triton")
+        root = node.value.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id.lower().startswith("_argus")
+    if isinstance(node, ast.If):
+        # an _argus prelude that differs under the interpreter: every branch is such
+        # statements (a program's own `if` blocks are not run again)
+        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        return (bool(names) and all(n.lower().startswith("_argus") for n in names)
+                and all(_variant_statement(n) for n in [*node.body, *node.orelse]))
     if isinstance(node, ast.FunctionDef):
         for d in node.decorator_list:
             f = d.func if isinstance(d, ast.Call) else d

@@ -204,12 +204,6 @@ def _check_command(sigs: list[Signal], sc: dict[str, str], intra: list[str],
                    region: Region) -> None:
     """Refuse what the command runner cannot deliver, instead of planning it."""
     families = {s.family for s in sigs}
-    if intra:
-        raise PlanError(f"a duration inside a kernel (region {region.region_id}"
-                        f", scope {_fmt_scope(sc)}) needs Proton "
-                        f"instrumentation, which the command form does not run yet; ask for "
-                        f"the kernel's duration ({region.program}/{region.kernel}), or use "
-                        f"the harness form (argus observe KERNEL_FILE --region ...)")
     if "pcsampling" in families:
         raise PlanError("Proton PC sampling (NAME@proton) is not run for a command yet; use "
                         "the Nsight Compute source page (warp_stall_samples) instead")

@@ -1,14 +1,15 @@
 """Collections of a user's command: run it unmodified under the launcher, or replay a recording.
 
-``CommandBackend`` runs the command (in its own working directory and environment) once per
-task with the launcher's hooks (:mod:`argusdb.launch`): the control task discovers the target
+``CommandBackend`` runs the command (in its own working directory and environment) once per task
+with the launcher's hooks (:mod:`argusdb.launch`): the control task discovers the target
 kernel's launches and binaries (``discover``), a timing task records CUPTI activity (``time``),
 a source-page task runs it under ``ncu`` limited to the one measured launch (``--kernel-name``,
 ``--launch-skip`` counted over the launches of that name once autotuning is pinned to the chosen
-config, ``--launch-count 1``). Every run checks, from the hooks' launch record, that the launch
-measured is of the binary the control task chose; otherwise the task fails and nothing of it is
-stored. ``CommandReplayBackend`` answers the same jobs from a folder of task results recorded by
-``CommandBackend`` on a GPU (``tests/data/gpu/programs/...``).
+config, ``--launch-count 1``), an instrumentation task runs a ``proton_scopes`` variant with a
+Proton session around its measured launch (``proton``). Every run checks, from the hooks' launch
+record, that the launch measured is of the binary the control task chose; otherwise the task
+fails and nothing of it is stored. ``CommandReplayBackend`` answers the same jobs from a folder
+of task results recorded by ``CommandBackend`` on a GPU (``tests/data/gpu/programs/...``).
 
 Example:
     >>> backend = CommandBackend(["python", "model.py"], Path.cwd())
@@ -136,6 +137,8 @@ class CommandBackend:
             return self._timing(job)
         if job.action == "ncu_source":
             return self._ncu(job)
+        if job.action == "proton_instr":
+            return self._proton(job)
         raise InputError(job.action, "not a collection of a command the runner knows",
                          "observe a command with duration, source-page signals or "
                          "exposed_latency; use the harness form for Proton collections")
@@ -202,6 +205,30 @@ class CommandBackend:
         if check is not None:
             result["rel_err_vs_parent"] = check.get("rel_err_vs_parent")
         return self._result(job, result)
+
+    def _proton(self, job: Job) -> Collected:
+        """Proton's intra-kernel scope events of one launch of a ``proton_scopes`` variant:
+        the checked launch (the control task's measured index) runs instrumented, and its
+        result is compared with the parent's on the same inputs."""
+        if job.transform is None or job.parent_source is None:
+            raise InputError(job.action, "Proton instrumentation runs a proton_scopes variant",
+                             "plan it from a region's duration")
+        docs, wall, _ = self._launch(job, "proton", [])
+        doc = self._target(job, docs)
+        errors = doc.get("errors", [])
+        if errors:
+            raise CommandFailed(" ".join(self.argv), "; ".join(errors),
+                                "see the launch record in " + str(job.workdir))
+        traces = [f for f in doc.get("files", []) if f.endswith(".chrome_trace")]
+        if not traces:
+            raise CommandFailed(" ".join(self.argv), "Proton wrote no scope events for the "
+                                "instrumented launch", "see the launch record and command.log "
+                                "in " + str(job.workdir))
+        check = doc.get("variant_check") or {}
+        return self._result(job, {"files": traces, "gpu_s": wall, "pid": doc["pid"],
+                                  "instrumented_binary": check.get("variant_binary"),
+                                  "variant_check": check or None,
+                                  "rel_err_vs_parent": check.get("rel_err_vs_parent")})
 
     def _ncu(self, job: Job) -> Collected:
         ncu = ncu_path()
@@ -373,6 +400,11 @@ class CommandReplayBackend:
             raise InputError(str(self.bundle), f"no recording of task {job.workdir.name} "
                              f"({job.action})", "record the plan on a GPU (tools/h200/), or "
                              "run live")
+        ran = src / "variant" / job.source.name
+        if job.transform is not None and ran.exists() and ran.read_text() != job.source.text:
+            raise InputError(str(src), f"the recording of task {job.workdir.name} ran another "
+                             f"variant than the planned {job.transform} (its variant source "
+                             "differs)", "record this request on a GPU (tools/h200/)")
         job.workdir.mkdir(parents=True, exist_ok=True)
         doc = json.loads(doc_path.read_text())
         for f in doc.get("files", []):

@@ -157,3 +157,42 @@ def test_the_variant_loads_only_its_kernels_and_helpers(tmp_path: Path) -> None:
     finally:
         sys.path.remove(str(PROGRAMS / "customop"))
         sys.modules.pop("scale_add", None)
+
+
+def test_a_proton_scopes_variant_runs_in_place_with_its_prelude(tmp_path: Path) -> None:
+    """A ``proton_scopes`` variant's prelude is an ``if`` on ``_argus`` names (no-op scopes under
+    the interpreter, Proton's language module otherwise): the loader must run it, or the
+    kernel's ``_argus_pl.enter_scope`` is undefined. Under the interpreter no Proton session
+    starts (there is no binary to instrument), so ``proton`` mode says nothing was
+    instrumented."""
+    src = ProgramSource.from_path(PROGRAMS / "model" / "fused_norm.py")
+    var = apply("proton_scopes", src, {"region_ids": ["fused_norm/layernorm_fwd/load"]})
+    path = tmp_path / "variant" / "fused_norm.py"
+    path.parent.mkdir()
+    path.write_text(var.source.text)
+    (doc,) = launch(tmp_path, "model", MODEL, kernel="layernorm_fwd", program="fused_norm",
+                    variant=str(path), check_index=2)
+    assert doc["variant_check"]["rel_err_vs_parent"] == 0.0 and not doc["errors"]
+    (tmp_path / "proton").mkdir()
+    (doc,) = launch(tmp_path / "proton", "model", MODEL, kernel="layernorm_fwd",
+                    program="fused_norm", variant=str(path), check_index=2, mode="proton")
+    assert doc["variant_check"]["rel_err_vs_parent"] == 0.0
+    assert doc["errors"] and "no launch was instrumented" in doc["errors"][0]
+
+
+def test_the_loader_keeps_argus_prelude_blocks_only() -> None:
+    import ast
+
+    from argusdb.launch.hooks import _variant_statement
+
+    def kept(code: str) -> bool:
+        return _variant_statement(ast.parse(code).body[0])
+
+    assert kept("if _argus_os.environ.get('X') == '1':\n    class _argus_pl:\n        pass\n"
+                "else:\n    import triton.profiler.language as _argus_pl\n"
+                "    _argus_pl.enable_semantic('triton')\n")
+    # a program's own blocks, calls and classes do not run again
+    assert not kept("if DEBUG:\n    import pdb\n")
+    assert not kept("if _argus_x:\n    register_op()\n")
+    assert not kept("torch.library.define('x')\n")
+    assert not kept("class Model:\n    pass\n")

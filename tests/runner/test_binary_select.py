@@ -109,7 +109,7 @@ def test_replayed_observation_is_exact_and_names_the_binaries(
     code, rep = _observe(tmp_path, monkeypatch, "rms/rms_kernel/load",
                          "duration,inst_executed,warp_stall_samples,exposed_latency")
     assert code == 0 and rep["ok"], rep["failed"]
-    assert [t["status"] for t in rep["tasks"]] == ["done"] * 7
+    assert [t["status"] for t in rep["tasks"]] == ["done"] * 9  # with proton_instr
     for sig in ("inst_executed", "warp_stall_samples"):
         v = rep["attribution"][sig]
         assert v["verdict"] == "sufficient" and v["attributed"] == v["observed"] > 0

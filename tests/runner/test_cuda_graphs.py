@@ -137,7 +137,7 @@ def test_replayed_observation_is_exact(tmp_path: Path, monkeypatch: pytest.Monke
         str(tmp_path / "s.duckdb"), "--json", "--", "python3", "decode.py"])
     rep = json.loads(r.stdout.splitlines()[-1])
     assert r.exit_code == 0 and rep["ok"], rep["failed"]
-    assert [t["status"] for t in rep["tasks"]] == ["done"] * 7
+    assert [t["status"] for t in rep["tasks"]] == ["done"] * 9  # with proton_instr
     for sig in ("inst_executed", "warp_stall_samples"):
         v = rep["attribution"][sig]
         assert v["verdict"] == "sufficient" and v["attributed"] == v["observed"] > 0
@@ -148,7 +148,11 @@ def test_replayed_observation_is_exact(tmp_path: Path, monkeypatch: pytest.Monke
             "USING (run_id) LEFT JOIN kernel_launch k ON k.run_id = e.run_id "
             "AND k.launch = e.launch AND k.kernel = e.kernel WHERE e.signal = 'duration' "
             "AND e.kernel = 'swiglu_kernel' AND r.timing_clean GROUP BY ALL")
-        checks = st.rows("SELECT rel_err FROM variant_check")
+        checks = st.rows("SELECT v.transform, c.rel_err FROM variant_check c JOIN "
+                         "program_version v ON v.program_version = c.variant_version "
+                         "ORDER BY 1")
     # each version: the measured warm-up launch and the 40 replays, the variant checked
     assert sorted((x["n"], x["graph"]) for x in timing) == [(41, 40), (41, 40)]
-    assert checks == [{"rel_err": 0.0}]
+    # both variants (the forced wait, the Proton scopes) checked before the capture
+    assert checks == [{"transform": "forced_wait:swiglu/swiglu_kernel/load", "rel_err": 0.0},
+                      {"transform": "proton_scopes:swiglu/swiglu_kernel/load", "rel_err": 0.0}]

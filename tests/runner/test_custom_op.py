@@ -40,7 +40,7 @@ def test_replayed_eager_observation_is_exact(tmp_path: Path, monkeypatch: pytest
         "python3", "model.py"])
     rep = json.loads(r.stdout.splitlines()[-1])
     assert r.exit_code == 0 and rep["ok"], rep["failed"]
-    assert [t["status"] for t in rep["tasks"]] == ["done"] * 7
+    assert [t["status"] for t in rep["tasks"]] == ["done"] * 9  # with proton_instr
     for sig in ("inst_executed", "warp_stall_samples"):
         v = rep["attribution"][sig]
         assert v["verdict"] == "sufficient" and v["attributed"] == v["observed"] > 0

@@ -3,8 +3,9 @@
 - a kernel at kernel scope: ``cupti_timing`` of the parent (activity tracing only);
 - a region, or any intra-kernel scope (CTA, warp, SM): a ``proton_scopes`` variant with
   enter/exit scopes at the region markers, a ``proton_instr`` run of it, and the parent's clean
-  timing as the reference for what instrumentation costs;
-- the command form: the kernel's duration only (it does not run Proton instrumentation).
+  timing as the reference for what instrumentation costs. In the command form the program runs
+  unmodified with the variant in place of its kernel, one launch instrumented
+  (:mod:`argusdb.launch.hooks`, ``proton`` mode).
 
 Example:
     >>> FAMILY
@@ -24,15 +25,6 @@ FAMILY = "timing"
 def add(ctx: PlanContext, signals: list[Signal]) -> None:
     """Add the tasks that time ``ctx.region`` at ``ctx.scope``."""
     region, kernel = ctx.region, ctx.kernel
-    if ctx.command is not None and not ctx.intra and not region.is_kernel:
-        ctx.clean_timing(f"duration of every measured launch of kernel {kernel}, which "
-                         f"contains region {region.name}")
-        ctx.notes.append(
-            f"duration: taken for the kernel {region.program}/{kernel}, whose rows are keyed "
-            f"to it, not to {region.region_id}: a region's own duration needs Proton "
-            f"instrumentation, which the command form does not run (use the harness form "
-            f"for it)")
-        return
     if region.is_kernel and not ctx.intra:
         ctx.clean_timing("duration of every measured launch")
         return

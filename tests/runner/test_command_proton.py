@@ -1,0 +1,122 @@
+"""A region's own duration in an unmodified program: Proton scopes in the command form.
+
+``argus observe --region R --signals duration -- COMMAND`` plans a ``proton_scopes`` variant of
+the kernel's module and a ``proton_instr`` run: the program runs unmodified with the variant in
+place of its kernel, and the hooks (``proton`` mode) open a Proton instrumentation session
+around the variant's checked launch only, so one launch is instrumented and its result is
+compared with the parent's on the same inputs. Recorded on the H200
+(``tools/h200/observe_programs.sh .whl OUT tools/h200/programs_proton.txt``): the SwiGLU
+``load`` region of a CUDA-graph decode loop (``tests/data/programs/graphed``; the instrumented
+launch runs before the capture) and the main loop of a TMA GEMM (``tests/data/programs/tma``),
+in ``tests/data/gpu/programs/{graphed,tma}/proton_instr``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from argusdb.cli import main
+from argusdb.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ROOT / "tests" / "data" / "programs"
+RECORDED = ROOT / "tests" / "data" / "gpu" / "programs"
+
+
+def _events(name: str) -> list[dict[str, Any]]:
+    """The recorded trace's scope events, read here with json (not argusdb's reader)."""
+    path = RECORDED / name / "proton_instr" / "instr.chrome_trace.gz"
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+
+
+def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
+             *cmd: str) -> tuple[dict[str, Any], Store]:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(RECORDED / name, bundle)
+    monkeypatch.chdir(PROGRAMS / name)
+    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
+    r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", "duration",
+                                  "--store", str(tmp_path / "s.duckdb"), "--json", "--", *cmd])
+    rep = json.loads(r.stdout.splitlines()[-1])
+    assert r.exit_code == 0 and rep["ok"], rep
+    return rep, Store.open(tmp_path / "s.duckdb", read_only=True)
+
+
+def test_the_plan_times_a_region_through_proton_scopes() -> None:
+    r = CliRunner().invoke(main, [
+        "observe", "--region", "swiglu/swiglu_kernel/act", "--signals", "duration",
+        "--scope", "warp=each", "--program", str(PROGRAMS / "graphed" / "swiglu.py"),
+        "--dry-run", "--json", "--", "python3", str(PROGRAMS / "graphed" / "decode.py")])
+    plan = json.loads(r.stdout)
+    assert r.exit_code == 0, plan
+    assert [t["action"] for t in plan["tasks"]] == [
+        "find_launch", "proton_scopes", "cupti_timing", "proton_instr"]
+    instr = plan["tasks"][3]
+    assert instr["params"]["scope"]["warp"] == "each"
+    assert instr["depends_on"] == [plan["tasks"][0]["id"], plan["tasks"][1]["id"]]
+    # no note that the command form cannot time a region any more
+    assert not [n for n in plan["notes"] if "Proton" in n]
+
+
+@pytest.mark.parametrize(("name", "region", "cmd", "ctas", "warps"), [
+    ("graphed", "swiglu/swiglu_kernel/load", ["python3", "decode.py"], 256, 4),
+    ("tma", "matmul_tma/matmul_tma_kernel/mainloop", ["python3", "bench.py"], 1024, 8),
+])
+def test_replayed_region_cycles_per_cta_and_warp(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
+        cmd: list[str], ctas: int, warps: int) -> None:
+    rep, st = _observe(tmp_path, monkeypatch, name, region, *cmd)
+    events = _events(name)
+    assert rep["evidence"]["scope_cycles"] == {"observed": len(events),
+                                               "attributed": len(events)}
+    with st:
+        rows = st.rows(
+            "SELECT e.region_id, count(*) AS n, count(DISTINCT e.cta) AS ctas, "
+            "count(DISTINCT e.warp) AS warps, sum(e.value) AS cycles, "
+            "any_value(r.instrumentation) AS instrumented, "
+            "any_value(v.transform) AS transform "
+            "FROM evidence e JOIN run r USING (run_id) "
+            "JOIN program_version v ON v.program_version = e.program_version "
+            "WHERE e.signal = 'scope_cycles' AND e.evidence_class = 'attributed' GROUP BY ALL")
+        (check,) = st.rows("SELECT rel_err, passed FROM variant_check")
+    (row,) = rows
+    # every CTA of the one instrumented launch, each warp's cycles in the region
+    assert (row["region_id"], row["n"], row["ctas"], row["warps"]) == (
+        region, len(events), ctas, warps)
+    freq = Counter(e["args"]["Frequency (MHz)"] for e in events)
+    (mhz,) = freq
+    assert row["cycles"] == pytest.approx(sum(e["dur"] for e in events) * mhz)
+    assert row["instrumented"] is True
+    assert row["transform"] == f"proton_scopes:{region}"
+    assert check == {"rel_err": 0.0, "passed": True}
+
+
+def test_a_recording_of_another_variant_is_not_replayed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graphed recording instrumented ``load``; a request for ``act`` plans another
+    proton_scopes variant, so its recorded task is refused, not ingested under the wrong
+    version."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(RECORDED / "graphed", bundle)
+    monkeypatch.chdir(PROGRAMS / "graphed")
+    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
+    r = CliRunner().invoke(main, ["observe", "--region", "swiglu/swiglu_kernel/act",
+                                  "--signals", "duration", "--store",
+                                  str(tmp_path / "s.duckdb"), "--json", "--", "python3",
+                                  "decode.py"])
+    rep = json.loads(r.stdout.splitlines()[-1])
+    assert r.exit_code == 1 and not rep["ok"]
+    (failed,) = rep["failed"]
+    assert failed["action"] == "proton_instr" and "ran another variant" in failed["error"]
+    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'scope_cycles'") == [
+            {"n": 0}]
