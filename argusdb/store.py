@@ -180,18 +180,32 @@ _CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": F
            "allow_community_extensions": False}
 
 
+#: Compression methods a store never tries. DuckDB analyses FSST for every text column of
+#: every row group it writes; on argusdb's tables dictionary, constant or RLE encoding won
+#: every time (100 ncu source pages with the other demo artefacts, a Kineto trace of 20
+#: replicas, an nsys export: no FSST segment, and the same store bytes without it), and the
+#: analysis cost ~0.5 s CPU of the ~3.2 s DuckDB spent appending and committing 1.09 M
+#: evidence rows (``bench/bench_ingest_many.py``, README "Scale").
+NOT_TRIED_COMPRESSION = "FSST,DICT_FSST"
+
+
 def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """``con`` without DuckDB's own progress bar: it draws on stdout (a file or a pipe too)
-    for any statement past 2 s, which broke the ``--json`` answer of a long ingest.
+    """``con`` without DuckDB's own progress bar (it draws on stdout, a file or a pipe too,
+    for any statement past 2 s, which broke the ``--json`` answer of a long ingest) and with
+    :data:`NOT_TRIED_COMPRESSION` (settings connect() does not take).
 
     A second connection of this process to the same file shares the first one's database
-    instance, whose configuration a locked-down store has locked: there the setting cannot
-    change and stays as it is (the bar is a client setting, not one connect() takes; a CLI
-    command, where the bar would land in its answer, opens its store once)."""
-    row = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
-    if row and row[0]:
-        with suppress(duckdb.InvalidInputException):
-            con.execute("SET enable_progress_bar = false")
+    instance, whose configuration a locked-down store has locked: there the settings cannot
+    change and stay as they are (a CLI command, where the bar would land in its answer,
+    opens its store once)."""
+    row = con.execute("SELECT current_setting('enable_progress_bar'), value FROM "
+                      "duckdb_settings() WHERE name = 'disabled_compression_methods'").fetchone()
+    for differs, stmt in ((row is None or row[0], "SET enable_progress_bar = false"),
+                          (row is None or str(row[1]).upper() != NOT_TRIED_COMPRESSION,
+                           f"SET disabled_compression_methods = '{NOT_TRIED_COMPRESSION}'")):
+        if differs:
+            with suppress(duckdb.InvalidInputException):
+                con.execute(stmt)
     return con
 
 
@@ -927,8 +941,9 @@ class Store:
             have, exprs = set(batch.schema.names), columns or {}
             proj = ", ".join(exprs[c] if c in exprs else f'"{c}"' if c in have else
                              (default or "NULL") for c, default in self._column_defaults(table))
-            with self._append_threads():
-                self.con.from_arrow(batch).project(proj).insert_into(table)
+            with self._append_threads() as threads:
+                rows = whole_row_groups(batch) if threads > 1 else batch
+                self.con.from_arrow(rows).project(proj).insert_into(table)
             self.generation += 1
         return batch.num_rows
 
@@ -945,26 +960,40 @@ class Store:
         return cols
 
     @contextmanager
-    def _append_threads(self) -> Iterator[None]:
+    def _append_threads(self) -> Iterator[int]:
         """Run DuckDB on :attr:`append_threads` threads (one unless an ingest raised it) for
-        an append of Arrow rows, then as before: with Python parsing beside it, its parallel
-        insert (each thread compressing its own row groups, then merged) cost about twice the
-        CPU and wall time of a serial one for the same rows (``bench/bench_ingest_many.py``
-        times both for the raw append). A locked-down instance keeps its setting (``argus
-        ingest`` locks it with the threads it chose, see :attr:`threads`)."""
-        if self._locked:
-            yield
-            return
+        an append of Arrow rows, then as before; yields the threads the append runs on. With
+        Python parsing beside it, its parallel insert cost about twice the CPU and wall time
+        of a serial one for the same rows (``bench/bench_ingest_many.py`` times both for the
+        raw append). A locked-down instance keeps its setting (``argus ingest`` locks it with
+        the threads it chose, see :attr:`threads`)."""
         row = self.con.execute("SELECT current_setting('threads')").fetchone()
         threads = int(row[0]) if row else 1
-        if threads == self.append_threads:
-            yield
+        if self._locked or threads == self.append_threads:
+            yield threads
             return
         self.con.execute(f"SET threads = {int(self.append_threads)}")
         try:
-            yield
+            yield int(self.append_threads)
         finally:
             self.con.execute(f"SET threads = {threads}")
+
+
+#: Rows of one DuckDB row group (DuckDB's default ``ROW_GROUP_SIZE``, which stores keep).
+ROW_GROUP_ROWS = 122_880
+
+
+def whole_row_groups(rows: pa.RecordBatch | pa.Table) -> pa.Table:
+    """``rows`` as Arrow batches of :data:`ROW_GROUP_ROWS` rows (the last one shorter), for
+    DuckDB's parallel insert: each thread then compresses and writes whole row groups of its
+    own, where batches smaller than a row group (an ingest's come a source file's rows at a
+    time) are each kept apart and gathered into row groups on one thread afterwards, which
+    cost the parallel append about twice the CPU of a serial one."""
+    table = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
+    sizes = [len(c) for c in table.column(0).chunks] if table.num_columns else []
+    if all(n == ROW_GROUP_ROWS for n in sizes[:-1]) and (not sizes or sizes[-1] <= ROW_GROUP_ROWS):
+        return table
+    return pa.Table.from_batches(table.combine_chunks().to_batches(max_chunksize=ROW_GROUP_ROWS))
 
 
 class _ReaderView(Store):
