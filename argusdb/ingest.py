@@ -30,7 +30,7 @@ from argusdb.collectors.validate import check_options, cross_check
 from argusdb.errors import InputError, UsageError
 from argusdb.ingest_pool import ReadArtefacts, read_artefacts
 from argusdb.regions import ProgramSource, jit_functions, parse_regions
-from argusdb.store import ROW_GROUP_ROWS, Store
+from argusdb.store import Store
 from argusdb.variants import VariantOf, bind
 
 #: ``argus -v`` shows what each ingest wrote.
@@ -593,30 +593,12 @@ class _Pending:
                 self.on_rows(batch.num_rows)
         return batch.num_rows
 
-    def hand_off(self, store: Store, whole: bool = True) -> None:
-        """Start appending the held rows on the appender (after the append before it), one
+    def hand_off(self, store: Store) -> None:
+        """Start appending every held row on the appender (after the append before it), one
         statement per table (and schema), keyed as it goes in
-        (:func:`argusdb.shape.key_select`); the caller goes on parsing. With ``whole`` (and
-        fewer than :data:`APPEND_BYTES` held), only whole row groups of each table go
-        (:data:`argusdb.store.ROW_GROUP_ROWS`), the rest with the next: DuckDB's parallel
-        insert then writes every row group on a thread of its own."""
+        (:func:`argusdb.shape.key_select`); the caller goes on parsing."""
         self.wait()
-        held, size = self.held, self.held_bytes
-        self.held, self.held_rows, self.held_bytes = {}, 0, 0
-        if whole and size < APPEND_BYTES:
-            for key, batches in list(held.items()):
-                rows = pa.Table.from_batches(batches)
-                cut = rows.num_rows - rows.num_rows % ROW_GROUP_ROWS
-                if cut == rows.num_rows:
-                    continue
-                rest = rows.slice(cut)
-                self.held[key] = rest.to_batches()
-                self.held_rows += rest.num_rows
-                self.held_bytes += rest.nbytes
-                if cut:
-                    held[key] = rows.slice(0, cut).to_batches()
-                else:
-                    del held[key]
+        held, self.held, self.held_rows, self.held_bytes = self.held, {}, 0, 0
         if not held:
             return
         if self.appender is None:
@@ -633,7 +615,7 @@ class _Pending:
 
     def flush(self, store: Store) -> None:
         """Append every held row, and wait for it."""
-        self.hand_off(store, whole=False)
+        self.hand_off(store)
         self.wait()
 
     def plan_runs(self, store: Store, plans: list[_Planned]) -> None:

@@ -941,9 +941,8 @@ class Store:
             have, exprs = set(batch.schema.names), columns or {}
             proj = ", ".join(exprs[c] if c in exprs else f'"{c}"' if c in have else
                              (default or "NULL") for c, default in self._column_defaults(table))
-            with self._append_threads() as threads:
-                rows = whole_row_groups(batch) if threads > 1 else batch
-                self.con.from_arrow(rows).project(proj).insert_into(table)
+            with self._append_threads():
+                self.con.from_arrow(batch).project(proj).insert_into(table)
             self.generation += 1
         return batch.num_rows
 
@@ -960,40 +959,26 @@ class Store:
         return cols
 
     @contextmanager
-    def _append_threads(self) -> Iterator[int]:
+    def _append_threads(self) -> Iterator[None]:
         """Run DuckDB on :attr:`append_threads` threads (one unless an ingest raised it) for
-        an append of Arrow rows, then as before; yields the threads the append runs on. With
-        Python parsing beside it, its parallel insert cost about twice the CPU and wall time
-        of a serial one for the same rows (``bench/bench_ingest_many.py`` times both for the
-        raw append). A locked-down instance keeps its setting (``argus ingest`` locks it with
-        the threads it chose, see :attr:`threads`)."""
+        an append of Arrow rows, then as before: with Python parsing beside it, its parallel
+        insert (each thread compressing its own row groups, then merged) cost about twice the
+        CPU and wall time of a serial one for the same rows (``bench/bench_ingest_many.py``
+        times both for the raw append). A locked-down instance keeps its setting (``argus
+        ingest`` locks it with the threads it chose, see :attr:`threads`)."""
+        if self._locked:
+            yield
+            return
         row = self.con.execute("SELECT current_setting('threads')").fetchone()
         threads = int(row[0]) if row else 1
-        if self._locked or threads == self.append_threads:
-            yield threads
+        if threads == self.append_threads:
+            yield
             return
         self.con.execute(f"SET threads = {int(self.append_threads)}")
         try:
-            yield int(self.append_threads)
+            yield
         finally:
             self.con.execute(f"SET threads = {threads}")
-
-
-#: Rows of one DuckDB row group (DuckDB's default ``ROW_GROUP_SIZE``, which stores keep).
-ROW_GROUP_ROWS = 122_880
-
-
-def whole_row_groups(rows: pa.RecordBatch | pa.Table) -> pa.Table:
-    """``rows`` as Arrow batches of :data:`ROW_GROUP_ROWS` rows (the last one shorter), for
-    DuckDB's parallel insert: each thread then compresses and writes whole row groups of its
-    own, where batches smaller than a row group (an ingest's come a source file's rows at a
-    time) are each kept apart and gathered into row groups on one thread afterwards, which
-    cost the parallel append about twice the CPU of a serial one."""
-    table = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
-    sizes = [len(c) for c in table.column(0).chunks] if table.num_columns else []
-    if all(n == ROW_GROUP_ROWS for n in sizes[:-1]) and (not sizes or sizes[-1] <= ROW_GROUP_ROWS):
-        return table
-    return pa.Table.from_batches(table.combine_chunks().to_batches(max_chunksize=ROW_GROUP_ROWS))
 
 
 class _ReaderView(Store):

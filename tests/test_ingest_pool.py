@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import pickle
 import shutil
@@ -74,49 +73,6 @@ def test_workers_store_the_rows_a_serial_read_stores(tmp_path: Path,
             got[workers] = _contents(st)
     assert got["0"] == got["2"]
     assert len(got["0"]["observed_evidence"]) > 10 * 10_000
-
-
-def test_appends_on_two_threads_go_in_whole_row_groups_and_store_the_same_rows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Held rows go to DuckDB a whole number of row groups at a time (the rest waits for the
-    next append), cut into row-group batches where the append runs on two threads; the
-    store receives the rows one thread stores. (Row groups of 4,096 rows here, so that the
-    pages' rows make several.)"""
-    from argusdb import ingest, store
-
-    rg = 4096
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", rg)
-    monkeypatch.setattr(ingest, "ROW_GROUP_ROWS", rg)
-    monkeypatch.setattr(ingest, "APPEND_ROWS", 5 * rg + 100)
-    appended: list[int] = []
-    chunks: list[list[int]] = []
-    held, cut = ingest._append_held, store.whole_row_groups
-
-    def spy_held(st: Store, rows: dict[tuple[str, object], list[object]]) -> None:
-        appended.extend(sum(b.num_rows for b in v) for (t, _), v in rows.items()
-                        if t == "observed_evidence")
-        held(st, rows)  # type: ignore[arg-type]
-
-    def spy_cut(rows: object) -> object:
-        out = cut(rows)  # type: ignore[arg-type]
-        chunks.append([b.num_rows for b in out.to_batches()])
-        return out
-
-    monkeypatch.setattr(ingest, "_append_held", spy_held)
-    monkeypatch.setattr(store, "whole_row_groups", spy_cut)
-    files = _pages(tmp_path, 10)
-    got = {}
-    for threads in (1, 2):
-        appended.clear()
-        prepared = dataclasses.replace(prepare(files), append_threads=threads)
-        with Store.open(tmp_path / f"t{threads}.duckdb", create=True) as st:
-            ingest_paths(st, files, prepared=prepared)
-            got[threads] = _contents(st)
-        assert len(appended) > 2 and all(n % rg == 0 for n in appended[:-1])
-        assert sum(appended) == len(got[threads]["observed_evidence"])
-    assert got[1] == got[2]
-    assert chunks and all(set(c[:-1]) <= {rg} and c[-1] <= rg for c in chunks)
-    assert any(len(c) > 1 for c in chunks)
 
 
 def test_files_past_the_parse_budget_are_parsed_as_they_are_written(
