@@ -180,18 +180,32 @@ _CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": F
            "allow_community_extensions": False}
 
 
+#: Compression methods a store never tries. DuckDB analyses FSST for every text column of
+#: every row group it writes; on argusdb's tables dictionary, constant or RLE encoding won
+#: every time (100 ncu source pages with the other demo artefacts, a Kineto trace of 20
+#: replicas, an nsys export: no FSST segment, and the same store bytes without it), and the
+#: analysis cost ~0.5 s CPU of the ~3.2 s DuckDB spent appending and committing 1.09 M
+#: evidence rows (``bench/bench_ingest_many.py``, README "Scale").
+NOT_TRIED_COMPRESSION = "FSST,DICT_FSST"
+
+
 def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """``con`` without DuckDB's own progress bar: it draws on stdout (a file or a pipe too)
-    for any statement past 2 s, which broke the ``--json`` answer of a long ingest.
+    """``con`` without DuckDB's own progress bar (it draws on stdout, a file or a pipe too,
+    for any statement past 2 s, which broke the ``--json`` answer of a long ingest) and with
+    :data:`NOT_TRIED_COMPRESSION` (settings connect() does not take).
 
     A second connection of this process to the same file shares the first one's database
-    instance, whose configuration a locked-down store has locked: there the setting cannot
-    change and stays as it is (the bar is a client setting, not one connect() takes; a CLI
-    command, where the bar would land in its answer, opens its store once)."""
-    row = con.execute("SELECT current_setting('enable_progress_bar')").fetchone()
-    if row and row[0]:
-        with suppress(duckdb.InvalidInputException):
-            con.execute("SET enable_progress_bar = false")
+    instance, whose configuration a locked-down store has locked: there the settings cannot
+    change and stay as they are (a CLI command, where the bar would land in its answer,
+    opens its store once)."""
+    row = con.execute("SELECT current_setting('enable_progress_bar'), value FROM "
+                      "duckdb_settings() WHERE name = 'disabled_compression_methods'").fetchone()
+    for differs, stmt in ((row is None or row[0], "SET enable_progress_bar = false"),
+                          (row is None or str(row[1]).upper() != NOT_TRIED_COMPRESSION,
+                           f"SET disabled_compression_methods = '{NOT_TRIED_COMPRESSION}'")):
+        if differs:
+            with suppress(duckdb.InvalidInputException):
+                con.execute(stmt)
     return con
 
 

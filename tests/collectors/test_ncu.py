@@ -381,3 +381,20 @@ def test_a_small_source_page_is_walked_once(monkeypatch: pytest.MonkeyPatch) -> 
     want = list(twice.batches())
     assert [t for t, _ in got] == [t for t, _ in want] == ["instruction", "evidence"]
     assert all(b.equals(c) for (_, b), (_, c) in zip(got, want, strict=True))
+
+
+def test_count_columns_checked_together_are_the_columns_arrow_casts() -> None:
+    """The source page's integer metric columns are checked in one NumPy pass: each comes
+    back as Arrow's own float64 cast of it (NULL cells stay NULL); a column holding a
+    negative value is left to the per-column check that names its cell."""
+    from argusdb.collectors.ncu.source_csv import _counts
+
+    raws: list[pa.Array | None] = [
+        pa.array([3, None, 7], pa.int64()), pa.array([0, 5, 2**40], pa.int64()),
+        pa.array([1, -4, 2], pa.int64()), pa.array(["1", "x", None]), None,
+        pa.array([0.5, 1.5, None], pa.float64())]
+    got = _counts(raws)
+    assert set(got) == {id(raws[0]), id(raws[1])}
+    for r in raws[:2]:
+        assert r is not None and got[id(r)].equals(r.cast(pa.float64()))
+    assert _counts([None, pa.array(["a"])]) == {}

@@ -313,3 +313,27 @@ def test_v2_store_gains_the_launch_call_columns(tmp_path: Path) -> None:
                       "FROM kernel_launch WHERE launch_api IS NOT NULL")
     # the 7 launches held before the migration keep their launch_api, their call columns NULL
     assert got == [{"n": 135 + 7, "api": 135, "tid": 135}]
+
+
+def test_a_store_never_tries_fsst(tmp_path: Path) -> None:
+    """Distinct long names with shared parts, where DuckDB's default picks FSST, are written
+    without it by a store's connection (a second connection of the process keeps the
+    setting): FSST's analysis never won on argusdb's tables and cost ingest CPU."""
+    names = "SELECT 'void cutlass::Kernel<gemm_' || i || '_sm90_tensorop>(Params)' AS n " \
+            "FROM range(200000) t(i)"
+    plain = duckdb.connect(str(tmp_path / "plain.duckdb"))
+    plain.execute(f"CREATE TABLE t AS {names}")
+    plain.execute("CHECKPOINT")
+    used = "SELECT DISTINCT compression FROM pragma_storage_info('t') WHERE segment_type = " \
+           "'VARCHAR'"
+    assert {"FSST", "DICT_FSST"} & {c for (c,) in plain.execute(used).fetchall()}
+    plain.close()
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        st.con.execute(f"CREATE TABLE t AS {names}")
+        st.con.execute("CHECKPOINT")
+        got = {c for (c,) in st.con.execute(used).fetchall()}
+        assert got and not {"FSST", "DICT_FSST"} & got
+        with Store.open(tmp_path / "s.duckdb") as again:
+            assert again.con.execute("SELECT value FROM duckdb_settings() WHERE name = "
+                                     "'disabled_compression_methods'").fetchone() == \
+                ("FSST,DICT_FSST",)

@@ -439,9 +439,13 @@ def _metric_columns(path: Path, texts: tuple[str, ...], rows: tuple[int, ...],
                         or pa.types.is_large_string(arr.type) else None)
             if raws[-1] is None:
                 raws[-1] = arr  # already numeric (or all null)
+    counts = _counts(raws)
     out = []
     for (i, signal, _), raw in zip(layout.metrics, raws, strict=True):
         assert raw is not None
+        if id(raw) in counts:
+            out.append(counts[id(raw)])
+            continue
         if pa.types.is_null(raw.type):
             out.append(pa.nulls(len(raw), pa.float64()))
             continue
@@ -470,6 +474,20 @@ def _metric_columns(path: Path, texts: tuple[str, ...], rows: tuple[int, ...],
                              "the file was edited or is corrupt; export it again")
         out.append(arr)
     return out
+
+
+def _counts(raws: list[pa.Array | None]) -> dict[int, pa.Array]:
+    """The integer columns of ``raws`` (what ncu writes for counts) that hold no negative
+    value, as float64 columns, by ``id`` of the column: checked together, in one NumPy pass,
+    rather than by Arrow calls per column (60 per source page). A column with a negative
+    value is left to the per-column check, which names its first such cell."""
+    ints = [r for r in raws if r is not None and pa.types.is_integer(r.type)]
+    if not ints:
+        return {}
+    matrix = np.column_stack([r.to_numpy(zero_copy_only=False) for r in ints])
+    ok = np.atleast_1d(~(matrix < 0).any(axis=0))
+    return {id(r): pa.array(matrix[:, j].astype(np.float64), from_pandas=True)
+            for j, r in enumerate(ints) if ok[j]}
 
 
 def _check_values(path: Path, pending: list[tuple[int, str]], layout: _Layout
@@ -507,7 +525,7 @@ def _flush(path: Path, chunk: list[_Row], layout: _Layout,
     keep = [j for j, c in enumerate(cols) if c.null_count < len(c)]  # drop categorical columns
     if not keep:
         return
-    matrix = np.column_stack([cols[j].fill_null(np.nan).to_numpy() for j in keep])
+    matrix = np.column_stack([cols[j].to_numpy(zero_copy_only=False) for j in keep])  # NULL: NaN
     r, c = np.nonzero(~np.isnan(matrix))  # row-major: per instruction, its signals in order
     signals = pa.array([layout.metrics[j][1] for j in keep], pa.string())
     units = pa.array([layout.metrics[j][2] for j in keep], pa.string())
