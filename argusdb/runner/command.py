@@ -225,6 +225,7 @@ class CommandBackend:
                                 "instrumented launch", "see the launch record and command.log "
                                 "in " + str(job.workdir))
         check = doc.get("variant_check") or {}
+        every_warp(job.workdir / traces[0], doc, " ".join(self.argv))
         return self._result(job, {"files": traces, "gpu_s": wall, "pid": doc["pid"],
                                   "instrumented_binary": check.get("variant_binary"),
                                   "variant_check": check or None,
@@ -283,6 +284,60 @@ def _warmup(params: dict[str, Any]) -> int:
     """Launches of the binary not measured: the control run's choice (fewer when the program
     launches the kernel fewer times), else the plan's."""
     return int(params.get("measure_index", params.get("launches_warmup", 0)))
+
+
+def recorded_warps(trace: Path) -> set[int]:
+    """The warps of a Proton instrumentation trace's scope events (``tid`` ``"warp <w> ..."``),
+    streamed."""
+    import re
+
+    from argusdb.collectors.chrome import iter_events
+
+    out: set[int] = set()
+    for _, ev in iter_events(trace, "Proton trace"):
+        m = re.match(r"warp\s+(\d+)", str(ev.get("tid", "")))
+        if m and ev.get("ph") == "X":
+            out.add(int(m.group(1)))
+    return out
+
+
+def every_warp(trace: Path, launch: dict[str, Any], command: str) -> None:
+    """Refuse a Proton instrumentation trace in which fewer warps entered the scopes than the
+    instrumented binary has (``launch``: the run's launch record, whose ``variant_check``
+    names the binary). In a warp-specialized kernel (``tl.range(..., warp_specialize=True)``)
+    Triton moves the loop into partitions with warps of their own, and scopes around the
+    region record only the default partition's warps: on the H200 a GEMM main loop of 12 warps
+    came back as 46 cycles from warps 0-3.
+
+    Raises:
+        CommandFailed: some of the binary's warps recorded no scope event.
+    """
+    check = launch.get("variant_check") or {}
+    binary = launch.get("binaries", {}).get(check.get("variant_binary"), {})
+    if not binary.get("num_warps"):
+        return
+    warps = recorded_warps(trace)
+    if len(warps) < int(binary["num_warps"]):
+        raise CommandFailed(
+            command, f"Proton recorded scope events of {len(warps)} of the instrumented "
+            f"binary's {binary['num_warps']} warps (warps {_ranges(sorted(warps))}): the others "
+            "never entered the scopes. In a warp-specialized kernel (tl.range(..., "
+            "warp_specialize=True)) Triton moves the loop into partitions with warps of their "
+            "own, and the scopes around the region time only the default partition, not the "
+            "region's work, so no region duration is stored", "observe the region's stall "
+            "samples and instructions (warp_stall_samples, inst_executed) or the kernel's "
+            "duration instead")
+
+
+def _ranges(values: list[int]) -> str:
+    """``0-3, 8`` of ``[0, 1, 2, 3, 8]``."""
+    parts: list[str] = []
+    for v in values:
+        if parts and v == int(parts[-1].split("-")[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{v}"
+        else:
+            parts.append(str(v))
+    return ", ".join(parts)
 
 
 def collected(folder: Path, doc: dict[str, Any]) -> Collected:
@@ -409,4 +464,9 @@ class CommandReplayBackend:
         doc = json.loads(doc_path.read_text())
         for f in doc.get("files", []):
             shutil.copy(src / f, job.workdir / f)
+        if job.action == "proton_instr":  # the live backend's check, on the recorded run
+            launch = [d for d in read_launches(src) if d.get("launches")]
+            traces = [f for f in doc.get("files", []) if ".chrome_trace" in f]
+            if launch and traces:
+                every_warp(job.workdir / traces[0], launch[0], f"replay of {src}")
         return collected(job.workdir, doc)

@@ -120,3 +120,33 @@ def test_a_recording_of_another_variant_is_not_replayed(
     with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'scope_cycles'") == [
             {"n": 0}]
+
+
+def test_a_warp_specialized_loop_is_not_timed_by_its_default_partition(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tests/data/programs/wspec``: a GEMM whose K loop is ``tl.range(...,
+    warp_specialize=True)``. The instrumented binary has 12 warps, but only warps 0-3 (the
+    default partition) entered the ``mainloop`` scopes, which then span 46 cycles of a 4096^3
+    GEMM: the loop ran in the other partitions. The task is refused and nothing of it stored."""
+    events = _events("wspec")
+    assert {e["tid"].split()[1] for e in events} == {"0", "1", "2", "3"}
+    launch = json.loads(next((RECORDED / "wspec" / "proton_instr").glob("launch.*.json"))
+                        .read_text())
+    assert launch["binaries"][launch["variant_check"]["variant_binary"]]["num_warps"] == 12
+    bundle = tmp_path / "bundle"
+    shutil.copytree(RECORDED / "wspec", bundle)
+    monkeypatch.chdir(PROGRAMS / "wspec")
+    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
+    r = CliRunner().invoke(main, ["observe", "--region", "matmul_ws/matmul_ws_kernel/mainloop",
+                                  "--signals", "duration", "--store",
+                                  str(tmp_path / "s.duckdb"), "--json", "--", "python3",
+                                  "bench.py"])
+    rep = json.loads(r.stdout.splitlines()[-1])
+    assert r.exit_code == 1 and not rep["ok"]
+    (failed,) = rep["failed"]
+    assert failed["action"] == "proton_instr"
+    assert "4 of the instrumented binary's 12 warps (warps 0-3)" in failed["error"]
+    assert "warp_specialize" in failed["error"]
+    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'scope_cycles'") == [
+            {"n": 0}]
