@@ -130,3 +130,37 @@ def test_statements_run_side_by_side_each_under_the_sandbox(tmp_path: Path) -> N
             st.stream_selects(["SELECT error('boom')", "SELECT count(*) FROM range(1000)"], 5.0)
         assert threading.active_count() <= before
         assert st.has_table("run")
+
+
+def test_a_question_asked_again_runs_from_its_kept_plan(tmp_path: Path) -> None:
+    """A statement that ran once in a store write generation is prepared when asked again
+    and its cursor kept with the plan; a write drops every kept plan (DuckDB plans from the
+    data's statistics: the kept plan of a filter the statistics rule out answers nothing)."""
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        st.sql("CREATE TABLE t AS SELECT range AS x FROM range(10)")
+        sql = "SELECT count(*) AS n FROM t WHERE x > 100"
+        kept = st._kept
+        assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 0}]
+        assert kept._idle == {} and sql in kept._ran  # ran once: nothing prepared yet
+        for _ in range(3):  # prepared on the second ask, then executed from the kept cursor
+            assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 0}]
+            assert list(kept._idle) == [sql]
+        held = kept._idle[sql]
+        assert held.execute("SELECT name FROM duckdb_prepared_statements()").fetchall() == [
+            ("_argus_kept",)]
+        st.sql("INSERT INTO t VALUES (1000)")  # a write: a new generation, nothing kept
+        assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 1}]
+        assert kept._idle == {} and list(kept._ran) == [sql]
+        with pytest.raises(Exception, match="closed"):
+            held.execute("SELECT 1")
+        # a failing statement keeps nothing, and fails as it did the first time
+        for _ in range(2):
+            with pytest.raises(QueryFailed, match="boom"):
+                st.stream_select("SELECT error('boom') AS e", 5.0)
+        assert list(kept._ran) == [sql]
+        # questions asked side by side: each from a cursor of its own
+        for _ in range(3):
+            assert [t.to_pylist() for t, _ in st.stream_selects([sql, "SELECT 2 AS b"], 5.0)
+                    ] == [[{"n": 1}], [{"b": 2}]]
+        assert set(kept._idle) == {sql, "SELECT 2 AS b"}
+    assert kept._idle == {}  # closed with the store
