@@ -211,6 +211,9 @@ def _one_select(con: duckdb.DuckDBPyConnection, sql: str) -> None:
 KEPT_PLANS = 16
 #: Name of the prepared statement on a kept cursor.
 _KEPT_NAME = "_argus_kept"
+#: A question alone whose kept plan ran within this many seconds (and a tenth of its time
+#: limit) runs on the caller's thread (see :meth:`Store.stream_selects`).
+QUICK_S = 0.25
 
 
 class _KeptPlans:
@@ -225,13 +228,15 @@ class _KeptPlans:
     catalog and the data's statistics, which change only with the generation, and a new
     generation closes every kept cursor. A statement that failed or was interrupted keeps
     nothing; the first ask of a text runs it as before, so its errors read as before.
+    It also remembers how long each statement took (:meth:`quick`).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._gen: int | None = None
-        #: Texts that ran to their end in this generation (the most recent KEPT_PLANS).
-        self._ran: dict[str, None] = {}
+        #: Texts that ran to their end in this generation (the most recent KEPT_PLANS), with
+        #: the seconds their last run took.
+        self._ran: dict[str, float] = {}
         #: Idle cursors holding the prepared statement of a text.
         self._idle: dict[str, duckdb.DuckDBPyConnection] = {}
 
@@ -251,13 +256,22 @@ class _KeptPlans:
             cur = self._idle.pop(sql, None)
             return cur, cur is None and sql in self._ran
 
-    def ran(self, gen: int, sql: str, cur: duckdb.DuckDBPyConnection | None) -> bool:
-        """Note that ``sql`` ran to its end; keep ``cur`` (holding its plan) when given and
-        room is left. Returns whether ``cur`` was kept (else the caller closes it)."""
+    def quick(self, gen: int, sql: str, timeout_s: float) -> bool:
+        """Whether a cursor holds ``sql``'s plan and its last run took at most
+        :data:`QUICK_S` and a tenth of ``timeout_s`` (the same plan over the same data)."""
+        with self._lock:
+            self._at(gen)
+            return sql in self._idle and self._ran[sql] <= min(QUICK_S, timeout_s / 10)
+
+    def ran(self, gen: int, sql: str, cur: duckdb.DuckDBPyConnection | None,
+            seconds: float) -> bool:
+        """Note that ``sql`` ran to its end in ``seconds``; keep ``cur`` (holding its plan)
+        when given and room is left. Returns whether ``cur`` was kept (else the caller closes
+        it)."""
         with self._lock:
             self._at(gen)
             self._ran.pop(sql, None)
-            self._ran[sql] = None
+            self._ran[sql] = seconds
             while len(self._ran) > KEPT_PLANS:
                 self._ran.pop(next(iter(self._ran)))
             if cur is None or sql in self._idle or len(self._idle) >= KEPT_PLANS:
@@ -302,7 +316,7 @@ class _Guarded:
 
     def run(self) -> Any:
         cur = self.cur
-        done = False
+        done, began = False, time.monotonic()
         try:
             cur.execute("BEGIN TRANSACTION READ ONLY")
             with self.store._watchdog.limit(cur, self.timeout_s):
@@ -320,7 +334,7 @@ class _Guarded:
             with suppress(duckdb.Error):
                 cur.execute("ROLLBACK")
             kept = done and self.kept is not None and self.kept.ran(
-                self.gen, self.sql, cur if self.planned else None)
+                self.gen, self.sql, cur if self.planned else None, time.monotonic() - began)
             if self.own and not kept:
                 cur.close()
 
@@ -802,6 +816,8 @@ class Store:
         independent statements run side by side (on an idle machine, on separate cores).
         Each is checked by DuckDB's parser before any runs, and each has the caps and the
         time limit it would have alone (``timeout_s`` counts from this call for all of them).
+        One statement whose kept plan ran quickly over the same data runs on the caller's
+        thread (:meth:`_KeptPlans.quick`).
 
         Returns:
             Each answer and why it was cut short (or None), in the order of ``sqls``.
@@ -832,6 +848,12 @@ class Store:
                 rows += batch.num_rows
             return pa.Table.from_batches(batches, schema=reader.schema), cut
 
+        if len(sqls) == 1 and self._kept.quick(self.generation, sqls[0], timeout_s):
+            # A question alone, from a kept plan that ran quickly over the same data: on the
+            # caller's thread, without a worker's start and hand-off (~0.4-1 ms CPU; under
+            # load each hand-off waits for the scheduler). The watchdog still interrupts it.
+            return [_Guarded(self, None, sqls[0], timeout_s, fetch, limit_s, own=True,
+                             kept=self._kept).run()]
         running = [self._start(sql, timeout_s, fetch, limit_s, self._kept) for sql in sqls]
         return _results(running)
 

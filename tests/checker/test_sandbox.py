@@ -164,3 +164,26 @@ def test_a_question_asked_again_runs_from_its_kept_plan(tmp_path: Path) -> None:
                     ] == [[{"n": 1}], [{"b": 2}]]
         assert set(kept._idle) == {sql, "SELECT 2 AS b"}
     assert kept._idle == {}  # closed with the store
+
+
+def test_a_quick_kept_question_alone_runs_on_the_callers_thread(tmp_path: Path) -> None:
+    """A question alone whose kept plan ran quickly runs without a worker thread; side by
+    side, or before its plan is kept, each question has a thread of its own."""
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        sql = "SELECT count(*) AS n FROM range(1000)"
+        real, started = st._start, []
+
+        def counted(q: str, *args: Any, **kw: Any) -> Any:
+            started.append(q)
+            return real(q, *args, **kw)
+
+        st._start = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 1000}]
+        assert started == [sql, sql]  # asked once, then prepared: each in a worker thread
+        assert st._kept.quick(st.generation, sql, 5.0)
+        assert not st._kept.quick(st.generation, sql, 0.001)  # not within a tenth of it
+        assert st.stream_selects([sql, "SELECT 1 AS a"], 5.0)[1][0].to_pylist() == [{"a": 1}]
+        assert started == [sql, sql, sql, "SELECT 1 AS a"]  # side by side: threads
+        with pytest.raises(QueryFailed, match="ran longer"):  # no time left: not quick
+            st.stream_select(sql, 0.0)
