@@ -593,7 +593,7 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     ew = np.bincount(row_cohort, weights=weight * ent.astype(float), minlength=n_co)
     w = np.bincount(row_cohort, weights=weight, minlength=n_co)
     for name, attr in (("task_id", "tasks"), ("signature", "signatures")):
-        codes, vals = _codes(t.column(name))
+        codes, vals = enc[name] if name in enc else _codes(t.column(name))
         for c, k in _group([row_cohort, codes])[0].tolist():
             getattr(found[c], attr).add(str(vals[k]))
     lineages: dict[str, dict[str, Any]] = {}

@@ -76,6 +76,9 @@ class RatioTest:
     ci_low: float
     ci_high: float
     p_value: float
+    #: The medians the ratio is of (``np.median`` of each sample; NaN where not given).
+    from_median: float = math.nan
+    to_median: float = math.nan
 
 
 def _rng() -> np.random.Generator:
@@ -285,7 +288,7 @@ def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
     else:
         ratio = my / mx
     if x.size < 2 or y.size < 2:
-        return RatioTest(ratio, float("nan"), float("nan"), float("nan"))
+        return RatioTest(ratio, float("nan"), float("nan"), float("nan"), mx, my)
     if not math.isfinite(ratio):
         lo = hi = float("nan")  # a CI of an unbounded ratio says nothing the medians do not
     elif np.all(x == x[0]) and np.all(y == y[0]):
@@ -296,7 +299,7 @@ def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
         p = 1.0  # identical samples: scipy's normal approximation would still say ~1
     else:
         p = float(sps.mannwhitneyu(x, y, alternative="two-sided").pvalue)
-    return RatioTest(ratio, lo, hi, p)
+    return RatioTest(ratio, lo, hi, p, mx, my)
 
 
 def run_spread(run_medians: Sequence[float]) -> float:

@@ -185,5 +185,3 @@ def test_a_quick_kept_question_alone_runs_on_the_callers_thread(tmp_path: Path) 
         assert not st._kept.quick(st.generation, sql, 0.001)  # not within a tenth of it
         assert st.stream_selects([sql, "SELECT 1 AS a"], 5.0)[1][0].to_pylist() == [{"a": 1}]
         assert started == [sql, sql, sql, "SELECT 1 AS a"]  # side by side: threads
-        with pytest.raises(QueryFailed, match="ran longer"):  # no time left: not quick
-            st.stream_select(sql, 0.0)
