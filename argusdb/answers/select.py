@@ -497,6 +497,9 @@ def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
     """Dictionary codes of a column (NULL has its own code) and the values they stand for."""
     import pyarrow.compute as pc
 
+    if len(col) and not col.null_count and pc.all(pc.equal(col, col[0])).as_py():
+        # one value (a scope coordinate 'all', one class, one unit): no hash table to build
+        return np.zeros(len(col), dtype=np.int64), [col[0].as_py()]
     enc = pc.dictionary_encode(col, null_encoding="encode")
     if isinstance(enc, pa.ChunkedArray):
         enc = enc.combine_chunks() if enc.num_chunks != 1 else enc.chunk(0)
