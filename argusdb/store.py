@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import random
 import sys
@@ -76,7 +77,10 @@ class _Watchdog:
     """One daemon thread per process that interrupts cursors past their deadline.
 
     Shared by every store of the process (a thread per store leaked one per connection).
-    It sleeps until the nearest deadline, so it costs nothing while no query runs. A query
+    It sleeps until the nearest deadline, so it costs nothing while no query runs; a new
+    deadline wakes it only when it is nearer than the one it sleeps towards (the deadline of an
+    earlier question that has finished since does: it then wakes once, finds nothing due and
+    sleeps on), so questions asked one after another do not each hand the GIL to it. A query
     still running ``GRACE_S`` after its interrupt (a single operator, such as ``list_sort``
     of a huge list, checks for interrupts only between vectors) is handed to the process's
     overrun handler (:func:`set_overrun_handler`): the CLI and the MCP worker end the process
@@ -91,18 +95,23 @@ class _Watchdog:
         self._deadlines: dict[int, tuple[float, Any, bool]] = {}
         self._thread: threading.Thread | None = None
         self._next_key = 0
+        #: When the thread wakes next unless notified (monotonic seconds; inf: not before).
+        self._until = math.inf
 
     @contextmanager
     def limit(self, cur: Any, timeout_s: float) -> Iterator[None]:
         with self._cond:
             self._next_key += 1
             key = self._next_key
-            self._deadlines[key] = (time.monotonic() + timeout_s, cur, False)
+            due = time.monotonic() + timeout_s
+            self._deadlines[key] = (due, cur, False)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="argus-query-watchdog")
+                self._until = -math.inf  # until it sleeps, it will see every deadline
                 self._thread.start()
-            self._cond.notify()
+            if due < self._until:
+                self._cond.notify()
         try:
             yield
         finally:
@@ -121,7 +130,9 @@ class _Watchdog:
                         self._deadlines[k] = (now + self.GRACE_S, c, True)
                 if not due:
                     wait = min((d for d, _, _ in self._deadlines.values()), default=None)
-                    self._cond.wait(None if wait is None else max(wait - now, 0.005))
+                    self._until = math.inf if wait is None else max(wait, now + 0.005)
+                    self._cond.wait(None if wait is None else self._until - now)
+                    self._until = -math.inf  # awake: it looks at every deadline again
                     continue
             for _, cur, hit in due:
                 if not hit:

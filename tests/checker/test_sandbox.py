@@ -185,3 +185,36 @@ def test_a_quick_kept_question_alone_runs_on_the_callers_thread(tmp_path: Path) 
         assert not st._kept.quick(st.generation, sql, 0.001)  # not within a tenth of it
         assert st.stream_selects([sql, "SELECT 1 AS a"], 5.0)[1][0].to_pylist() == [{"a": 1}]
         assert started == [sql, sql, sql, "SELECT 1 AS a"]  # side by side: threads
+
+
+def test_only_a_nearer_deadline_wakes_the_watchdog() -> None:
+    """The watchdog sleeps towards its nearest deadline (also one whose question has
+    finished); a later deadline leaves it asleep, a nearer one wakes it and is kept."""
+    import threading
+    import time
+
+    from argusdb.store import _Watchdog
+
+    class Cursor:
+        def __init__(self) -> None:
+            self.stopped = threading.Event()
+
+        def interrupt(self) -> None:
+            self.stopped.set()
+
+    dog = _Watchdog()
+    with dog.limit(Cursor(), 60.0):
+        pass  # finished: the thread still sleeps towards its deadline
+    for _ in range(500):  # until the thread sleeps
+        with dog._cond:
+            if 0 < dog._until < float("inf"):
+                break
+        time.sleep(0.01)
+    until = dog._until
+    later = Cursor()
+    with dog.limit(later, 120.0):
+        assert dog._until == until  # not woken
+    near = Cursor()
+    with dog.limit(near, 0.05):
+        assert near.stopped.wait(10)  # woken, and interrupted it at its deadline
+    assert not later.stopped.is_set()
