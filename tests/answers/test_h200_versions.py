@@ -405,6 +405,18 @@ def test_lineage_asked_apart_is_the_lineage_of_the_rows(h200: Connection,
     again = select._with_lineage(h200, rows, cond)
     assert len(asked) == 2 and "CASE WHEN" in asked[1]  # asked whole instead
     assert sorted(map(repr, again.to_pylist())) == sorted(map(repr, whole.to_pylist()))
+
+    def refused(sql: str, limit: int | None = None) -> pa.Table:
+        asked.append(sql)
+        if "e.evidence_class <> 'observed'" in sql:
+            raise QueryRefused([])
+        return real(sql, limit)
+
+    monkeypatch.setattr(h200, "query", refused)
+    asked.clear()
+    again = select._with_lineage(h200, rows, cond)  # the question apart refused: whole
+    assert len(asked) == 2 and "CASE WHEN" in asked[1]
+    assert sorted(map(repr, again.to_pylist())) == sorted(map(repr, whole.to_pylist()))
     observed = rows.filter(pc.equal(rows.column("evidence_class"), "observed"))
     asked.clear()
     alone = select._with_lineage(h200, observed, cond)
