@@ -272,7 +272,9 @@ class _KeptPlans:
         :data:`QUICK_S` and a tenth of ``timeout_s`` (the same plan over the same data)."""
         with self._lock:
             self._at(gen)
-            return sql in self._idle and self._ran[sql] <= min(QUICK_S, timeout_s / 10)
+            # (a text may have left the most recent KEPT_PLANS while its cursor is idle)
+            return sql in self._idle and self._ran.get(sql, math.inf) <= min(
+                QUICK_S, timeout_s / 10)
 
     def ran(self, gen: int, sql: str, cur: duckdb.DuckDBPyConnection | None,
             seconds: float) -> bool:

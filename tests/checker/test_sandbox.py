@@ -185,6 +185,12 @@ def test_a_quick_kept_question_alone_runs_on_the_callers_thread(tmp_path: Path) 
         assert not st._kept.quick(st.generation, sql, 0.001)  # not within a tenth of it
         assert st.stream_selects([sql, "SELECT 1 AS a"], 5.0)[1][0].to_pylist() == [{"a": 1}]
         assert started == [sql, sql, sql, "SELECT 1 AS a"]  # side by side: threads
+        for n in range(20):  # more texts than the most recent kept: the plan still idle
+            st.stream_select(f"SELECT {n} AS n", 5.0)
+        assert sql in st._kept._idle and sql not in st._kept._ran
+        assert not st._kept.quick(st.generation, sql, 5.0)  # how long it took is forgotten
+        assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 1000}]
+        assert st._kept.quick(st.generation, sql, 5.0)
 
 
 def test_only_a_nearer_deadline_wakes_the_watchdog() -> None:
