@@ -23,8 +23,11 @@ configuration. Then, read-only and in one process:
 
 The diff is timed twice: repeated on one connection (the median of ``--rounds``, as the peers
 are; the checker's reports of its questions are kept per store write generation, so a repeat
-runs its question without checking it again) and as the first question of a new connection
-(checks, metadata summary and program versions read afresh).
+runs its question without checking it again, from the plan DuckDB kept for it) and as the
+first question of a new connection (checks, metadata summary and program versions read
+afresh). The repeated diff and *SQL medians* are timed in turn, round by round, after one
+untimed call of each, so each round's pair meets the same seconds of the machine's load; the
+bench prints the median and range of the per-round ratios beside the ratio of the medians.
 
 Run: ``python bench/bench_diff.py [--pages 100] [--timing 20] [--rounds 3] [--keep PATH]``.
 ``--pages 1200 --timing 30`` makes the 20 M-row store of the README's figure.
@@ -148,6 +151,19 @@ def timed(fn: Callable[[], object], rounds: int, name: str = "") -> tuple[list[f
     return out, last
 
 
+def alternating(fns: dict[str, Callable[[], object]], rounds: int
+                ) -> dict[str, tuple[list[float], object]]:
+    """:func:`timed` of several calls taken in turn, round by round (each round times every
+    call once, in order), so that each pair of calls meets the same seconds of a load that
+    changes by the second; by name, the wall seconds of each round and the last answer."""
+    out: dict[str, tuple[list[float], object]] = {name: ([], None) for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t, last = timed(fn, 1, name)
+            out[name] = (out[name][0] + t, last)
+    return out
+
+
 def first_question(path: Path) -> float:
     """Seconds of a diff that is the first question of a new connection (in this process, so
     without the imports and the file's first reads): nothing of the connection's checks,
@@ -180,11 +196,13 @@ def main() -> None:
                     for c in ("bk64_s3", "bn256_s3"))
             assert n is not None and a is not None and b is not None
             params = {"region": REGION, "a": a[0], "b": b[0]}
-            t_diff, res = timed(lambda: diff(db, REGION, "config=bk64_s3", "config=bn256_s3"),
-                                args.rounds, "diff")
+            diff(db, REGION, "config=bk64_s3", "config=bn256_s3")  # its questions checked,
+            db.store.sql(PEER, params).fetchall()  # and the peer's first run, not timed
+            both = alternating({
+                "diff": lambda: diff(db, REGION, "config=bk64_s3", "config=bn256_s3"),
+                "sql": lambda: db.store.sql(PEER, params).fetchall()}, args.rounds)
+            (t_diff, res), (t_sql, peer) = both["diff"], both["sql"]
             t_fresh = [first_question(path) for _ in range(args.rounds)]
-            t_sql, peer = timed(lambda: db.store.sql(PEER, params).fetchall(), args.rounds,
-                                "sql")
             t_full, full = timed(lambda: peer_with_statistics(db, params), args.rounds)
             t_rep, _ = timed(lambda: report(db, REGION), args.rounds)
             t_traj, _ = timed(lambda: trajectory(
@@ -216,6 +234,11 @@ def main() -> None:
     print(f"SQL medians on one DuckDB thread: median {med(t_sql1):6.3f} s, CPU "
           f"{med(CPU['sql1']) * 1e3:.1f} ms; diff / it: {med(t_diff) / med(t_sql1):.2f}x wall, "
           f"{med(CPU['diff']) / med(CPU['sql1']):.2f}x CPU")
+    pairs = [d / q for d, q in zip(t_diff, t_sql, strict=True)]
+    cpu_pairs = [d / q for d, q in zip(CPU["diff"], CPU["sql"], strict=True)]
+    print(f"per round (diff and SQL medians taken in turn): wall ratio median "
+          f"{med(pairs):.2f}x, range {min(pairs):.2f}-{max(pairs):.2f}x; CPU ratio median "
+          f"{med(cpu_pairs):.2f}x, range {min(cpu_pairs):.2f}-{max(cpu_pairs):.2f}x")
     print(f"ratio diff / SQL medians: {med(t_diff) / med(t_sql):.2f}x (goal <= 1.5x; diff goal "
           f"<= 1 s); diff / SQL + statistics: {med(t_diff) / med(t_full):.2f}x; load "
           f"{os.getloadavg()[0]:.1f}")

@@ -30,8 +30,6 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from argusdb.answers import stats
 from argusdb.answers.compat import match_cohorts
 from argusdb.answers.select import (
@@ -260,7 +258,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
             significant, verdict = _verdict(t, floor, alpha)
             result.rows.append(DiffRow(
                 region, sig, a.unit, ref_a.program_version, ref_b.program_version,
-                float(np.median(xa)), float(np.median(xb)), t.ratio,
+                t.from_median, t.to_median, t.ratio,
                 t.ci_low, t.ci_high, t.p_value, significant, verdict, floor, source,
                 len(xa), len(xb), a.runs, b.runs, a.key.standing,
                 f"{a.signature} -> {b.signature}" if a.signature != b.signature

@@ -31,15 +31,16 @@ import math
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from argusdb.checker.metadata import TIMING_UNITS
-from argusdb.errors import UsageError
+from argusdb.errors import QueryRefused, UsageError
 from argusdb.shape import INTRA_KERNEL_SCOPE
 
 if TYPE_CHECKING:
@@ -89,6 +90,9 @@ class Columnwise(NamedTuple):
     runs: list[str]
     #: The median of each run's samples, in run order.
     run_medians: list[float]
+    #: Makes the samples' (run, launch) keys, in order (:attr:`Cohort.values` calls it when
+    #: first read: a diff reads none of them).
+    keys: Callable[[], list[tuple[str, str]]] | None = None
 
 
 @dataclass
@@ -100,7 +104,6 @@ class Cohort:
     key: CohortKey
     unit: str | None = None
     timing_clean: bool = True
-    values: dict[tuple[str, str], float] = field(default_factory=dict)
     tasks: set[str] = field(default_factory=set)
     signatures: set[str] = field(default_factory=set)
     entropy_weighted: float = 0.0
@@ -111,10 +114,25 @@ class Cohort:
     #: column-wise; a cohort whose samples were added to since is computed afresh from
     #: :attr:`values`.
     columnwise: Columnwise | None = field(default=None, repr=False, compare=False)
+    #: :attr:`values`; None until a cohort grouped column-wise is asked for them.
+    _values: dict[tuple[str, str], float] | None = field(default_factory=dict, init=False,
+                                                         repr=False)
+
+    @property
+    def values(self) -> dict[tuple[str, str], float]:
+        """Each sample's value by (run, launch); parts of a sample are summed in it. A cohort
+        grouped column-wise makes it when it is first read."""
+        if self._values is None:
+            kept = self.columnwise
+            assert kept is not None and kept.keys is not None
+            self._values = dict(zip(kept.keys(), kept.samples, strict=True))
+        return self._values
 
     def _kept(self) -> Columnwise | None:
         kept = self.columnwise
-        return kept if kept is not None and len(kept.samples) == len(self.values) else None
+        if kept is None or self._values is None:  # values not made: nothing added to them
+            return kept
+        return kept if len(kept.samples) == len(self._values) else None
 
     @property
     def samples(self) -> list[float]:
@@ -237,10 +255,11 @@ def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) 
 #: The order of :func:`fetch_table`'s rows.
 _ORDER = ("run_id", "signal", "launch")
 #: The evidence columns of :func:`fetch_table`'s rows, then its runs' facts.
-_EVIDENCE_COLUMNS = (
+_ROW_COLUMNS = (
     "e.program_version, e.run_id, e.task_id, e.signal, e.unit, e.value, e.evidence_class, "
-    f"e.association_entropy, e.launch, {', '.join('e.' + c for c in NESTED_SCOPE)}, "
-    "CASE WHEN e.evidence_class = 'observed' THEN NULL ELSE e.lineage END AS lineage")
+    f"e.association_entropy, e.launch, {', '.join('e.' + c for c in NESTED_SCOPE)}")
+_EVIDENCE_COLUMNS = (f"{_ROW_COLUMNS}, CASE WHEN e.evidence_class = 'observed' THEN NULL "
+                     "ELSE e.lineage END AS lineage")
 _RUN_COLUMNS = ("signature", "timing_clean", "instrumentation", "forced_wait", "run_seq")
 _PLAN_COLUMNS = ("plan_id", "plan_region_id", "plan_signals", "plan_scope")
 #: Every run's facts and its task's plan (a question over facts only: the connection keeps
@@ -293,20 +312,62 @@ def fetch_tables(db: Connection, where: list[str], plans: bool = False,
         # cost more CPU under load (125-145 ms against 105-115 ms per first diff at load 10)
         facts = db.facts(_RUN_FACTS)
         table, *others = db.queries([
-            f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}", *also])
+            f"SELECT {_ROW_COLUMNS}, e.evidence_id FROM evidence AS e WHERE {cond}", *also])
+        table = _with_lineage(db, table, cond)
         at = pc.index_in(table.column("run_id"), value_set=facts.column("run_id"))
-        if at.null_count:  # evidence of a run the store does not hold: not joined, as in SQL
-            table, at = table.filter(pc.is_valid(at)), at.filter(pc.is_valid(at))
-        joined = facts.select(list(_RUN_COLUMNS + _PLAN_COLUMNS)).take(at)
+        keep = pc.and_(pc.is_valid(at), pc.is_valid(table.column("value")))
+        if at.null_count or table.column("value").null_count:
+            # evidence of a run the store does not hold: not joined, as in SQL
+            table, at = table.filter(keep), at.filter(keep)
+        # sorted before the facts are joined: fewer columns to reorder
+        order = _order(table)
+        table, at = table.take(order), at.take(order)
+        joined = facts.select(list(_RUN_COLUMNS + (_PLAN_COLUMNS if plans else ()))).take(at)
         for c in joined.column_names:
             table = table.append_column(c, joined.column(c))
+        return table, others
     if not plans:
         table = table.drop_columns(list(_PLAN_COLUMNS))
     if table.column("value").null_count:
         table = table.filter(pc.is_valid(table.column("value")))
-    # ordered here rather than by the SQL (DuckDB's sort of the wide rows cost as much as
-    # the rest of the question); Arrow's sort is stable, nulls last as DuckDB's ORDER BY
-    return table.take(pc.sort_indices(table, [(c, "ascending") for c in _ORDER])), others
+    return table.take(_order(table)), others
+
+
+def _with_lineage(db: Connection, table: pa.Table, cond: str) -> pa.Table:
+    """``table`` (rows of :data:`_ROW_COLUMNS` and their ``evidence_id``) with the lineage of
+    its attributed and derived rows in place of the ids, as :data:`_EVIDENCE_COLUMNS` gives
+    it. The lineage is asked for only where such rows are: the ``evidence`` view builds every
+    observed row's lineage (its artefact row) as JSON before a ``CASE`` can drop it, ~2 ms
+    CPU of the ~8 ms a diff's 5,400 timing rows take. Joined by evidence id; where the ids
+    asked do not match the rows one to one, the rows are asked again with their lineage."""
+    import pyarrow.compute as pc
+
+    other = pc.not_equal(table.column("evidence_class"), "observed")
+    lineage: pa.Array | pa.ChunkedArray = pa.nulls(table.num_rows, pa.string())
+    if pc.any(other).as_py():
+        whole = f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}"
+        try:
+            asked = db.query(f"SELECT e.evidence_id, e.lineage FROM evidence AS e "
+                             f"WHERE {cond} AND e.evidence_class <> 'observed'")
+        except QueryRefused:  # judged apart from the rows: ask as before
+            return db.query(whole)
+        ids = asked.column("evidence_id")
+        at = pc.index_in(table.column("evidence_id"), value_set=ids)
+        if pc.count_distinct(ids).as_py() != asked.num_rows or pc.any(
+                pc.and_(other, pc.is_null(at))).as_py():
+            return db.query(whole)
+        lineage = pc.if_else(other, asked.column("lineage").take(at), None)
+    return table.drop_columns(["evidence_id"]).append_column(
+        pa.field("lineage", pa.string()), lineage)
+
+
+def _order(table: pa.Table) -> pa.Array:
+    """Indices that sort ``table`` by :data:`_ORDER`: ordered here rather than by the SQL
+    (DuckDB's sort of the wide rows cost as much as the rest of the question); Arrow's sort
+    is stable, nulls last as DuckDB's ORDER BY."""
+    import pyarrow.compute as pc
+
+    return pc.sort_indices(table, [(c, "ascending") for c in _ORDER])
 
 
 def fetch_where(db: Connection, where: list[str]) -> list[dict[str, Any]]:
@@ -440,6 +501,9 @@ def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
     """Dictionary codes of a column (NULL has its own code) and the values they stand for."""
     import pyarrow.compute as pc
 
+    if len(col) and not col.null_count and pc.all(pc.equal(col, col[0])).as_py():
+        # one value (a scope coordinate 'all', one class, one unit): no hash table to build
+        return np.zeros(len(col), dtype=np.int64), [col[0].as_py()]
     enc = pc.dictionary_encode(col, null_encoding="encode")
     if isinstance(enc, pa.ChunkedArray):
         enc = enc.combine_chunks() if enc.num_chunks != 1 else enc.chunk(0)
@@ -505,6 +569,12 @@ def _run_medians(samples: np.ndarray, sums: np.ndarray, run_names: list[str]
     return out
 
 
+def _sample_keys(runs: list[str], launches: list[str], codes: np.ndarray
+                 ) -> list[tuple[str, str]]:
+    """The (run, launch) keys of samples given as rows of (run code, launch code)."""
+    return [(runs[r], launches[n]) for r, n in codes.tolist()]
+
+
 def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     out: dict[tuple[str, str, CohortKey], Cohort] = {}
     if t.num_rows == 0:
@@ -544,20 +614,19 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     samples, sample_of, _ = _group([row_cohort, run_codes, launch_codes])
     sums = np.bincount(sample_of, weights=value, minlength=len(samples))
     # each cohort's samples are a run of consecutive rows of ``samples`` (sorted by cohort)
-    runs_of = np.array(run_names, dtype=object)[samples[:, 1]].tolist()
-    launches_of = np.array(launch_names, dtype=object)[samples[:, 2]].tolist()
-    sample_keys = list(zip(runs_of, launches_of, strict=True))
     sample_sums = sums.tolist()
     starts = np.flatnonzero(np.diff(samples[:, 0], prepend=-1)).tolist()
     by_run = _run_medians(samples, sums, run_names)
-    for lo, hi in zip(starts, [*starts[1:], len(sample_keys)], strict=True):
+    for lo, hi in zip(starts, [*starts[1:], len(samples)], strict=True):
         c = int(samples[lo, 0])
-        found[c].values.update(zip(sample_keys[lo:hi], sample_sums[lo:hi], strict=True))
-        found[c].columnwise = Columnwise(sample_sums[lo:hi], *by_run[c])
+        found[c]._values = None  # made from the keys when read
+        found[c].columnwise = Columnwise(
+            sample_sums[lo:hi], *by_run[c],
+            partial(_sample_keys, run_names, launch_names, samples[lo:hi, 1:]))
     ew = np.bincount(row_cohort, weights=weight * ent.astype(float), minlength=n_co)
     w = np.bincount(row_cohort, weights=weight, minlength=n_co)
     for name, attr in (("task_id", "tasks"), ("signature", "signatures")):
-        codes, vals = _codes(t.column(name))
+        codes, vals = enc[name] if name in enc else _codes(t.column(name))
         for c, k in _group([row_cohort, codes])[0].tolist():
             getattr(found[c], attr).add(str(vals[k]))
     lineages: dict[str, dict[str, Any]] = {}

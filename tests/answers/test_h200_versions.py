@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
@@ -359,3 +360,64 @@ def test_questions_asked_together_are_those_asked_one_by_one(h200: Connection) -
     rows, (spans,) = fetch_tables(h200, where, plans=True, also=[asked[2]])
     assert rows.equals(fetch_table(h200, where, plans=True))
     assert spans.to_pylist() == h200.query(asked[2]).to_pylist()
+
+
+def test_a_diff_asked_again_from_kept_plans_is_the_same_answer(h200: Connection) -> None:
+    # the first diff of a question runs it as asked, the second prepares its plan, later ones
+    # run that plan on the caller's thread: the same rows, figures and verdicts every time
+    asked = [diff(h200, KERNEL, "config=bk64_s3", "config=bn256_s3").to_json()
+             for _ in range(4)]
+    assert all(a == asked[0] for a in asked[1:])
+    assert h200._questions._kept._idle  # the rows' question is kept with its plan
+    (row,) = [r for r in asked[-1]["rows"] if r["signal"] == "duration"]
+    assert f"{row['ratio']:.4f} [{row['ci_low']:.4f}, {row['ci_high']:.4f}]" == \
+        "0.9315 [0.9309, 0.9320]"
+
+
+def test_lineage_asked_apart_is_the_lineage_of_the_rows(h200: Connection,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # fetch_table asks the lineage of attributed and derived rows apart (joined by evidence
+    # id): the rows the single question with the lineage gave; where the ids do not match one
+    # to one, that question is asked instead
+    from argusdb.answers import select
+
+    where = ["starts_with(e.region_id, 'matmul/matmul_kernel')"]
+    cond = where[0]
+    whole = h200.query(f"SELECT {select._EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}")
+    rows = h200.query(f"SELECT {select._ROW_COLUMNS}, e.evidence_id FROM evidence AS e "
+                      f"WHERE {cond}")
+    joined = select._with_lineage(h200, rows, cond)
+    assert joined.schema == whole.schema
+    assert sorted(map(repr, joined.to_pylist())) == sorted(map(repr, whole.to_pylist()))
+    assert joined.column("lineage").null_count < joined.num_rows  # attributed and derived
+    asked: list[str] = []
+    real = h200.query
+
+    def twin_ids(sql: str, limit: int | None = None) -> pa.Table:
+        asked.append(sql)
+        t = real(sql, limit)
+        if "e.evidence_class <> 'observed'" in sql:  # two rows under one id
+            ids = t.column("evidence_id").to_pylist()
+            t = t.set_column(0, "evidence_id", pa.array([ids[0], *ids[:-1]], pa.int64()))
+        return t
+
+    monkeypatch.setattr(h200, "query", twin_ids)
+    again = select._with_lineage(h200, rows, cond)
+    assert len(asked) == 2 and "CASE WHEN" in asked[1]  # asked whole instead
+    assert sorted(map(repr, again.to_pylist())) == sorted(map(repr, whole.to_pylist()))
+
+    def refused(sql: str, limit: int | None = None) -> pa.Table:
+        asked.append(sql)
+        if "e.evidence_class <> 'observed'" in sql:
+            raise QueryRefused([])
+        return real(sql, limit)
+
+    monkeypatch.setattr(h200, "query", refused)
+    asked.clear()
+    again = select._with_lineage(h200, rows, cond)  # the question apart refused: whole
+    assert len(asked) == 2 and "CASE WHEN" in asked[1]
+    assert sorted(map(repr, again.to_pylist())) == sorted(map(repr, whole.to_pylist()))
+    observed = rows.filter(pc.equal(rows.column("evidence_class"), "observed"))
+    asked.clear()
+    alone = select._with_lineage(h200, observed, cond)
+    assert asked == [] and alone.column("lineage").null_count == alone.num_rows

@@ -83,6 +83,20 @@ def test_ratio_quantiles_are_the_enumeration() -> None:
             assert stats.ratio_quantile(dx, dy, q) == pytest.approx(want, rel=1e-15)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 300), st.integers(2, 300), st.integers(0, 2**32 - 1),
+       st.integers(0, 3), st.sampled_from([ALPHA, 0.5, 1 - ALPHA, 1e-9, 1 - 1e-12]))
+def test_narrowed_ratio_quantile_is_the_whole_bisections(nx: int, ny: int, seed: int,
+                                                         digits: int, q: float) -> None:
+    # the bisection started from the atoms' ratios around the quantile ends at the same
+    # double as the bisection over every double between the smallest and largest ratio
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.uniform(0.5, 2.0, nx), digits)  # few atoms: narrowed
+    y = np.round(rng.uniform(0.5, 2.0, ny), digits)
+    dx, dy = stats.median_distribution(x), stats.median_distribution(y)
+    assert stats.ratio_quantile(dx, dy, q) == stats.ratio_quantile(dx, dy, q, narrow=False)
+
+
 @settings(max_examples=8, deadline=None)
 @given(st.integers(2, 300), st.integers(2, 300), st.integers(0, 2**32 - 1), st.booleans())
 @example(nx=211, ny=113, seed=2367, ties=True)  # an atom of mass 0.94 whose F is 0.9758

@@ -130,3 +130,97 @@ def test_statements_run_side_by_side_each_under_the_sandbox(tmp_path: Path) -> N
             st.stream_selects(["SELECT error('boom')", "SELECT count(*) FROM range(1000)"], 5.0)
         assert threading.active_count() <= before
         assert st.has_table("run")
+
+
+def test_a_question_asked_again_runs_from_its_kept_plan(tmp_path: Path) -> None:
+    """A statement that ran once in a store write generation is prepared when asked again
+    and its cursor kept with the plan; a write drops every kept plan (DuckDB plans from the
+    data's statistics: the kept plan of a filter the statistics rule out answers nothing)."""
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        st.sql("CREATE TABLE t AS SELECT range AS x FROM range(10)")
+        sql = "SELECT count(*) AS n FROM t WHERE x > 100"
+        kept = st._kept
+        assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 0}]
+        assert kept._idle == {} and sql in kept._ran  # ran once: nothing prepared yet
+        for _ in range(3):  # prepared on the second ask, then executed from the kept cursor
+            assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 0}]
+            assert list(kept._idle) == [sql]
+        held = kept._idle[sql]
+        assert held.execute("SELECT name FROM duckdb_prepared_statements()").fetchall() == [
+            ("_argus_kept",)]
+        st.sql("INSERT INTO t VALUES (1000)")  # a write: a new generation, nothing kept
+        assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 1}]
+        assert kept._idle == {} and list(kept._ran) == [sql]
+        with pytest.raises(Exception, match="closed"):
+            held.execute("SELECT 1")
+        # a failing statement keeps nothing, and fails as it did the first time
+        for _ in range(2):
+            with pytest.raises(QueryFailed, match="boom"):
+                st.stream_select("SELECT error('boom') AS e", 5.0)
+        assert list(kept._ran) == [sql]
+        # questions asked side by side: each from a cursor of its own
+        for _ in range(3):
+            assert [t.to_pylist() for t, _ in st.stream_selects([sql, "SELECT 2 AS b"], 5.0)
+                    ] == [[{"n": 1}], [{"b": 2}]]
+        assert set(kept._idle) == {sql, "SELECT 2 AS b"}
+    assert kept._idle == {}  # closed with the store
+
+
+def test_a_quick_kept_question_alone_runs_on_the_callers_thread(tmp_path: Path) -> None:
+    """A question alone whose kept plan ran quickly runs without a worker thread; side by
+    side, or before its plan is kept, each question has a thread of its own."""
+    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+        sql = "SELECT count(*) AS n FROM range(1000)"
+        real, started = st._start, []
+
+        def counted(q: str, *args: Any, **kw: Any) -> Any:
+            started.append(q)
+            return real(q, *args, **kw)
+
+        st._start = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 1000}]
+        assert started == [sql, sql]  # asked once, then prepared: each in a worker thread
+        assert st._kept.quick(st.generation, sql, 5.0)
+        assert not st._kept.quick(st.generation, sql, 0.001)  # not within a tenth of it
+        assert st.stream_selects([sql, "SELECT 1 AS a"], 5.0)[1][0].to_pylist() == [{"a": 1}]
+        assert started == [sql, sql, sql, "SELECT 1 AS a"]  # side by side: threads
+        for n in range(20):  # more texts than the most recent kept: the plan still idle
+            st.stream_select(f"SELECT {n} AS n", 5.0)
+        assert sql in st._kept._idle and sql not in st._kept._ran
+        assert not st._kept.quick(st.generation, sql, 5.0)  # how long it took is forgotten
+        assert st.stream_select(sql, 5.0)[0].to_pylist() == [{"n": 1000}]
+        assert st._kept.quick(st.generation, sql, 5.0)
+
+
+def test_only_a_nearer_deadline_wakes_the_watchdog() -> None:
+    """The watchdog sleeps towards its nearest deadline (also one whose question has
+    finished); a later deadline leaves it asleep, a nearer one wakes it and is kept."""
+    import threading
+    import time
+
+    from argusdb.store import _Watchdog
+
+    class Cursor:
+        def __init__(self) -> None:
+            self.stopped = threading.Event()
+
+        def interrupt(self) -> None:
+            self.stopped.set()
+
+    dog = _Watchdog()
+    with dog.limit(Cursor(), 60.0):
+        pass  # finished: the thread still sleeps towards its deadline
+    for _ in range(500):  # until the thread sleeps
+        with dog._cond:
+            if 0 < dog._until < float("inf"):
+                break
+        time.sleep(0.01)
+    until = dog._until
+    later = Cursor()
+    with dog.limit(later, 120.0):
+        assert dog._until == until  # not woken
+    near = Cursor()
+    with dog.limit(near, 0.05):
+        assert near.stopped.wait(10)  # woken, and interrupted it at its deadline
+    assert not later.stopped.is_set()
