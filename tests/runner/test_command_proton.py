@@ -38,17 +38,36 @@ def _events(name: str) -> list[dict[str, Any]]:
     return [e for e in doc["traceEvents"] if e.get("ph") == "X"]
 
 
-def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
-             *cmd: str) -> tuple[dict[str, Any], Store]:
+def _replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
+            *cmd: str) -> tuple[int, dict[str, Any]]:
+    """``argus observe --region REGION --signals duration -- CMD`` of a recorded program."""
     bundle = tmp_path / "bundle"
     shutil.copytree(RECORDED / name, bundle)
     monkeypatch.chdir(PROGRAMS / name)
     monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
     r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", "duration",
                                   "--store", str(tmp_path / "s.duckdb"), "--json", "--", *cmd])
-    rep = json.loads(r.stdout.splitlines()[-1])
-    assert r.exit_code == 0 and rep["ok"], rep
+    return r.exit_code, json.loads(r.stdout.splitlines()[-1])
+
+
+def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
+             *cmd: str) -> tuple[dict[str, Any], Store]:
+    code, rep = _replay(tmp_path, monkeypatch, name, region, *cmd)
+    assert code == 0 and rep["ok"], rep
     return rep, Store.open(tmp_path / "s.duckdb", read_only=True)
+
+
+def _refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
+             *cmd: str) -> str:
+    """The error of the one failed task (proton_instr), once nothing of it was stored."""
+    code, rep = _replay(tmp_path, monkeypatch, name, region, *cmd)
+    assert code == 1 and not rep["ok"]
+    (failed,) = rep["failed"]
+    assert failed["action"] == "proton_instr"
+    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
+        assert st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'scope_cycles'") == [
+            {"n": 0}]
+    return str(failed["error"])
 
 
 def test_the_plan_times_a_region_through_proton_scopes() -> None:
@@ -105,21 +124,9 @@ def test_a_recording_of_another_variant_is_not_replayed(
     """The graphed recording instrumented ``load``; a request for ``act`` plans another
     proton_scopes variant, so its recorded task is refused, not ingested under the wrong
     version."""
-    bundle = tmp_path / "bundle"
-    shutil.copytree(RECORDED / "graphed", bundle)
-    monkeypatch.chdir(PROGRAMS / "graphed")
-    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
-    r = CliRunner().invoke(main, ["observe", "--region", "swiglu/swiglu_kernel/act",
-                                  "--signals", "duration", "--store",
-                                  str(tmp_path / "s.duckdb"), "--json", "--", "python3",
-                                  "decode.py"])
-    rep = json.loads(r.stdout.splitlines()[-1])
-    assert r.exit_code == 1 and not rep["ok"]
-    (failed,) = rep["failed"]
-    assert failed["action"] == "proton_instr" and "ran another variant" in failed["error"]
-    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
-        assert st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'scope_cycles'") == [
-            {"n": 0}]
+    error = _refused(tmp_path, monkeypatch, "graphed", "swiglu/swiglu_kernel/act", "python3",
+                     "decode.py")
+    assert "ran another variant" in error
 
 
 def test_a_warp_specialized_loop_is_not_timed_by_its_default_partition(
@@ -133,20 +140,7 @@ def test_a_warp_specialized_loop_is_not_timed_by_its_default_partition(
     launch = json.loads(next((RECORDED / "wspec" / "proton_instr").glob("launch.*.json"))
                         .read_text())
     assert launch["binaries"][launch["variant_check"]["variant_binary"]]["num_warps"] == 12
-    bundle = tmp_path / "bundle"
-    shutil.copytree(RECORDED / "wspec", bundle)
-    monkeypatch.chdir(PROGRAMS / "wspec")
-    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
-    r = CliRunner().invoke(main, ["observe", "--region", "matmul_ws/matmul_ws_kernel/mainloop",
-                                  "--signals", "duration", "--store",
-                                  str(tmp_path / "s.duckdb"), "--json", "--", "python3",
-                                  "bench.py"])
-    rep = json.loads(r.stdout.splitlines()[-1])
-    assert r.exit_code == 1 and not rep["ok"]
-    (failed,) = rep["failed"]
-    assert failed["action"] == "proton_instr"
-    assert "4 of the instrumented binary's 12 warps (warps 0-3)" in failed["error"]
-    assert "warp_specialize" in failed["error"]
-    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
-        assert st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'scope_cycles'") == [
-            {"n": 0}]
+    error = _refused(tmp_path, monkeypatch, "wspec", "matmul_ws/matmul_ws_kernel/mainloop",
+                     "python3", "bench.py")
+    assert "4 of the instrumented binary's 12 warps (warps 0-3)" in error
+    assert "warp_specialize" in error
