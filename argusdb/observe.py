@@ -472,7 +472,7 @@ def attribution_verdict(p: Plan, st: Store) -> dict[str, Any]:
             "ends_with(a.region_id, '/_unattributed')) AS unattributed "
             "FROM attribution_conservation c WHERE list_contains(?, c.run_id) AND "
             "list_contains(?, c.signal) GROUP BY c.signal ORDER BY c.signal",
-            [run_ids, run_ids, list(p.request["signals"])]):
+            [run_ids, run_ids, [s.removesuffix("@proton") for s in p.request["signals"]]]):
         share = (r["unattributed"] / r["observed"]) if r["observed"] else None
         exact = r["attributed"] == r["observed"]
         out[r["signal"]] = {

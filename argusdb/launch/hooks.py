@@ -18,7 +18,11 @@ a spec file. Nothing of the user's files is edited. What it does in the process:
 - in ``time`` mode, cupti-python activity tracing from start to exit (all kernels, the target's
   launches of other binaries or of warm-up written apart, never mixed into the evidence file);
 - in ``proton`` mode (a ``proton_scopes`` variant), a Proton instrumentation session around the
-  checked launch of the variant only, written to ``instr.chrome_trace``;
+  checked launch of the variant only, written to ``instr.chrome_trace``; in ``pcsampling``
+  mode, Proton's PC sampling of ``sample_launches`` launches of the target from its
+  ``sample_from``-th on (each under a scope named after the kernel; the session starts inactive
+  before the target's first launch, so that its module is loaded under it), written to
+  ``pcs.hatchet``;
 - at exit writes ``launch.<pid>.json`` (launches, binaries, autotuning, variant check) and, in
   ``discover`` mode, the chosen binary's TTGIR, PTX and SASS (in a variant's ``time`` mode, the
   variant binary's: the probe's footprint is compared with the parent's).
@@ -68,8 +72,12 @@ class State:
         self.errors: list[str] = []
         self.targets: dict[int, bool] = {}
         self.activity: Any = None
-        #: files Proton wrote for the instrumented launch (``proton`` mode)
+        #: files Proton wrote (``proton`` and ``pcsampling`` modes)
         self.instrumented: list[str] = []
+        #: launches (``i``) made inside the PC-sampling session (``pcsampling`` mode)
+        self.sampled: list[int] = []
+        #: Proton's PC-sampling session, started before the target's first launch
+        self.pcs: Any = None
         #: of the timing split: the chosen binary's launches, those kept, graph executions
         self.timing: dict[str, int] | None = None
         self.lock = threading.Lock()
@@ -115,10 +123,51 @@ class State:
                  and settled >= int(self.spec.get("check_index", 0)))
         if check:
             return self._checked(jit, orig, run_self, run_fn, args, grid, kw, kwargs)
+        sampling = self.spec.get("mode") == "pcsampling"
+        if sampling and self.pcs is None:
+            self._pcs_open()
+        sampled = (sampling and role == "program" and not captured
+                   and settled >= int(self.spec.get("sample_from", 0))
+                   and len(self.sampled) < int(self.spec.get("sample_launches", 20)))
         t0 = time.perf_counter_ns()
-        kernel = run_fn(run_self, *args, grid=grid, warmup=False, **kw)
+        if sampled:
+            kernel = self._sample(lambda: run_fn(run_self, *args, grid=grid, warmup=False, **kw))
+        else:
+            kernel = run_fn(run_self, *args, grid=grid, warmup=False, **kw)
         self.record(jit, kernel, role, t0, args, kw, captured)
+        if sampled:
+            self.sampled.append(self.launches[-1]["i"])
+            if len(self.sampled) >= int(self.spec.get("sample_launches", 20)):
+                self._proton_finish("pcs.hatchet", "hatchet")
         return kernel
+
+    def _pcs_open(self) -> None:
+        """Start Proton's PC-sampling session before the target's first launch, inactive.
+
+        PC sampling maps a sample to its source line only for a module loaded while the
+        session exists (seen on the H200: a session started after the kernel's first launch
+        gave samples without lines), and the target's module loads at its first launch, which
+        compiles it. The session then stays inactive but for the sampled launches."""
+        import triton.profiler as proton
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.pcs = proton.start(str(self.out / "pcs"), mode="pcsampling")
+        proton.deactivate(self.pcs)
+
+    def _sample(self, launch: Any) -> Any:
+        """One launch of the target with the PC-sampling session active, under a scope named
+        after the kernel (as the harness samples); it waits for the launch before the session
+        goes inactive again, so no sample of it is lost and none of other launches is taken."""
+        import torch
+        import triton.profiler as proton
+
+        proton.activate(self.pcs)
+        try:
+            with proton.scope(self.kernel):
+                return launch()
+        finally:
+            torch.cuda.synchronize()
+            proton.deactivate(self.pcs)
 
     def record(self, jit: Any, kernel: Any, role: str, t0: int, args: tuple[Any, ...],
                kw: dict[str, Any], captured: bool = False) -> None:
@@ -155,7 +204,7 @@ class State:
             self._proton_start()
         kernel = var_run(var, *args, grid=grid, warmup=False, **kw)
         if instrumented:
-            self._proton_finish()
+            self._proton_finish("instr.chrome_trace", "chrome_trace")
         self.record(jit, kernel, "program", t0, args, kw)
         t1 = time.perf_counter_ns()
         pk = orig(jit, *parent_args, grid=grid, warmup=False, **parent_kw)
@@ -191,15 +240,15 @@ class State:
         self.out.mkdir(parents=True, exist_ok=True)
         proton.start(str(self.out / "instr"), backend="instrumentation", data="trace")
 
-    def _proton_finish(self) -> None:
-        """Wait for the instrumented launch and write its scope events
-        (``instr.chrome_trace``)."""
+    def _proton_finish(self, name: str, output_format: str) -> None:
+        """Wait for the launches of the Proton session and write its file ``name``
+        (``instr.chrome_trace`` of instrumentation, ``pcs.hatchet`` of PC sampling)."""
         import torch
         import triton.profiler as proton
 
         torch.cuda.synchronize()
-        proton.finalize(output_format="chrome_trace")
-        self.instrumented.append("instr.chrome_trace")
+        proton.finalize(output_format=output_format)
+        self.instrumented.append(name)
 
     def variant(self, jit: Any) -> Any:
         if self.variant_fn is None:
@@ -261,6 +310,11 @@ class State:
         recs = self.activity.stop(None) if self.activity is not None else None
         if recs is not None:
             files += self.split_timing(recs, chosen, pid)
+        if self.sampled and not self.instrumented:  # fewer launches than asked: end it here
+            try:
+                self._proton_finish("pcs.hatchet", "hatchet")
+            except Exception as exc:
+                self.errors.append(f"Proton's PC-sampling session could not be finished: {exc!r}")
         files += [f for f in self.instrumented if (self.out / f).exists()]
         if self.spec.get("mode") == "proton" and self.launches and not self.instrumented:
             k = int(self.spec.get("check_index", 0))
@@ -284,7 +338,7 @@ class State:
                "module_file": self.module_file, "mode": self.spec.get("mode"),
                "launches": self.launches, "binaries": self.binaries, "chosen_binary": chosen,
                "autotune": self.autotune, "variant_check": self.check, "errors": self.errors,
-               "timing": self.timing, "files": files}
+               "timing": self.timing, "sampled": self.sampled, "files": files}
         if not self.launches and "torch._inductor" in sys.modules:
             # torch.compile copies a user's @triton.jit function called in a compiled region
             # into its generated code and launches that with its own launcher, never through

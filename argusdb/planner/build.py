@@ -106,7 +106,6 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     intra = intra_kernel(sc)
     if command is not None:
         request.update({"command": list(command), "cwd": cwd})
-        _check_command(sigs, sc, intra, region)
         select = binary_select(options)
         if select:
             request["select"] = select
@@ -198,15 +197,6 @@ def _control(ctx: PlanContext) -> Any:
 #: warp, see argusdb/collectors/proton/trace.py); others (a warp role, a loop iteration) it
 #: does not.
 DELIVERED_INTRA = ("cta", "sm", "warp")
-
-
-def _check_command(sigs: list[Signal], sc: dict[str, str], intra: list[str],
-                   region: Region) -> None:
-    """Refuse what the command runner cannot deliver, instead of planning it."""
-    families = {s.family for s in sigs}
-    if "pcsampling" in families:
-        raise PlanError("Proton PC sampling (NAME@proton) is not run for a command yet; use "
-                        "the Nsight Compute source page (warp_stall_samples) instead")
 
 
 def _check_scope(sigs: list[Signal], sc: dict[str, str], intra: list[str]) -> None:

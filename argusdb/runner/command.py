@@ -56,6 +56,9 @@ class CommandBackend:
                                 "warmup": _warmup(p)}
         if job.action == "find_launch" and p.get("select"):
             spec["select"] = dict(p["select"])
+        if mode == "pcsampling":
+            spec["sample_from"] = int(p.get("measure_index", 0))
+            spec["sample_launches"] = int(p.get("launches", 20))
         if job.action != "find_launch":
             spec["pin"] = p.get("pin")
             if job.transform is None:  # a variant launches a binary of its own
@@ -139,6 +142,8 @@ class CommandBackend:
             return self._ncu(job)
         if job.action == "proton_instr":
             return self._proton(job)
+        if job.action == "proton_pcsampling":
+            return self._pcsampling(job)
         raise InputError(job.action, "not a collection of a command the runner knows",
                          "observe a command with duration, source-page signals or "
                          "exposed_latency; use the harness form for Proton collections")
@@ -230,6 +235,30 @@ class CommandBackend:
                                   "instrumented_binary": check.get("variant_binary"),
                                   "variant_check": check or None,
                                   "rel_err_vs_parent": check.get("rel_err_vs_parent")})
+
+    def _pcsampling(self, job: Job) -> Collected:
+        """Proton's PC sampling of the program's launches of the chosen binary, from the
+        control task's measured launch on: per source line stall reasons and samples."""
+        docs, wall, _ = self._launch(job, "pcsampling", [])
+        doc = self._target(job, docs)
+        errors = doc.get("errors", [])
+        if errors:
+            raise CommandFailed(" ".join(self.argv), "; ".join(errors),
+                                "see the launch record in " + str(job.workdir))
+        sampled = {x["i"]: x["binary"] for x in doc["launches"]}
+        got = [sampled[i] for i in doc.get("sampled") or []]
+        want = job.params.get("binary")
+        if not got or any(b != want for b in got):
+            raise CommandFailed(" ".join(self.argv), f"the launches sampled were of binaries "
+                                f"{sorted(set(got)) or 'none'}, not only {want} that the "
+                                "control task chose", "make the program's launches "
+                                "deterministic (same shapes and configs every run)")
+        files = [f for f in doc.get("files", []) if f.endswith(".hatchet")]
+        if not files:
+            raise CommandFailed(" ".join(self.argv), "Proton wrote no PC samples",
+                                "see command.log in " + str(job.workdir))
+        return self._result(job, {"files": files, "gpu_s": wall, "pid": doc["pid"],
+                                  "binary": want, "launches_sampled": len(got)})
 
     def _ncu(self, job: Job) -> Collected:
         ncu = ncu_path()

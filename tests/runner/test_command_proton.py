@@ -144,3 +144,44 @@ def test_a_warp_specialized_loop_is_not_timed_by_its_default_partition(
                      "python3", "bench.py")
     assert "4 of the instrumented binary's 12 warps (warps 0-3)" in error
     assert "warp_specialize" in error
+
+
+@pytest.mark.parametrize(("name", "region", "cmd", "launches"), [
+    ("model", "fused_norm/layernorm_fwd/load", ["python3", "model.py"], 20),
+    ("tma", "matmul_tma/matmul_tma_kernel/mainloop", ["python3", "bench.py"], 5),
+])
+def test_replayed_pc_sampling_of_a_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           name: str, region: str, cmd: list[str],
+                                           launches: int) -> None:
+    """``NAME@proton`` in the command form: Proton's PC sampling of the program's own launches
+    of the chosen binary, from the measured launch on (20 at most; the TMA program launches its
+    kernel 10 times, so 5). The session starts inactive before the kernel's first launch: one
+    started later maps no sample to a source line (seen on the H200). Every sample lands in a
+    region: attributed = observed per signal (``tools/h200/programs_pcs.txt``)."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(RECORDED / name, bundle)
+    monkeypatch.chdir(PROGRAMS / name)
+    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
+    r = CliRunner().invoke(main, ["observe", "--region", region, "--signals",
+                                  "pc_samples@proton,stall_long_scoreboard@proton", "--store",
+                                  str(tmp_path / "s.duckdb"), "--json", "--", *cmd])
+    rep = json.loads(r.stdout.splitlines()[-1])
+    assert r.exit_code == 0 and rep["ok"], rep
+    assert [t["action"] for t in rep["tasks"]] == ["find_launch", "proton_pcsampling",
+                                                   "attribute"]
+    recorded = json.loads((RECORDED / name / "proton_pcsampling" / "result.json").read_text())
+    assert recorded["launches_sampled"] == launches
+    tree = json.loads((RECORDED / name / "proton_pcsampling" / "pcs.hatchet").read_text())[0]
+
+    def total(node: dict[str, Any], kernel: str, inside: bool = False) -> int:
+        here = inside or node["frame"].get("name") == kernel
+        own = int(node["metrics"].get("num_samples", 0)) if here and not node.get(
+            "children") else 0
+        return own + sum(total(c, kernel, here) for c in node.get("children", []))
+
+    kernel = region.split("/")[1]
+    for sig in ("pc_samples", "stall_long_scoreboard"):
+        v = rep["attribution"][sig]
+        assert v["verdict"] == "sufficient" and v["attributed"] == v["observed"] > 0, sig
+    # the samples of the kernel's source lines in the recorded tree, summed here
+    assert rep["attribution"]["pc_samples"]["observed"] == total(tree, kernel)
