@@ -73,7 +73,7 @@ class State:
         self.targets: dict[int, bool] = {}
         self.activity: Any = None
         #: files Proton wrote (``proton`` and ``pcsampling`` modes)
-        self.instrumented: list[str] = []
+        self.proton_files: list[str] = []
         #: launches (``i``) made inside the PC-sampling session (``pcsampling`` mode)
         self.sampled: list[int] = []
         #: Proton's PC-sampling session, started before the target's first launch
@@ -248,7 +248,7 @@ class State:
 
         torch.cuda.synchronize()
         proton.finalize(output_format=output_format)
-        self.instrumented.append(name)
+        self.proton_files.append(name)
 
     def variant(self, jit: Any) -> Any:
         if self.variant_fn is None:
@@ -310,13 +310,13 @@ class State:
         recs = self.activity.stop(None) if self.activity is not None else None
         if recs is not None:
             files += self.split_timing(recs, chosen, pid)
-        if self.sampled and not self.instrumented:  # fewer launches than asked: end it here
+        if self.sampled and not self.proton_files:  # fewer launches than asked: end it here
             try:
                 self._proton_finish("pcs.hatchet", "hatchet")
             except Exception as exc:
                 self.errors.append(f"Proton's PC-sampling session could not be finished: {exc!r}")
-        files += [f for f in self.instrumented if (self.out / f).exists()]
-        if self.spec.get("mode") == "proton" and self.launches and not self.instrumented:
+        files += [f for f in self.proton_files if (self.out / f).exists()]
+        if self.spec.get("mode") == "proton" and self.launches and not self.proton_files:
             k = int(self.spec.get("check_index", 0))
             self.errors.append(f"no launch was instrumented: the program launched "
                                f"{self.kernel} fewer than {k + 1} times outside CUDA graph "
@@ -503,15 +503,22 @@ def binary_matches(info: dict[str, Any], select: dict[str, str]) -> bool:
     for key, want in select.items():
         if key == "binary":
             got_ok = str(info.get("hash", "")).startswith(str(want))
-        elif key.startswith(("constexpr.", "arg.")):
-            field, name = key.split(".", 1)
-            values = info.get("constexprs" if field == "constexpr" else "args") or {}
-            got_ok = name in values and str(values[name]) == str(want)
         else:
-            got_ok = str(info.get(key)) == str(want)
+            got = binary_field(info, key)
+            got_ok = got is not None and str(got) == str(want)
         if not got_ok:
             return False
     return True
+
+
+def binary_field(info: dict[str, Any], key: str) -> Any:
+    """A binary's value for an ``--option`` key: ``num_warps``, ``num_stages``,
+    ``constexpr.NAME`` (its constexprs) or ``arg.NAME`` (its argument specialization); None
+    where it has none."""
+    if key.startswith(("constexpr.", "arg.")):
+        field, name = key.split(".", 1)
+        return (info.get("constexprs" if field == "constexpr" else "args") or {}).get(name)
+    return info.get(key)
 
 
 def _plain(v: Any) -> Any:

@@ -159,7 +159,7 @@ def binary_select(options: dict[str, str] | None) -> dict[str, str]:
         if key == "target":
             continue
         if key not in SELECT_KEYS and not (key.startswith(("constexpr.", "arg."))
-                                           and len(key.split(".", 1)[1]) > 0):
+                                           and key.partition(".")[2]):
             raise PlanError(f"--option {key}={value}: the command form measures a binary the "
                             f"program itself compiles and launches, so {key} cannot be set "
                             f"from outside it; --option picks among the program's binaries "

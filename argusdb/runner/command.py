@@ -29,6 +29,7 @@ from typing import Any
 
 from argusdb.errors import CommandFailed, InputError
 from argusdb.launch import command_env, read_launches, write_spec
+from argusdb.launch.hooks import binary_field
 from argusdb.runner.backends import Collected, Job
 from argusdb.runner.gpu_tools import ncu_path
 
@@ -182,10 +183,7 @@ class CommandBackend:
                                 f"{job.params['kernel']} in this run, not {want} that the "
                                 f"control task chose", "make the program's launches "
                                 "deterministic (same shapes and configs every run)")
-        errors = doc.get("errors", [])
-        if errors:
-            raise CommandFailed(" ".join(self.argv), "; ".join(errors),
-                                "see the launch record in " + str(job.workdir))
+        self._no_errors(job, doc)
         timing = [f for f in doc.get("files", []) if f.startswith("timing.")]
         measured = [x for x in doc["launches"] if x["role"] == "program"
                     and x["binary"] == chosen]
@@ -211,6 +209,13 @@ class CommandBackend:
             result["rel_err_vs_parent"] = check.get("rel_err_vs_parent")
         return self._result(job, result)
 
+    def _no_errors(self, job: Job, doc: dict[str, Any]) -> None:
+        """Fail the task with what the hooks recorded as going wrong in the run, if anything."""
+        errors = doc.get("errors", [])
+        if errors:
+            raise CommandFailed(" ".join(self.argv), "; ".join(errors),
+                                "see the launch record in " + str(job.workdir))
+
     def _proton(self, job: Job) -> Collected:
         """Proton's intra-kernel scope events of one launch of a ``proton_scopes`` variant:
         the checked launch (the control task's measured index) runs instrumented, and its
@@ -220,10 +225,7 @@ class CommandBackend:
                              "plan it from a region's duration")
         docs, wall, _ = self._launch(job, "proton", [])
         doc = self._target(job, docs)
-        errors = doc.get("errors", [])
-        if errors:
-            raise CommandFailed(" ".join(self.argv), "; ".join(errors),
-                                "see the launch record in " + str(job.workdir))
+        self._no_errors(job, doc)
         traces = [f for f in doc.get("files", []) if f.endswith(".chrome_trace")]
         if not traces:
             raise CommandFailed(" ".join(self.argv), "Proton wrote no scope events for the "
@@ -241,10 +243,7 @@ class CommandBackend:
         control task's measured launch on: per source line stall reasons and samples."""
         docs, wall, _ = self._launch(job, "pcsampling", [])
         doc = self._target(job, docs)
-        errors = doc.get("errors", [])
-        if errors:
-            raise CommandFailed(" ".join(self.argv), "; ".join(errors),
-                                "see the launch record in " + str(job.workdir))
+        self._no_errors(job, doc)
         sampled = {x["i"]: x["binary"] for x in doc["launches"]}
         got = [sampled[i] for i in doc.get("sampled") or []]
         want = job.params.get("binary")
@@ -402,14 +401,9 @@ def describe_binaries(binaries: list[dict[str, Any]]) -> str:
     args = sorted({f"arg.{k}" for b in binaries for k in b.get("args") or {}})
     keys = ["num_warps", "num_stages", *consts, *args]
 
-    def value(b: dict[str, Any], key: str) -> Any:
-        if key.startswith(("constexpr.", "arg.")):
-            field, name = key.split(".", 1)
-            return (b.get("constexprs" if field == "constexpr" else "args") or {}).get(name)
-        return b[key]
-
-    differ = [k for k in keys if len({str(value(b, k)) for b in binaries}) > 1]
-    parts = [" ".join([f"binary={b['hash'][:12]}"] + [f"{k}={value(b, k)}" for k in differ])
+    differ = [k for k in keys if len({str(binary_field(b, k)) for b in binaries}) > 1]
+    parts = [" ".join([f"binary={b['hash'][:12]}"] + [f"{k}={binary_field(b, k)}"
+                                                       for k in differ])
              + f" ({b['launches']} launch{'es' if b['launches'] != 1 else ''})"
              for b in binaries]
     return f"{len(binaries)} binar{'ies' if len(binaries) != 1 else 'y'}: " + "; ".join(parts)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,7 @@ from click.testing import CliRunner
 
 from argusdb.cli import main
 from argusdb.store import Store
-
-ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = ROOT / "tests" / "data" / "programs"
-RECORDED = ROOT / "tests" / "data" / "gpu" / "programs"
+from tests.runner.replay import PROGRAMS, RECORDED, replay_observe
 
 
 def _events(name: str) -> list[dict[str, Any]]:
@@ -41,13 +37,7 @@ def _events(name: str) -> list[dict[str, Any]]:
 def _replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
             *cmd: str) -> tuple[int, dict[str, Any]]:
     """``argus observe --region REGION --signals duration -- CMD`` of a recorded program."""
-    bundle = tmp_path / "bundle"
-    shutil.copytree(RECORDED / name, bundle)
-    monkeypatch.chdir(PROGRAMS / name)
-    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
-    r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", "duration",
-                                  "--store", str(tmp_path / "s.duckdb"), "--json", "--", *cmd])
-    return r.exit_code, json.loads(r.stdout.splitlines()[-1])
+    return replay_observe(tmp_path, monkeypatch, name, region, "duration", *cmd)
 
 
 def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
@@ -158,15 +148,9 @@ def test_replayed_pc_sampling_of_a_command(tmp_path: Path, monkeypatch: pytest.M
     kernel 10 times, so 5). The session starts inactive before the kernel's first launch: one
     started later maps no sample to a source line (seen on the H200). Every sample lands in a
     region: attributed = observed per signal (``tools/h200/programs_pcs.txt``)."""
-    bundle = tmp_path / "bundle"
-    shutil.copytree(RECORDED / name, bundle)
-    monkeypatch.chdir(PROGRAMS / name)
-    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
-    r = CliRunner().invoke(main, ["observe", "--region", region, "--signals",
-                                  "pc_samples@proton,stall_long_scoreboard@proton", "--store",
-                                  str(tmp_path / "s.duckdb"), "--json", "--", *cmd])
-    rep = json.loads(r.stdout.splitlines()[-1])
-    assert r.exit_code == 0 and rep["ok"], rep
+    code, rep = replay_observe(tmp_path, monkeypatch, name, region,
+                               "pc_samples@proton,stall_long_scoreboard@proton", *cmd)
+    assert code == 0 and rep["ok"], rep
     assert [t["action"] for t in rep["tasks"]] == ["find_launch", "proton_pcsampling",
                                                    "attribute"]
     recorded = json.loads((RECORDED / name / "proton_pcsampling" / "result.json").read_text())

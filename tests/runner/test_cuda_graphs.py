@@ -12,17 +12,15 @@ variant check ran inside the capture and invalidated it.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from argusdb.cli import main
 from argusdb.launch.hooks import State
 from argusdb.runner.command import CommandFailed, discovery
 from argusdb.store import Store
+from tests.runner.replay import SIGNALS, replay_observe
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "data" / "programs" / "graphed"
@@ -127,16 +125,9 @@ def test_a_variant_never_checked_outside_a_capture_is_an_error(tmp_path: Path) -
 
 def test_replayed_observation_is_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                        ) -> None:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(RECORDED, bundle)
-    monkeypatch.chdir(PROGRAM)
-    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
-    r = CliRunner().invoke(main, [
-        "observe", "--region", "swiglu/swiglu_kernel/load", "--signals",
-        "duration,inst_executed,warp_stall_samples,exposed_latency", "--store",
-        str(tmp_path / "s.duckdb"), "--json", "--", "python3", "decode.py"])
-    rep = json.loads(r.stdout.splitlines()[-1])
-    assert r.exit_code == 0 and rep["ok"], rep["failed"]
+    code, rep = replay_observe(tmp_path, monkeypatch, "graphed", "swiglu/swiglu_kernel/load",
+                               SIGNALS, "python3", "decode.py")
+    assert code == 0 and rep["ok"], rep["failed"]
     assert [t["status"] for t in rep["tasks"]] == ["done"] * 9  # with proton_instr
     for sig in ("inst_executed", "warp_stall_samples"):
         v = rep["attribution"][sig]

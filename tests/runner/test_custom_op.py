@@ -4,42 +4,29 @@ that ``torch.compile`` compiles: ``tests/data/programs/customop``.
 Observed on the H200 (``tools/h200/observe_programs.sh .whl OUT
 tools/h200/programs_compiled.txt``): compiled, Inductor launches its own copy of the kernel and
 the control task fails saying so, with the way out; with ``TORCHDYNAMO_DISABLE=1`` (the same
-program, eager) all 7 tasks run. The forced-wait run is the one that used to fail: loading the
-whole variant file registered the op again, and the program's later launches went to the
-variant's kernel past the hooks (CUPTI saw 12 launches, the hooks 1); the loader is tested on
-the CPU in ``tests/launch/test_hooks.py``, the compiled run's message in
+program, eager) all 7 tasks ran; the replay here runs 9, with the Proton-instrumented launch
+recorded since (``tools/h200/programs_proton_bundles.txt``). The forced-wait run is the one that
+used to fail: loading the whole variant file registered the op again, and the program's later
+launches went to the variant's kernel past the hooks (CUPTI saw 12 launches, the hooks 1); the
+loader is tested on the CPU in ``tests/launch/test_hooks.py``, the compiled run's message in
 ``tests/runner/test_command.py``.
 """
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from argusdb.cli import main
-
-ROOT = Path(__file__).resolve().parents[2]
-PROGRAM = ROOT / "tests" / "data" / "programs" / "customop"
-RECORDED = ROOT / "tests" / "data" / "gpu" / "programs" / "customop"
+from tests.runner.replay import SIGNALS, replay_observe
 
 
 def test_replayed_eager_observation_is_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                              ) -> None:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(RECORDED, bundle)
-    monkeypatch.chdir(PROGRAM)
-    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
-    r = CliRunner().invoke(main, [
-        "observe", "--region", "scale_add/scale_add_kernel/load", "--signals",
-        "duration,inst_executed,warp_stall_samples,exposed_latency", "--store",
-        str(tmp_path / "s.duckdb"), "--json", "--", "env", "TORCHDYNAMO_DISABLE=1",
-        "python3", "model.py"])
-    rep = json.loads(r.stdout.splitlines()[-1])
-    assert r.exit_code == 0 and rep["ok"], rep["failed"]
+    code, rep = replay_observe(tmp_path, monkeypatch, "customop",
+                               "scale_add/scale_add_kernel/load", SIGNALS, "env",
+                               "TORCHDYNAMO_DISABLE=1", "python3", "model.py")
+    assert code == 0 and rep["ok"], rep["failed"]
     assert [t["status"] for t in rep["tasks"]] == ["done"] * 9  # with proton_instr
     for sig in ("inst_executed", "warp_stall_samples"):
         v = rep["attribution"][sig]

@@ -16,24 +16,17 @@ another, ``tests/data/programs/streams``); harness recordings in ``tests/data/gp
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from argusdb.cli import main
 from argusdb.ingest import ingest_path
 from argusdb.regions import ProgramSource
 from argusdb.store import Store
 from argusdb.variants import VariantOf, footprint_note, record_check
 from tests.attribution.test_derivation_h200 import GPU, PARENTS, PROBES
-
-ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = ROOT / "tests" / "data" / "programs"
-RECORDED = ROOT / "tests" / "data" / "gpu" / "programs"
-SIGNALS = "duration,inst_executed,warp_stall_samples,exposed_latency"
+from tests.runner.replay import RECORDED, SIGNALS, replay_observe
 
 
 def _opcodes(sass: Path) -> dict[str, int]:
@@ -52,14 +45,8 @@ def _opcodes(sass: Path) -> dict[str, int]:
 
 def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
              *cmd: str) -> tuple[dict[str, Any], Store]:
-    bundle = tmp_path / "bundle"
-    shutil.copytree(RECORDED / name, bundle)
-    monkeypatch.chdir(PROGRAMS / name)
-    monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
-    r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", SIGNALS,
-                                  "--store", str(tmp_path / "s.duckdb"), "--json", "--", *cmd])
-    rep = json.loads(r.stdout.splitlines()[-1])
-    assert r.exit_code == 0 and rep["ok"], rep
+    code, rep = replay_observe(tmp_path, monkeypatch, name, region, SIGNALS, *cmd)
+    assert code == 0 and rep["ok"], rep
     return rep, Store.open(tmp_path / "s.duckdb", read_only=True)
 
 
