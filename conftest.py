@@ -56,9 +56,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 @pytest.fixture(scope="session")
 def _example_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from argusdb import demo
+    from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
-    from argusdb.regions import ProgramSource
-    from argusdb.store import Store
+    from argusdb.store.embedded import Store
 
     path = tmp_path_factory.mktemp("example-store") / "argus.duckdb"
     st = Store.open(path, create=True)

@@ -54,7 +54,7 @@ class InputError(ArgusError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by its three parts (a reader's error crosses from an ingest worker process,
-        # argusdb.ingest_pool); Exception's default would call __init__ with the message alone.
+        # argusdb.ingest.pool); Exception's default would call __init__ with the message alone.
         return type(self), (self.path, self.problem, self.fix)
 
     def to_json(self) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class NoGpuError(UsageError):
 
 
 class RunnerMissingError(ArgusError):
-    """This build of argusdb has no GPU runner (``argusdb.runner``) to execute plans."""
+    """This build of argusdb has no GPU runner (``argusdb.observe.runner``) to execute plans."""
 
     code = "E202"
 

@@ -7,7 +7,7 @@ evidence ids, so every replica is attributed on its own, with the newest other r
 mapping run). Then, on the same rows:
 
 - ``attribution``: a full rebuild of ``attribution_split`` and ``region_attribution``
-  (``argusdb.materialize.refresh``: PC -> line -> call sites -> region, shares, entropies,
+  (``argusdb.store.materialize.refresh``: PC -> line -> call sites -> region, shares, entropies,
   the per-region sums of every row with their lineage lists) for every version;
 - ``plain``: a plain DuckDB aggregation of the same rows into a table
   (``GROUP BY run_id, kernel, source_file, source_line, signal``: what a line-level report
@@ -28,10 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from argusdb import demo, materialize  # noqa: E402
+from argusdb import demo  # noqa: E402
+from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.regions import ProgramSource  # noqa: E402
-from argusdb.store import Store  # noqa: E402
+from argusdb.store import materialize  # noqa: E402
+from argusdb.store.embedded import Store  # noqa: E402
 
 
 def build(store: Store, runs: int) -> int:

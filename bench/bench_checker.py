@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from argusdb import checker, demo
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 
 def build(path: Path, rows: int, runs: int = 0) -> dict[str, str]:

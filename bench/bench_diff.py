@@ -52,14 +52,15 @@ import numpy as np  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 import argusdb  # noqa: E402
-from argusdb import checker, materialize  # noqa: E402
+from argusdb import checker  # noqa: E402
 from argusdb.answers import stats  # noqa: E402
 from argusdb.answers.diff import diff  # noqa: E402
 from argusdb.answers.report import report  # noqa: E402
 from argusdb.answers.trajectory import trajectory  # noqa: E402
+from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.regions import ProgramSource  # noqa: E402
-from argusdb.store import Store  # noqa: E402
+from argusdb.store import materialize  # noqa: E402
+from argusdb.store.embedded import Store  # noqa: E402
 from bench.diff_peer import PEER  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu"

@@ -45,12 +45,13 @@ sys.path.insert(0, str(ROOT))
 
 from click.testing import CliRunner  # noqa: E402
 
-from argusdb import checker, demo, materialize  # noqa: E402
+from argusdb import checker, demo  # noqa: E402
 from argusdb.cli import main as argus  # noqa: E402
+from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.regions import ProgramSource  # noqa: E402
-from argusdb.store import Store  # noqa: E402
-from argusdb.variants import VariantOf, record_check  # noqa: E402
+from argusdb.observe.variants import VariantOf, record_check  # noqa: E402
+from argusdb.store import materialize  # noqa: E402
+from argusdb.store.embedded import Store  # noqa: E402
 
 
 @dataclass(frozen=True)

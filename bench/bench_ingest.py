@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from argusdb.collectors import detect  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.store import Store  # noqa: E402
+from argusdb.store.embedded import Store  # noqa: E402
 
 SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
 PER_COPY = 10_856  # evidence values in one copy of the softmax source page

@@ -7,7 +7,7 @@ timed to its last COMMIT:
 
 - **argusdb**: what ``argus ingest STORE FILES...`` runs (``argusdb/cli/cmd_ingest.py``) once
   the store is open: ``prepare`` (every file detected, read and checked; in worker processes
-  where ``argusdb.ingest_pool`` finds many small files and two idle cores) and
+  where ``argusdb.ingest.pool`` finds many small files and two idle cores) and
   ``ingest_paths`` (parsing, wide -> long, keys, runs and tasks, one transaction, the refresh,
   the appends on the DuckDB threads ``prepare`` chose); and the same with the reading fixed in
   place (``ARGUS_INGEST_WORKERS=0``) and in two worker processes (``=2``, appending on the
@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from argusdb.collectors import detect  # noqa: E402
 from argusdb.ingest import ingest_paths, prepare  # noqa: E402
-from argusdb.ingest_pool import WORKERS_ENV  # noqa: E402
-from argusdb.store import Store  # noqa: E402
+from argusdb.ingest.pool import WORKERS_ENV  # noqa: E402
+from argusdb.store.embedded import Store  # noqa: E402
 
 SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
 

@@ -20,10 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from argusdb import checker, materialize
-from argusdb.distributed.ingest import ingest_launch
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb import checker
+from argusdb.collectors.regions import ProgramSource
+from argusdb.ingest.ranks import ingest_launch
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 XL = ROOT / "tests" / "data" / "gpu" / "xlayer"

@@ -20,9 +20,9 @@ import time
 import uuid
 from pathlib import Path
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import KERNELS
 from tests.store.worker import recording
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"

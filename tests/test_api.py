@@ -12,7 +12,7 @@ from argusdb import checker, demo
 from argusdb.api import RUN_COLUMNS, SNAPSHOT_COLUMNS, connect
 from argusdb.cli import main
 from argusdb.errors import UsageError
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
 SOFTMAX = KERNELS / "softmax.py"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from argusdb import materialize
-from argusdb.store import Store
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 from bench.bench_attribution import build
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from argusdb import catalog
-from argusdb.store import Store
+from argusdb.schema import catalog
+from argusdb.store.embedded import Store
 
 
 def test_every_duckdb_column_has_a_comment(store: Store) -> None:

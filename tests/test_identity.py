@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path, ingest_paths
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, ROOT
 
 KINETO = DATA / "kineto" / "benchmark_result_924719_1679055439_trace.json.gz"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS, ROOT
 
 JSONL = DEMO / "softmax" / "softmax.cupti.jsonl"
@@ -74,7 +74,7 @@ def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
                                      "end": rec["end"] + shift}) + "\n")
     script = (
         "import sys, argusdb.collectors.cupti.activity as a\n"
-        "from argusdb.store import Store\nfrom argusdb.ingest import ingest_path\n"
+        "from argusdb.store.embedded import Store\nfrom argusdb.ingest import ingest_path\n"
         "a._BATCH = 1000\n"
         "import argusdb.ingest as ing; ing.APPEND_ROWS = 1000  # append as the rows come\n"
         "orig = Store.append_batch\n"

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import expand_paths, ingest_path, ingest_paths
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
 SOFTMAX = DEMO / "softmax"

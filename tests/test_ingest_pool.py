@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from argusdb import ingest_pool
 from argusdb.cli import main
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_paths, prepare
-from argusdb.ingest_pool import WORKERS_ENV, read_artefacts, workers_for
-from argusdb.store import Store
+from argusdb.ingest import pool as ingest_pool
+from argusdb.ingest.pool import WORKERS_ENV, read_artefacts, workers_for
+from argusdb.store.embedded import Store
 from bench.bench_ingest_many import make_inputs
 from tests.conftest import DEMO
 
@@ -182,7 +182,7 @@ def test_importing_ingest_registers_no_exit_handler() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, argusdb.ingest, argusdb.runner; "
+    code = ("import sys, argusdb.ingest, argusdb.observe.runner; "
             "print(sorted(m for m in ('multiprocessing', 'concurrent.futures.process') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

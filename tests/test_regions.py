@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.errors import InputError
-from argusdb.regions import ProgramSource, parse_regions
 from tests.conftest import KERNELS
 
 

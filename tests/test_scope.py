@@ -1,4 +1,4 @@
-"""The scope coordinates are defined once (the @scope columns of schema/, argusdb.shape): the
+"""The scope coordinates are defined once (the @scope columns of schema/, argusdb.schema.shape): the
 tables and the evidence view carry exactly those, in that order, and a collector's default is
 'all'."""
 
@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from argusdb import catalog
 from argusdb.collectors.base import (
     EVIDENCE_SCHEMA,
     INTRA_KERNEL_SCOPE,
     SCOPE_COLUMNS,
     evidence_batch,
 )
-from argusdb.store import Store
+from argusdb.schema import catalog
+from argusdb.store.embedded import Store
 
 
 def _scope_cols(names: list[str]) -> list[str]:

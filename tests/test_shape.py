@@ -11,17 +11,18 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from argusdb import catalog, shape
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path, read_artefact
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.schema import catalog, shape
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, DEMO, KERNELS
 
 
 def keyed_rows(store: Store, name: str, batch: pa.RecordBatch, run: dict[str, Any],
           kernels: Sequence[str] = (), program: str | None = None) -> pa.RecordBatch:
     """The rows of collector batch ``name`` as its table stores them, evaluated into Arrow:
-    the :func:`argusdb.shape.marked` rows with the :func:`argusdb.shape.key_select` formulas
+    the :func:`argusdb.schema.shape.marked` rows with the :func:`argusdb.schema.shape.key_select`
+    formulas
     ingest puts in its append (pins the formulas)."""
     rows = shape.marked(name, batch, run, kernels, program)
     select = ", ".join(f'{sql} AS "{col}"' for col, sql in

@@ -172,7 +172,7 @@ def collect(db: Connection, signals: list[str] | None = None,
                 view.series = trajectory(db, regs, list(refs), signals).series
             except (NoEvidence, UsageError):
                 view.series = []
-        from argusdb.distributed.views import dashboard_section
+        from argusdb.answers.rank_views import dashboard_section
 
         view.ranks_html = dashboard_section(db.store, program)
         views.append(view)

@@ -50,7 +50,7 @@ from argusdb.answers.sufficiency import (
     missing,
     observe_request,
 )
-from argusdb.variants import footprint_note
+from argusdb.observe.variants import footprint_note
 
 if TYPE_CHECKING:
     from argusdb.api import Connection

@@ -7,7 +7,7 @@ program versions the checker itself reads (:meth:`argusdb.api.Connection.program
 A **cohort** is the set of rows of one region, version and signal that can be compared as
 repeats of one measurement: same *standing*, same evidence class and same scope (every scope
 coordinate except ``launch``). The standing is the checker's (see
-``argusdb/store_metadata.py``): ``clean``, or the run's interference signature when the
+``argusdb/api/metadata.py``): ``clean``, or the run's interference signature when the
 measurement perturbs the value (a timing value from a run that is not ``timing_clean``, any
 value of an instrumented or forced-wait run); ``derived`` for derived values. Counters from a
 replayed run are clean: replay re-executes, it does not change what executes.
@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
-from argusdb.shape import INTRA_KERNEL_SCOPE
+from argusdb.schema.shape import INTRA_KERNEL_SCOPE
 
 if TYPE_CHECKING:
     from argusdb.api import Connection

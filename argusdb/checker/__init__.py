@@ -7,7 +7,7 @@ Pipeline (one module each, as sqlglot lays out its own)::
                    any function the catalogue (functions.csv) does not allow
     resolve.py / analysis.py names against the catalog; evidence streams and the
                    combinations they meet in, from a Metadata (metadata.py: a Protocol;
-                   the store's implementation is argusdb/store_metadata.py)
+                   the store's implementation is argusdb/api/metadata.py)
     rules/ (names, compat phases)  one module per rule, stable codes AR01…
     execute()      the SQL generated from the checked tree, on a locked-down cursor
 
@@ -19,7 +19,7 @@ Evidence-aware constructs (``version_diff``, ``evidence_accepting``) are table m
 checker.
 
 Example:
-    >>> from argusdb.store import Store
+    >>> from argusdb.store.embedded import Store
     >>> with Store.open("argus.duckdb", read_only=True) as store:
     ...     report = analyse("SELECT median(value) FROM evidence", store)
     >>> [f.code for f in report.findings][:1]
@@ -35,6 +35,8 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
+from argusdb.api.metadata import StoreMetadata
+from argusdb.api.metadata import refresh as _refresh
 from argusdb.checker import statements
 from argusdb.checker.analysis import analyse as _analyse
 from argusdb.checker.context import Context, Props
@@ -42,9 +44,7 @@ from argusdb.checker.metadata import MemoryMetadata, Metadata
 from argusdb.checker.parse import parse
 from argusdb.checker.rules import PHASES, all_rules
 from argusdb.errors import Finding, QueryFailed, QueryRefused
-from argusdb.store import Store
-from argusdb.store_metadata import StoreMetadata
-from argusdb.store_metadata import refresh as _refresh
+from argusdb.store.embedded import Store
 
 __all__ = ["MemoryMetadata", "Metadata", "Report", "analyse", "check", "execute", "explain",
            "metadata_of", "refresh_metadata"]

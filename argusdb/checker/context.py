@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from argusdb.checker.parse import position
 from argusdb.errors import Finding
-from argusdb.shape import INTRA_KERNEL_SCOPE
+from argusdb.schema.shape import INTRA_KERNEL_SCOPE
 
 #: Columns whose equality (in a join) or presence (in GROUP BY / PARTITION BY) keeps rows that
 #: differ in a property apart. A run is of one program version and one signature.

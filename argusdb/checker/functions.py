@@ -174,7 +174,7 @@ def generate(rows: list[tuple[str, str]]) -> str:
 
 def engine_functions() -> list[tuple[str, str]]:
     """``(function_name, function_type)`` of every function the installed DuckDB lists."""
-    from argusdb.store import Store
+    from argusdb.store.embedded import Store
 
     with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "f.duckdb",
                                                         create=True) as st:

@@ -4,7 +4,7 @@ The checker is a pure function of the query text, the catalog and a Metadata: it
 a connection, never writes, never runs the query. A Metadata answers which *metadata rows*
 (program version, run, task, class, standing, signature, replay pass, signal, unit,
 granularity, scope level, device) an evidence relation has under the query's own simple
-predicates; the store's implementation (:mod:`argusdb.store_metadata`, beside the store) asks
+predicates; the store's implementation (:mod:`argusdb.api.metadata`, beside the store) asks
 DuckDB, :class:`MemoryMetadata` filters a list of rows in Python (rule cases run on both).
 
 Metadata columns (``META_COLUMNS``):

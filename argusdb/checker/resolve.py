@@ -24,7 +24,6 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from argusdb import catalog
 from argusdb.checker.constructs import (
     ACKNOWLEDGEABLE,
     CONSTRUCTS,
@@ -34,6 +33,7 @@ from argusdb.checker.context import Context
 from argusdb.checker.functions import SAFE_TABLES
 from argusdb.checker.parse import position
 from argusdb.checker.statements import INFORMATION_SCHEMA
+from argusdb.schema import catalog
 
 #: Columns every DuckDB table has without declaring them.
 PSEUDO_COLUMNS = frozenset({"rowid"})

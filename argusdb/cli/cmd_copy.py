@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from argusdb.cli.output import handle_errors, output_options, print_json
-from argusdb.store_copy import copy_store
+from argusdb.store.copy import copy_store
 
 
 @click.command("copy")

@@ -34,7 +34,7 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     Example: argus diff argus.duckdb --region matmul/matmul_kernel --from variant=naive
     --to variant=tiled --signal duration
     """
-    from argusdb.distributed.answers import collective_rows
+    from argusdb.answers.ranks import collective_rows
 
     with connect(store, read_only=True) as db:
         result = diff(db, region, before, after, list(signals) or None, min_effect=min_effect,

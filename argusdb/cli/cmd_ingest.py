@@ -10,6 +10,7 @@ import click
 
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_json
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import UsageError
 from argusdb.ingest import (
     INGEST_MEMORY_LIMIT,
@@ -18,8 +19,7 @@ from argusdb.ingest import (
     parse_options,
     prepare,
 )
-from argusdb.regions import ProgramSource
-from argusdb.variants import VariantOf
+from argusdb.observe.variants import VariantOf
 
 
 @click.command("ingest")

@@ -6,10 +6,10 @@ import math
 
 import click
 
+from argusdb.answers.ranks import collective_diff, launch_trace
 from argusdb.answers.wire import dump
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
-from argusdb.distributed.answers import collective_diff, launch_trace
 from argusdb.ingest import parse_options
 
 
@@ -17,7 +17,7 @@ from argusdb.ingest import parse_options
 def command() -> None:
     """Multi-process launches: every rank's artefacts as runs of one launch group.
 
-    Record a launch with 'torchrun ... -m argusdb.distributed.bootstrap PROG' (ARGUS_DIST_MODE
+    Record a launch with 'torchrun ... -m argusdb.observe.launch.rank_boot PROG' (ARGUS_DIST_MODE
     events|forced|cupti|profiler, ARGUS_DIST_OUT, ARGUS_LAUNCH_GROUP), then ingest its folder.
 
     Examples:

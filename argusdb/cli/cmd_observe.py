@@ -15,7 +15,7 @@ from argusdb.cli.output import handle_errors, output_options, print_json, print_
 from argusdb.errors import UsageError
 from argusdb.ingest import parse_options
 from argusdb.observe import observe, plan_json
-from argusdb.planner.scope import parse_pairs
+from argusdb.observe.planner.scope import parse_pairs
 
 
 @click.command("observe")
@@ -99,7 +99,7 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
     click.echo(f"\nevidence: {ev or 'none'}\ncost: {rep['wall_s']:.3g} s wall, "
                f"{rep['gpu_s']:.3g} s GPU")
     if "distributed" in rep:
-        from argusdb.distributed.answers import describe_observation
+        from argusdb.answers.ranks import describe_observation
 
         for line in describe_observation(rep["distributed"]):
             click.echo(line)

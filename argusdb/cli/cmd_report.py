@@ -51,7 +51,7 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
 
     Example: argus report argus.duckdb --region matmul/matmul_kernel --json
     """
-    from argusdb.distributed import views
+    from argusdb.answers import rank_views as views
 
     for out in (timeline, perfetto):
         if out is not None:

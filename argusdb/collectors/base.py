@@ -7,7 +7,7 @@ A collector is a package under ``argusdb/collectors/`` named after its tool (``n
 named after the tables of ``argusdb/schema/``. Collectors never import duckdb and never see the
 store; ingest adds the keys (program version, task, run, region) before the store appends the
 batches; the columns of each batch are those ``argusdb/schema/`` declares
-(:func:`argusdb.shape.batch_schema`).
+(:func:`argusdb.schema.shape.batch_schema`).
 
 Example:
     >>> from argusdb.collectors import detect
@@ -30,8 +30,8 @@ from typing import IO, Any, Protocol
 
 import pyarrow as pa
 
-from argusdb import shape
 from argusdb.errors import InputError
+from argusdb.schema import shape
 
 #: The UTF-8 byte-order mark some editors and Windows tools write before text.
 BOM = codecs.BOM_UTF8
@@ -39,7 +39,7 @@ BOM = codecs.BOM_UTF8
 #: Scope columns every evidence row carries; ``'all'`` where a coordinate does not apply.
 #: ``rank`` (the process of a multi-process launch) is outermost, then the launch of a kernel,
 #: then the coordinates inside one launch (:data:`INTRA_KERNEL_SCOPE`). Read from the
-#: ``@scope`` columns of ``schema/`` (:mod:`argusdb.shape`), the one list.
+#: ``@scope`` columns of ``schema/`` (:mod:`argusdb.schema.shape`), the one list.
 SCOPE_COLUMNS = shape.SCOPE
 #: Scope coordinates inside one kernel launch (they nest: a value at one of them is a slice).
 INTRA_KERNEL_SCOPE = shape.INTRA_KERNEL_SCOPE

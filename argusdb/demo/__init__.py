@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import IngestResult, ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 DATA = Path(__file__).parent / "h200"
 KERNELS = ("softmax", "matmul")

@@ -1,7 +1,7 @@
 -- The public evidence view: every value in the store with its keys, class and lineage.
 -- Observed rows come from collectors (observed_evidence); attributed rows are the region-level
 -- sums of region_attribution, derived rows those of derived_evidence (both materialized by
--- argusdb.materialize and refreshed before they are read). Instruction-level observed rows stay
+-- argusdb.store.materialize and refreshed before they are read). Instruction-level observed rows stay
 -- (region_id NULL) next to their attributed sums: filter on evidence_class to avoid counting both.
 CREATE OR REPLACE VIEW evidence AS
 SELECT

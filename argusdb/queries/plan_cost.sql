@@ -1,5 +1,5 @@
 -- Measurement cost per task of a plan: the cost the runner recorded, with the planner's action.
--- Provenance: task (written by argusdb.runner; config is the plan's task, so config.action is
+-- Provenance: task (written by argusdb.observe.runner; config is the plan's task, so config.action is
 -- the planner's action) joined to plan (written by the planner). Manual ingests (no plan) are
 -- left out: they measured nothing.
 CREATE OR REPLACE VIEW plan_cost_task AS

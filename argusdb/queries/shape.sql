@@ -1,5 +1,5 @@
 -- The formulas of the evidence shape, defined once (schema/ states its columns; see
--- argusdb/shape.py). Ingest, attribution, derivation and the checker's metadata call these
+-- argusdb/schema/shape.py). Ingest, attribution, derivation and the checker's metadata call these
 -- macros rather than writing the formulas out.
 
 -- Row identity of an observed value: run_seq * 2^32 + src_row. A run's rows form one id range,

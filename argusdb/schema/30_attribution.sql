@@ -1,7 +1,7 @@
 -- Attribution splits, materialized: how the values of each source line of each run are split
 -- over regions (one row per run, kernel, line and candidate region). The per-row shares
 -- (view attribution_share) and the region sums (region_attribution) follow from it.
--- Provenance: built by argusdb.materialize from the views of argusdb/queries/attribution/ (PC -> source
+-- Provenance: built by argusdb.store.materialize from the views of argusdb/queries/attribution/ (PC -> source
 -- line via the row itself or an `instruction` listing; library line -> kernel line via TTGIR
 -- call sites; kernel line -> region via region_span; shared lines split by an independent
 -- mapping run). Rebuilt per program version whenever the version's input fingerprint changes
@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS attribution_split (
 
 -- Source line of each PC per program version and kernel, materialized: the newest `instruction`
 -- listing (Nsight Compute source page or nvdisasm -g) of the version that gives the PC a file
--- (and, apart, a line). Provenance: argusdb.materialize, from `instruction` and `run`. Listings
+-- (and, apart, a line). Provenance: argusdb.store.materialize, from `instruction` and `run`. Listings
 -- are immutable and a newer one wins per PC, so a refresh folds in only the listings of runs
 -- above its `materialization` row 'pc_line' instead of re-reading every listing of the store.
 CREATE TABLE IF NOT EXISTS attribution_pc_line (
@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS attribution_pc_line (
 
 -- Region-level attributed evidence (what the `evidence` view shows as evidence_class
 -- 'attributed'): attribution_share summed per run, kernel, region, scope and signal.
--- Provenance: argusdb.materialize, from attribution_share (observed rows x attribution_split).
+-- Provenance: argusdb.store.materialize, from attribution_share (observed rows x attribution_split).
 CREATE TABLE IF NOT EXISTS region_attribution (
     -- Row identity: a negative 62-bit hash of (run, region, signal, scope); stable across refreshes.
     evidence_id BIGINT NOT NULL,
@@ -105,16 +105,16 @@ CREATE TABLE IF NOT EXISTS region_attribution (
 
 -- What each materialization was built from. A materialization is stale when the fingerprint of
 -- its inputs (runs, spans, version facts, listings, call sites, variant checks, and the SQL of
--- its modules) differs from the one recorded here; argusdb.materialize refreshes it before
+-- its modules) differs from the one recorded here; argusdb.store.materialize refreshes it before
 -- anything reads it (attribution: the whole version, or only the runs added since;
 -- derivation: the groups of derivation_input_state whose inputs changed).
--- Provenance: argusdb.materialize.
+-- Provenance: argusdb.store.materialize.
 CREATE TABLE IF NOT EXISTS materialization (
     -- Materialization name: 'attribution', 'derivation', 'pc_line' (attribution_pc_line holds
     -- the listings of runs up to run_seq_built), 'inputs' (a digest of all inputs at
     -- the last refresh: readers skip the per-version comparison while it is unchanged), or
     -- 'rebuilt' (the version's attribution was rebuilt whole since the checker's metadata
-    -- summary last read it; argusdb.store_metadata re-reads its rows and deletes the row).
+    -- summary last read it; argusdb.api.metadata re-reads its rows and deletes the row).
     name VARCHAR NOT NULL,
     -- Program version the state covers ('' for a materialization built as a whole); for
     -- derivation the derivation group ('<derived signal>:<key>', derivation_input_state).

@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS variant_check (
 
 -- Derived evidence, materialized: values inferred from perturbed variants, e.g. the exposed
 -- latency of a region's loads from a forced-wait variant against its parent.
--- Provenance: built by argusdb.materialize from argusdb/queries/derivation/ over clean timing runs of a
+-- Provenance: built by argusdb.store.materialize from argusdb/queries/derivation/ over clean timing runs of a
 -- checked variant and of its parent under the same collection.
 CREATE TABLE IF NOT EXISTS derived_evidence (
     -- Row identity: a negative 62-bit hash of (variant run, parent run, region, signal).

@@ -1,5 +1,5 @@
 -- Measurement plans made by observe(): the request and the planned tasks, as the planner wrote
--- them. Provenance: argusdb.planner (written before the runner executes the plan); the tasks'
+-- them. Provenance: argusdb.observe.planner (written before the runner executes the plan); the tasks'
 -- costs and statuses are in task (task.plan_id).
 CREATE TABLE IF NOT EXISTS plan (
     -- Plan identity ('p-' + 10 hex chars); task ids of the plan start with it.

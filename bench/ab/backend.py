@@ -3,7 +3,8 @@
 GPU: a candidate is compiled by the JIT without launching (``JITFunction.warmup``; compile time
 is recorded, not charged), its TTGIR/PTX/SASS saved (``nvdisasm -g -gi -c``), then, holding the
 GPU lock (one measurement at a time across the kernel processes), two warm launches and
-``launches`` timed launches under CUPTI activity tracing (``argusdb.runner.gpu_tools.Activity``,
+``launches`` timed launches under CUPTI activity tracing
+(``argusdb.observe.runner.gpu_tools.Activity``,
 kernel records written as ``*.cupti.jsonl``), then the result check against the fp64 torch
 reference. The wall time under the lock is what the arm is charged. The timing and the TTGIR are
 ingested as the candidate's version; the arm reads its duration back from the store.
@@ -25,9 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from argusdb.regions import ProgramSource
-from argusdb.runner.gpu_tools import save_asm
-from argusdb.transforms.forced_wait import forced_wait
+from argusdb.collectors.regions import ProgramSource
+from argusdb.observe.runner.gpu_tools import save_asm
+from argusdb.observe.transforms.forced_wait import forced_wait
 from bench.ab import harness
 from bench.ab.evidence import EvidenceStore
 from bench.ab.optimizer import Evidence, Result
@@ -64,7 +65,7 @@ class Bench:
         self.compiled: dict[str, tuple[harness.Launch, Any, float]] = {}
         self.activity: Any = None
         if gpu:
-            from argusdb.runner.gpu_tools import Activity
+            from argusdb.observe.runner.gpu_tools import Activity
             self.activity = Activity()
 
     def options(self, cfg: harness.Config) -> dict[str, str]:

@@ -31,8 +31,8 @@ def _run(mod: ModuleType, cfg: dict[str, int]) -> float | None:
 
 
 def check(name: str, tmp: Path) -> dict[str, Any]:
-    from argusdb.regions import ProgramSource
-    from argusdb.transforms.forced_wait import forced_wait
+    from argusdb.collectors.regions import ProgramSource
+    from argusdb.observe.transforms.forced_wait import forced_wait
     from bench.ab import harness
 
     mod = harness.load(name)

@@ -20,9 +20,9 @@ from typing import Any
 
 from argusdb import checker
 from argusdb.api import Connection, connect
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_paths
-from argusdb.regions import ProgramSource
-from argusdb.variants import VariantOf, record_check
+from argusdb.observe.variants import VariantOf, record_check
 
 #: Above this share of a kernel's instructions with no region, the static evidence is
 #: insufficient (the threshold ``argus report --max-unattributed`` uses by default).

@@ -14,7 +14,7 @@ from argusdb import demo
 from argusdb.answers.dashboard import build
 from argusdb.answers.direction import better, step_class
 from argusdb.cli import main
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.answers.test_h200_versions import build_store
 
 

@@ -194,8 +194,8 @@ def test_perfetto_trace_of_several_runs_with_host_ops(tmp_path: Path) -> None:
     """Both ranks of a distributed Kineto recording on the H200 (torch.profiler): each run is
     its own group of processes, its kernels on device tracks and its torch ops, annotations
     and steps on host-thread tracks, each from its own first event."""
-    from argusdb.distributed.ingest import ingest_launch
-    from argusdb.store import Store
+    from argusdb.ingest.ranks import ingest_launch
+    from argusdb.store.embedded import Store
 
     path = tmp_path / "xl.duckdb"
     with Store.open(path, create=True) as st:

@@ -15,7 +15,7 @@ import pytest
 from argusdb.answers.export import perfetto_trace
 from argusdb.api import connect
 from argusdb.ingest import ingest_path
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.answers.chrome_trace import bind_flows, check_chrome_trace
 from tests.conftest import DATA
 
@@ -31,7 +31,7 @@ def _store(tmp: Path, what: str) -> tuple[Path, list[str]]:
     path = tmp / f"{what}.duckdb"
     with Store.open(path, create=True) as st:
         if what == "kineto-2-ranks":
-            from argusdb.distributed.ingest import ingest_launch
+            from argusdb.ingest.ranks import ingest_launch
 
             ingest_launch(st, XL)
         else:
@@ -159,7 +159,7 @@ def test_launch_trace_of_both_ranks_draws_each_call_to_its_kernel(tmp_path: Path
     """The per-rank timeline of a launch group (``argus launch trace``): every kernel whose
     launching call is stored gets one flow from that call, on its own rank, both ends on the
     reference clock like every other slice."""
-    from argusdb.distributed.answers import launch_trace
+    from argusdb.answers.ranks import launch_trace
 
     path, _ = _store(tmp_path, "kineto-2-ranks")
     with Store.open(path, read_only=True) as st:

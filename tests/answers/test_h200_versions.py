@@ -35,10 +35,10 @@ from argusdb.answers.select import (
 from argusdb.answers.trajectory import trajectory
 from argusdb.api import Connection
 from argusdb.cli import main
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import QueryRefused
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.variants import VariantOf, record_check
+from argusdb.observe.variants import VariantOf, record_check
 from tests.conftest import DATA, GPU_KERNELS
 
 GPU = DATA / "gpu"

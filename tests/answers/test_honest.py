@@ -25,7 +25,7 @@ from argusdb.api import Connection
 from argusdb.cli import main
 from argusdb.errors import NoEvidence, UsageError
 from argusdb.ingest import ingest_path
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")

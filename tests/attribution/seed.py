@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from argusdb.regions import ProgramSource, parse_regions
-from argusdb.store import Store
+from argusdb.collectors.regions import ProgramSource, parse_regions
+from argusdb.store.embedded import Store
 
 _NOW = datetime(2026, 11, 29, tzinfo=UTC).replace(tzinfo=None)
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from scipy.stats import entropy
 
-from argusdb import materialize
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, DEMO, KERNELS
 
 LN = DATA / "attribution"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from scipy.stats import entropy
 
-from argusdb import materialize
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.collectors.regions import ProgramSource
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 from tests.attribution import seed
 from tests.conftest import KERNELS
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
-from argusdb.variants import VariantOf, record_check
+from argusdb.observe.variants import VariantOf, record_check
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, GPU_KERNELS
 
 GPU = DATA / "gpu"

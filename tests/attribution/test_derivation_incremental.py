@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from argusdb import materialize
-from argusdb.distributed.ingest import ingest_launch
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
-from argusdb.variants import VariantOf, record_check
+from argusdb.ingest.ranks import ingest_launch
+from argusdb.observe.variants import VariantOf, record_check
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 from tests.attribution.test_derivation_h200 import GPU, PARENTS, PROBES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from argusdb import materialize
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import UsageError
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
-from argusdb.variants import VariantOf, bind, record_check
+from argusdb.observe.variants import VariantOf, bind, record_check
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 from tests.attribution import seed
 from tests.conftest import KERNELS
 

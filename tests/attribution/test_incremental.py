@@ -9,10 +9,10 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from argusdb import materialize
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 from tests.conftest import DATA
 
 LN = DATA / "attribution"

@@ -32,12 +32,13 @@ from typing import Any
 
 import pytest
 
-from argusdb import demo, materialize
+from argusdb import demo
+from argusdb.api.metadata import StoreMetadata, _source_sql
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
-from argusdb.store_metadata import StoreMetadata, _source_sql
+from argusdb.store import materialize
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
 SOFTMAX = "softmax/softmax_fwd"
@@ -177,7 +178,7 @@ DIST_LAUNCHES = (("serial", ("events", "profiler", "forced")), ("overlap", ("eve
 
 def build_dist(path: Path) -> dict[str, str]:
     """The recorded torchrun launches (see the module docstring); ids DS, DO: the versions."""
-    from argusdb.distributed.ingest import ingest_launch
+    from argusdb.ingest.ranks import ingest_launch
 
     xl = Path(__file__).resolve().parents[1] / "data" / "gpu" / "xlayer"
     src = ProgramSource.from_path(xl.parents[3] / "tools" / "h200" / "xlayer" / "tp_block.py")

@@ -24,7 +24,7 @@ import yaml
 from argusdb import checker
 from argusdb.checker.functions import catalogue
 from argusdb.errors import QueryFailed
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 BATTERY = Path(__file__).with_name("battery.yaml")
 #: Argument lists tried in order until DuckDB accepts the call (its own arity and types).

@@ -16,7 +16,7 @@ import pytest
 
 from argusdb import checker
 from argusdb.checker.metadata import MemoryMetadata
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 #: Per region and stall reason, the attributed samples (the question of the README).
 STALLS = ("WITH s AS (SELECT region_id, signal, sum(value) AS v FROM evidence "

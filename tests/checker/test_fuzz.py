@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from argusdb import checker
 from argusdb.errors import Finding
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 FAST = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -10,14 +10,14 @@ import sqlglot
 
 from argusdb import checker, demo
 from argusdb.api import connect
+from argusdb.api.metadata import StoreMetadata
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.checker.predicates import Pred
 from argusdb.checker.resolve import catalog_objects
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
-from argusdb.store_metadata import StoreMetadata
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
 Q = "SELECT median(value) FROM evidence WHERE region_id = 'softmax/softmax_fwd'"
@@ -31,8 +31,8 @@ def _tables(db: object) -> set[str]:
 def test_a_check_never_writes_the_store(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     with connect(path, create=True) as db:
+        from argusdb.collectors.regions import ProgramSource
         from argusdb.ingest import ingest_path
-        from argusdb.regions import ProgramSource
         ingest_path(db.store, DEMO / "softmax" / "softmax.cupti.jsonl",
                     ProgramSource.from_path(KERNELS / "softmax.py"), dict(demo.OPTIONS))
         before = _tables(db)

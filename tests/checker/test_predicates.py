@@ -6,10 +6,10 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from argusdb.api.metadata import StoreMetadata
 from argusdb.checker.metadata import META_COLUMNS
 from argusdb.checker.predicates import NotSimple, Pred, evaluate
-from argusdb.store import Store
-from argusdb.store_metadata import StoreMetadata
+from argusdb.store.embedded import Store
 
 COLS = ["signal", "unit", "region_id", "evidence_class", "replay_pass", "timing_clean",
         "warp_role", "kernel"]

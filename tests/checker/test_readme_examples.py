@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from argusdb import checker, demo
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

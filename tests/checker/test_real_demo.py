@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from argusdb import checker, demo
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 SPLICE = ("SELECT region_id, median(value) AS med FROM evidence WHERE signal = 'duration' "
           "AND region_id IS NOT NULL GROUP BY region_id, program_version")

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from argusdb import checker
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA
 
 PROTON = DATA / "proton"

@@ -17,7 +17,7 @@ import yaml
 
 from argusdb import checker
 from argusdb.checker.rules import all_rules
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 RULES = Path(__file__).parent / "rules"
 

@@ -12,7 +12,7 @@ import yaml
 from argusdb import checker
 from argusdb.api import connect
 from argusdb.errors import ArgusError, QueryFailed, QueryRefused
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 ESCAPES = yaml.safe_load((Path(__file__).parent / "escapes.yaml").read_text())
 
@@ -199,7 +199,7 @@ def test_only_a_nearer_deadline_wakes_the_watchdog() -> None:
     import threading
     import time
 
-    from argusdb.store import _Watchdog
+    from argusdb.store.embedded import _Watchdog
 
     class Cursor:
         def __init__(self) -> None:

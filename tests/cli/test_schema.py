@@ -4,8 +4,8 @@ import json
 
 from click.testing import CliRunner
 
-from argusdb import catalog
 from argusdb.cli import main
+from argusdb.schema import catalog
 
 
 def test_schema_lists_public_objects_with_docs() -> None:

@@ -16,7 +16,7 @@ from argusdb.cli.output import _plain, _plain_fits, _rich
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Modules a small checked question must not load (each costs tens of ms or MiB at start).
-HEAVY = ("pandas", "scipy", "rich", "argusdb.ingest", "argusdb.planner.build",
+HEAVY = ("pandas", "scipy", "rich", "argusdb.ingest", "argusdb.observe.planner.build",
          "argusdb.answers.report", "pyarrow.compute")
 
 PROBE = """

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from argusdb.cli import main
 from argusdb.collectors import detect
 from argusdb.errors import InputError
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.collectors.corrupt_cases import BAD_OPTIONS, CASES, CUPTI, VALID, Case
 from tests.conftest import DATA, DEMO, KERNELS
 

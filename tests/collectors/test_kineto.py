@@ -16,10 +16,10 @@ from argusdb.collectors.chrome import us_to_ns
 from argusdb.collectors.kineto import KinetoTraceReader
 from argusdb.collectors.kineto.hostops import LaunchIndex
 from argusdb.collectors.kineto.trace import counter_signal
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA
 
 KINETO = DATA / "kineto"

@@ -14,10 +14,10 @@ import pytest
 
 from argusdb.collectors import detect
 from argusdb.collectors.base import EVIDENCE_SCHEMA
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, DEMO, KERNELS
 
 SOURCE = DEMO / "softmax" / "softmax.source.csv"

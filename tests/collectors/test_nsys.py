@@ -15,7 +15,7 @@ from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artef
 from argusdb.collectors.nsys import NsysSqliteReader
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA
 
 EXPORT = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"

@@ -8,10 +8,10 @@ import pyarrow as pa
 import pytest
 
 from argusdb.collectors import detect
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
 SASS = DEMO / "matmul" / "matmul.sass"

@@ -14,10 +14,10 @@ from argusdb.collectors import detect
 from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
 from argusdb.collectors.proton import HatchetReader, ProtonInstrTraceReader, ProtonTraceReader
 from argusdb.collectors.proton.hatchet import metric_signal
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA
 
 PROTON = DATA / "proton"

@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 
 from argusdb.collectors import detect
+from argusdb.collectors.regions import ProgramSource
 from argusdb.collectors.triton.locations import Locations, trailing_loc
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, DEMO, KERNELS
 
 TTGIR = DEMO / "softmax" / "softmax.ttgir"

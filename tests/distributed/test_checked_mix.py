@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import argusdb
-from argusdb.distributed.ingest import ingest_launch
 from argusdb.errors import QueryRefused
-from argusdb.store import Store
+from argusdb.ingest.ranks import ingest_launch
+from argusdb.store.embedded import Store
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "gpu" / "xlayer"
 

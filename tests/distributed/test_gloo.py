@@ -1,5 +1,5 @@
 """A real torch.distributed program on the gloo backend (CPU), 2 and 4 ranks, through the
-recorder (argusdb.distributed.bootstrap), ingested as one launch group per launch."""
+recorder (argusdb.observe.launch.rank_boot), ingested as one launch group per launch."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.distributed.ingest import ingest_launch
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.ingest.ranks import ingest_launch
+from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tools" / "h200" / "xlayer" / "tp_block.py"
@@ -26,7 +26,7 @@ def launch(out: Path, nproc: int, mode: str, group: str) -> Path:
            "ARGUS_LAUNCH_GROUP": group, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
-           "--standalone", "-m", "argusdb.distributed.bootstrap", str(PROGRAM),
+           "--standalone", "-m", "argusdb.observe.launch.rank_boot", str(PROGRAM),
            "--version", "serial", *SMALL]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.distributed.answers import collective_diff, launch_trace
-from argusdb.distributed.ingest import ingest_launch
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.answers.ranks import collective_diff, launch_trace
+from argusdb.collectors.regions import ProgramSource
+from argusdb.ingest.ranks import ingest_launch
+from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "gpu" / "xlayer"

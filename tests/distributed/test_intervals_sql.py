@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.attribution import seed
 
 
@@ -182,7 +182,7 @@ def test_checked_queries_over_the_macros(store: Store) -> None:
 
 
 def test_clock_offset_is_derived_evidence_with_its_error(store: Store) -> None:
-    from argusdb import materialize
+    from argusdb.store import materialize
     with store.transaction():
         materialize.refresh(store)
     rows = store.rows("SELECT rank, value, lineage->>'$.conditions' AS c FROM evidence "

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.distributed.test_observe_torchrun import XL, observe, replay_dir, torchrun
 
 KERNEL = "tp_block/bias_gelu_kernel"

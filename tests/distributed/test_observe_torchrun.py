@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 XL = ROOT / "tools" / "h200" / "xlayer"
@@ -55,7 +55,7 @@ def test_dry_run_plans_one_launch_per_mode_for_any_n(n: int) -> None:
     assert by["collectives_forced_sync"]["id"] in by["dist_forced"]["depends_on"]
     assert "duration" in by["dist_events"]["params"]["signals"]
     argv = by["torchrun_command"]["params"]["argv"]
-    i = argv.index("argusdb.distributed.bootstrap")
+    i = argv.index("argusdb.observe.launch.rank_boot")
     assert argv[i - 1] == "-m" and argv[i + 1] == "tp_block.py"
     assert doc["request"]["distributed"]["world_size"] == n
 

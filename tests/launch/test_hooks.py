@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from argusdb.launch import command_env, read_launches, write_spec
-from argusdb.regions import ProgramSource
-from argusdb.transforms import apply
+from argusdb.collectors.regions import ProgramSource
+from argusdb.observe.launch import command_env, read_launches, write_spec
+from argusdb.observe.transforms import apply
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "programs"
 MODEL = [sys.executable, "model.py", "--tokens", "16", "--dim", "64", "--blocks", "2",
@@ -104,7 +104,7 @@ def test_pipelining_off_overrides_reach_every_launch(tmp_path: Path) -> None:
 
 def test_the_launcher_module_runs_a_command_and_summarises(tmp_path: Path) -> None:
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    p = subprocess.run([sys.executable, "-m", "argusdb.launch", "--kernel", "layernorm_fwd",
+    p = subprocess.run([sys.executable, "-m", "argusdb.observe.launch", "--kernel", "layernorm_fwd",
                         "--program", "fused_norm", "--out", str(tmp_path / "out"), "--", *MODEL],
                        cwd=PROGRAMS / "model", env=env, capture_output=True, text=True,
                        timeout=300)
@@ -139,7 +139,7 @@ def test_the_variant_loads_only_its_kernels_and_helpers(tmp_path: Path) -> None:
     imports, ``_argus`` assignments and Triton functions of the variant file."""
     import importlib
 
-    from argusdb.launch.hooks import load_variant
+    from argusdb.observe.launch.hooks import load_variant
 
     sys.path.insert(0, str(PROGRAMS / "customop"))
     try:
@@ -183,7 +183,7 @@ def test_a_proton_scopes_variant_runs_in_place_with_its_prelude(tmp_path: Path) 
 def test_the_loader_keeps_argus_prelude_blocks_only() -> None:
     import ast
 
-    from argusdb.launch.hooks import _variant_statement
+    from argusdb.observe.launch.hooks import _variant_statement
 
     def kept(code: str) -> bool:
         return _variant_statement(ast.parse(code).body[0])

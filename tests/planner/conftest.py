@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from argusdb import demo
-from argusdb.planner.profiler_host import TableCounter, load_table
-from argusdb.store import Store
+from argusdb.observe.planner.profiler_host import TableCounter, load_table
+from argusdb.store.embedded import Store
 from tests.conftest import ROOT
 
 #: Every kernel source with region markers: the demo's, and the GPU side's when present.

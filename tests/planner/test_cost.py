@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from argusdb.planner import plan
-from argusdb.planner.profiler_host import TableCounter
-from argusdb.store import Store
+from argusdb.observe.planner import plan
+from argusdb.observe.planner.profiler_host import TableCounter
+from argusdb.store.embedded import Store
 from tests.conftest import KERNELS
 
 #: Task rows as the runner writes them (config is the plan's task) for two plans.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import argusdb
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import KERNELS
 
 # argusdb.observe is the function; the module is reached through importlib.
@@ -54,7 +54,7 @@ def test_running_without_gpu_is_a_usage_error(monkeypatch: pytest.MonkeyPatch,
 def test_running_without_runner_says_a_gpu_runner_is_needed(monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
     monkeypatch.setattr(observe_mod, "has_gpu", lambda: True)
-    monkeypatch.setitem(sys.modules, "argusdb.runner", None)  # import fails as if absent
+    monkeypatch.setitem(sys.modules, "argusdb.observe.runner", None)  # import fails as if absent
     with pytest.raises(observe_mod.RunnerMissingError, match="a GPU runner is needed"):
         argusdb.observe("softmax/softmax_fwd", ["duration"], store=tmp_path / "s.duckdb",
                         source=SOFTMAX)

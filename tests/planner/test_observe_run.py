@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import argusdb
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")

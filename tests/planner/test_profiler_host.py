@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from argusdb.planner.profiler_host import CtypesCounter, TableCounter, live_counter
+from argusdb.observe.planner.profiler_host import CtypesCounter, TableCounter, live_counter
 
 SOL = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 
@@ -13,7 +13,7 @@ def test_table_says_how_it_was_produced(table: TableCounter) -> None:
     made = table.doc["produced_by"]
     assert made["counter"] == "CUPTI profiler host via libcupti"
     assert made["cupti"] == "CUPTI 13.0 (API 130001)"
-    assert made["command"].startswith("python -m argusdb.planner.record_passes")
+    assert made["command"].startswith("python -m argusdb.observe.planner.record_passes")
     assert table.doc["chip"] == "GH100"
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from argusdb import demo
-from argusdb.planner import plan
-from argusdb.planner.profiler_host import TableCounter
-from argusdb.store import Store
+from argusdb.observe.planner import plan
+from argusdb.observe.planner.profiler_host import TableCounter
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS, ROOT
 
 SOFTMAX = KERNELS / "softmax.py"
@@ -71,8 +71,8 @@ def test_a_changed_source_is_another_version(demo_store: Store, table: TableCoun
 def test_timing_under_replay_is_not_reused_for_clean_timing(store: Store,
                                                             table: TableCounter) -> None:
     # One clean cupti run whose signature we then mark as replayed: it must not be reused.
+    from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
-    from argusdb.regions import ProgramSource
 
     res = ingest_path(store, DEMO / "softmax" / "softmax.cupti.jsonl",
                       ProgramSource.from_path(SOFTMAX), dict(demo.OPTIONS))
@@ -125,8 +125,8 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
                                                           table: TableCounter) -> None:
     """Parent and forced-wait variant timings recorded on the H200 (branch gpu's recording),
     with the variant bound to its parent the way the runner binds it."""
+    from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
-    from argusdb.regions import ProgramSource
 
     kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
@@ -154,8 +154,8 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
 
 
 def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCounter) -> None:
+    from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
-    from argusdb.regions import ProgramSource
 
     kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
@@ -177,8 +177,8 @@ def test_the_raw_page_is_not_reused_for_a_source_page_request(store: Store,
                                                               table: TableCounter) -> None:
     """Only the raw page (kernel totals) of an Nsight Compute run is stored: a request for the
     per-instruction source page must collect it, not take the kernel totals for it."""
+    from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
-    from argusdb.regions import ProgramSource
 
     kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
     raw = ingest_path(store, GPU / "softmax.default.raw.csv", ProgramSource.from_path(kernel))

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.planner import target
-from argusdb.regions import ProgramSource
-from argusdb.runner.backends import ReplayBackend
-from argusdb.store import Store
+from argusdb.collectors.regions import ProgramSource
+from argusdb.observe.planner import target
+from argusdb.observe.runner.backends import ReplayBackend
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, KERNELS
 
 

@@ -6,7 +6,7 @@ two BLOCK constexprs), and ``--option`` picking which one ``observe`` measures.
 H200 (``tools/h200/observe_programs.sh .whl OUT tools/h200/programs_pkg.txt``) is in
 ``tests/data/gpu/programs/pkgrms/``; the control run's launch record there holds 25 launches of
 two binaries. The replay here recomputes the control task's result from that record with this
-code (:func:`argusdb.runner.command.discovery`), so the report's note is this code's.
+code (:func:`argusdb.observe.runner.command.discovery`), so the report's note is this code's.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from argusdb.launch.hooks import State, binary_matches, interpreter_key
-from argusdb.regions import ProgramSource
-from argusdb.runner.backends import Job
-from argusdb.runner.command import (
+from argusdb.collectors.regions import ProgramSource
+from argusdb.observe.launch.hooks import State, binary_matches, interpreter_key
+from argusdb.observe.runner.backends import Job
+from argusdb.observe.runner.command import (
     CommandBackend,
     CommandFailed,
     describe_binaries,
     discovery,
     program_binaries,
 )
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tools.h200.program_figures import figures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,8 +194,8 @@ def test_binaries_told_apart_by_argument_specialization(tmp_path: Path) -> None:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from argusdb.launch.hooks import binary_info
-    from argusdb.planner.build import binary_select
+    from argusdb.observe.launch.hooks import binary_info
+    from argusdb.observe.planner.build import binary_select
     from tests.transforms.kernels import load
 
     src = ROOT / "tests" / "data" / "programs" / "varlen" / "softmax_var.py"

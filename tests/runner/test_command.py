@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import UsageError
-from argusdb.regions import ProgramSource
-from argusdb.runner.backends import Job
-from argusdb.runner.command import CommandBackend, CommandFailed
+from argusdb.observe.runner.backends import Job
+from argusdb.observe.runner.command import CommandBackend, CommandFailed
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "programs"
 MODEL = PROGRAMS / "model"

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.runner.replay import PROGRAMS, RECORDED, replay_observe
 
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tools.h200.program_figures import figures
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from argusdb.launch.hooks import State
-from argusdb.runner.command import CommandFailed, discovery
-from argusdb.store import Store
+from argusdb.observe.launch.hooks import State
+from argusdb.observe.runner.command import CommandFailed, discovery
+from argusdb.store.embedded import Store
 from tests.runner.replay import SIGNALS, replay_observe
 
 ROOT = Path(__file__).resolve().parents[2]

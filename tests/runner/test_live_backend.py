@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
-from argusdb.regions import ProgramSource
-from argusdb.runner.backends import Job, LiveBackend
+from argusdb.observe.runner.backends import Job, LiveBackend
 from tests.conftest import GPU_KERNELS
 
 WORKER = '''
@@ -75,10 +75,11 @@ def test_the_real_worker_starts_serving_and_checks_its_arguments() -> None:
     import subprocess
     import sys
 
-    served = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "serve"], input="",
+    served = subprocess.run([sys.executable, "-m", "argusdb.observe.runner.worker", "serve"],
+    input="",
                             capture_output=True, text=True, timeout=60)
     assert served.returncode == 0, served.stderr
-    bad = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "cupti_timing"],
+    bad = subprocess.run([sys.executable, "-m", "argusdb.observe.runner.worker", "cupti_timing"],
                          capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "needs --source and --config" in bad.stderr
@@ -101,7 +102,7 @@ def test_the_worker_refuses_an_autotuned_harness_kernel(tmp_path: Path) -> None:
         "@triton.autotune(configs=[triton.Config({}, num_warps=1), "
         "triton.Config({}, num_warps=2)], key=['n'])\n@triton.jit\n"
         "def k(x_ptr, n):\n    pass\n\n\nKERNEL = 'k'\nCONFIGS = {'default': {}}\n")
-    p = subprocess.run([sys.executable, "-m", "argusdb.runner.worker", "child", "--source",
+    p = subprocess.run([sys.executable, "-m", "argusdb.observe.runner.worker", "child", "--source",
                         str(src), "--config", "default"], capture_output=True, text=True,
                        timeout=120, env={**os.environ, "TRITON_INTERPRET": "1"})
     assert p.returncode != 0 and "k is an @triton.autotune kernel" in p.stderr

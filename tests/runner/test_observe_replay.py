@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from argusdb.runner import execute
-from argusdb.runner.backends import LiveBackend
-from argusdb.store import Store
+from argusdb.observe.runner import execute
+from argusdb.observe.runner.backends import LiveBackend
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")
@@ -44,7 +44,7 @@ def test_observe_cli_replays_the_recorded_runs(monkeypatch: pytest.MonkeyPatch,
 
 @pytest.mark.gpu
 def test_live_observe_of_softmax_load_on_this_gpu(tmp_path: Path) -> None:
-    from argusdb.planner import plan as make_plan
+    from argusdb.observe.planner import plan as make_plan
 
     src = Path(__file__).resolve().parents[2] / "tools" / "h200" / "kernels" / "softmax.py"
     with Store.open(tmp_path / "live.duckdb", create=True) as st:

@@ -1,6 +1,7 @@
 """The machine-code footprint of a forced-wait probe: is the variant the parent plus the wait?
 
-A forced wait (``argusdb/transforms/forced_wait.py``) adds warp shuffles of the loaded values.
+A forced wait (``argusdb/observe/transforms/forced_wait.py``) adds warp shuffles of the loaded
+values.
 Where a region's loads feed tensor cores from shared memory (a ``cp.async`` pipelined loop, or
 tiles moved by tensor descriptors, TMA), the shuffles pull each tile into registers and write it
 back to shared memory: the variant then does more than wait. ``derivation_probe`` compares the
@@ -21,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
-from argusdb.variants import VariantOf, footprint_note, record_check
+from argusdb.observe.variants import VariantOf, footprint_note, record_check
+from argusdb.store.embedded import Store
 from tests.attribution.test_derivation_h200 import GPU, PARENTS, PROBES
 from tests.runner.replay import RECORDED, SIGNALS, replay_observe
 

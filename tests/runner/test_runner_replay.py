@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
-from argusdb.planner import plan as make_plan
-from argusdb.regions import ProgramSource
-from argusdb.runner import execute
-from argusdb.runner.backends import Collected, Job, ReplayBackend
-from argusdb.runner.harness import Harness
-from argusdb.store import Store
-from argusdb.transforms import proton_scopes
+from argusdb.observe.planner import plan as make_plan
+from argusdb.observe.runner import execute
+from argusdb.observe.runner.backends import Collected, Job, ReplayBackend
+from argusdb.observe.runner.harness import Harness
+from argusdb.observe.transforms import proton_scopes
+from argusdb.store.embedded import Store
 from tests.conftest import DATA, GPU_KERNELS
 
 GPU = DATA / "gpu"
@@ -206,7 +206,7 @@ def test_progress_bar_on_request_and_no_plain_lines(store: Store, tmp_path: Path
 
 
 def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from argusdb.runner.backends import LiveBackend, default_backend
+    from argusdb.observe.runner.backends import LiveBackend, default_backend
 
     monkeypatch.setenv("ARGUS_REPLAY", str(GPU))
     backend = default_backend()

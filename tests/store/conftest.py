@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 DEFAULT_PG = "host=127.0.0.1 port=55432 user=postgres dbname=postgres"
 

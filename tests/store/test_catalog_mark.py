@@ -12,10 +12,10 @@ from pathlib import Path
 
 import duckdb
 
-from argusdb import catalog
 from argusdb.api import connect
-from argusdb.store import Store
-from argusdb.store_metadata import _fingerprint, _stamp
+from argusdb.api.metadata import _fingerprint, _stamp
+from argusdb.schema import catalog
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO
 
 

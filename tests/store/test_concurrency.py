@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import ROOT
 from tests.store.worker import BASE_LAUNCHES, recording
 

@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from argusdb import demo
 from argusdb.api import connect
 from argusdb.cli import main
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import StoreError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import SCHEMA_VERSION, Store
+from argusdb.store.embedded import SCHEMA_VERSION, Store
 from tests.conftest import DEMO, KERNELS, ROOT
 
 V1 = ROOT / "tests" / "data" / "store" / "v1-softmax.duckdb.gz"
@@ -85,8 +85,9 @@ def _committed_in_wal(db: Path) -> list[str]:
     marker names them."""
     Store.open(db, create=True).close()
     code = (
-        "import os\nfrom argusdb.store import Store\nfrom argusdb.ingest import ingest_path\n"
-        "from argusdb.regions import ProgramSource\n"
+        "import os\nfrom argusdb.store.embedded import Store\n"
+        "from argusdb.ingest import ingest_path\n"
+        "from argusdb.collectors.regions import ProgramSource\n"
         "Store._after_commit_orig = Store._after_commit\n"
         "def dying(self):\n"
         "    import duckdb\n"
@@ -271,7 +272,7 @@ def test_failed_migration_leaves_the_old_store(tmp_path: Path,
     old = tmp_path / "v1.duckdb"
     with gzip.open(V1) as src, open(old, "wb") as dst:
         shutil.copyfileobj(src, dst)
-    from argusdb import store_versions
+    from argusdb.store import versions as store_versions
 
     def broken(store: Store, version: int) -> None:
         store.con.execute("INSERT INTO store_meta VALUES ('schema_version', '2')")

@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from argusdb import demo
 from argusdb.api import connect
 from argusdb.cli import main
+from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import StoreError
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
-from argusdb.store_versions import schema_tables
+from argusdb.store.embedded import Store
+from argusdb.store.versions import schema_tables
 from tests.conftest import DATA, ROOT
 from tests.store.conftest import lake_uri
 from tests.store.worker import BASE_LAUNCHES, recording
@@ -215,8 +215,8 @@ def test_kill_9_during_shared_ingests(shared_uri: str, tmp_path: Path) -> None:
 def test_v2_lake_migrates_on_a_writable_open(shared_uri: str) -> None:
     """A schema-2 lake (kernel_launch without the api_* columns) opens read-only as it is
     (the columns read NULL) and migrates in one commit on a writable open."""
-    from argusdb.store import SCHEMA_VERSION
-    from argusdb.store_shared import LakeUri, _lake_connect
+    from argusdb.store.embedded import SCHEMA_VERSION
+    from argusdb.store.shared import LakeUri, _lake_connect
     from tests.store.test_embedded import API_COLUMNS, TIMING
 
     forced = TIMING.parents[1] / "cupti_timing.forced_wait" / "timing.818.cupti.jsonl"

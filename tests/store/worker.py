@@ -14,9 +14,9 @@ import json
 import sys
 from pathlib import Path
 
+from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
 BASE = DEMO / "softmax" / "softmax.cupti.jsonl"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import argusdb
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 from tests.answers.conftest import MATMUL_TRACE, SOFTMAX_TRACE
 from tests.conftest import KERNELS
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.regions import ProgramSource
-from argusdb.transforms import forced_wait
+from argusdb.collectors.regions import ProgramSource
+from argusdb.observe.transforms import forced_wait
 from tests.transforms.kernels import KERNELS, load, sm90_sass
 
 pytest.importorskip("triton", reason="the test extra installs Triton (Linux x86_64)")

@@ -6,9 +6,9 @@ import ast
 
 import pytest
 
+from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.errors import InputError
-from argusdb.regions import ProgramSource, parse_regions
-from argusdb.transforms import apply, forced_wait, pipelining_off, proton_scopes
+from argusdb.observe.transforms import apply, forced_wait, pipelining_off, proton_scopes
 from tests.transforms.kernels import KERNELS
 
 

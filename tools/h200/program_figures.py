@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from argusdb.store import Store
+from argusdb.store.embedded import Store
 
 SIGNALS = ("inst_executed", "warp_stall_samples")
 

@@ -43,15 +43,15 @@ ROOT = Path(__file__).resolve().parents[2]
 KERNELS = Path(__file__).resolve().parent / "kernels"
 sys.path.insert(0, str(ROOT))
 
-from argusdb.regions import ProgramSource  # noqa: E402
-from argusdb.runner.gpu_tools import (  # noqa: E402
+from argusdb.collectors.regions import ProgramSource  # noqa: E402
+from argusdb.observe.runner.gpu_tools import (  # noqa: E402
     Activity,
     kernel_durations_us,
     load_module,
     ncu_path,
     save_asm,
 )
-from argusdb.transforms import forced_wait, proton_scopes  # noqa: E402
+from argusdb.observe.transforms import forced_wait, proton_scopes  # noqa: E402
 
 # kernel -> harness file, default version (a CONFIGS key), its regions, and a small shape for
 # Proton instrumentation (one event per warp and scope: the full shapes would overflow its buffers)

@@ -17,8 +17,8 @@ cd "$ROOT"
 python3 - "$WORK" <<'PY'
 import sys
 from pathlib import Path
-from argusdb.regions import ProgramSource
-from argusdb.transforms import proton_scopes
+from argusdb.collectors.regions import ProgramSource
+from argusdb.observe.transforms import proton_scopes
 w = Path(sys.argv[1])
 for k, regions in (("softmax", ["load", "reduce", "store"]), ("attention", ["load_k", "pv"])):
     src = ProgramSource.from_path(f"tools/h200/kernels/{k}.py")
@@ -28,7 +28,7 @@ PY
 run() {  # name, then worker arguments
   local name=$1; shift
   local t0; t0=$(date +%s.%N)
-  python3 -m argusdb.runner.worker "$@" --out "$WORK/$name" > "$WORK/$name.log" 2>&1
+  python3 -m argusdb.observe.runner.worker "$@" --out "$WORK/$name" > "$WORK/$name.log" 2>&1
   echo "$name rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
     | tee -a "$WORK/walls.txt"
   tail -n 2 "$WORK/$name.log"

@@ -43,12 +43,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from argusdb import shape
 from argusdb.collectors.base import Artefact, Interference, evidence_batch, kernel_launch_batch
 from argusdb.collectors.chrome import iter_events, us_to_ns
 from argusdb.collectors.validate import Unique, interval, measurement
 from argusdb.collectors.validate import us_to_ns as checked_ns
 from argusdb.errors import InputError
+from argusdb.schema import shape
 
 BATCH_ROWS = 4096
 _CORE_CTA = re.compile(r"^(?P<kernel>.*?)\s*Core(?P<sm>\d+)\s+CTA(?P<cta>\d+)$")

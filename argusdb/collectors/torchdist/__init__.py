@@ -1,4 +1,4 @@
-"""Reader of the argusdb per-rank spans recorder (``argusdb.distributed.recorder``)."""
+"""Reader of the argusdb per-rank spans recorder (``argusdb.observe.launch.recorder``)."""
 
 from argusdb.collectors.torchdist.spans import SpansReader
 

@@ -51,7 +51,7 @@ class SpansReader:
                                      "the file is truncated; record the launch again") from exc
                 if not isinstance(rec, dict):
                     raise InputError(str(path), f"line {i + 1} is not a JSON object",
-                                     "pass a spans file written by argusdb.distributed")
+                                     "pass a spans file written by argusdb.observe.launch.recorder")
                 yield i, rec
 
     def read(self, path: Path) -> Artefact:
@@ -61,7 +61,7 @@ class SpansReader:
             if head is None:
                 if rec.get("kind") != "ARGUS_SPANS":
                     raise InputError(str(path), "line 1 is not an ARGUS_SPANS header",
-                                     "pass a spans file written by argusdb.distributed")
+                                     "pass a spans file written by argusdb.observe.launch.recorder")
                 head = rec
                 rows.rank = _int(rec.get("rank"), path, "rank")
                 continue
@@ -98,7 +98,7 @@ class SpansReader:
         role = rec.get("role")
         if rec.get("kind") != "SPAN" or role not in _ROLES:
             raise InputError(str(path), f"line {i + 1}: expected a SPAN with role in {_ROLES}",
-                             "pass a spans file written by argusdb.distributed")
+                             "pass a spans file written by argusdb.observe.launch.recorder")
         a, b = _int(rec.get("start_ns"), path, "start_ns"), _int(rec.get("end_ns"), path, "end_ns")
         if a is None or b is None or b < a:
             raise InputError(str(path), f"line {i + 1}: start_ns/end_ns missing or reversed",

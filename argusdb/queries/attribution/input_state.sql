@@ -3,7 +3,7 @@
 -- every run's attribution depends on: the version's facts, its region spans, its PC -> line map
 -- (the newest listing per PC) and its TTGIR call sites, by content; a change rebuilds the whole
 -- version. The run list covers the rest (each run's rows are immutable once ingested): a run
--- added later is attributed on its own (argusdb.materialize compares both with what
+-- added later is attributed on its own (argusdb.store.materialize compares both with what
 -- `materialization` recorded).
 CREATE OR REPLACE VIEW attribution_input_state AS
 WITH runs AS (

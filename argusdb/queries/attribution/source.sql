@@ -1,13 +1,13 @@
 -- requires: shape
 -- Source line of each PC per program version and kernel, from the newest `instruction` listing
 -- (Nsight Compute source page or nvdisasm -g) of that version that knows the PC: the
--- materialized map (attribution_pc_line, kept up to date by argusdb.materialize).
+-- materialized map (attribution_pc_line, kept up to date by argusdb.store.materialize).
 CREATE OR REPLACE VIEW _attribution_pc_line AS
 SELECT program_version, kernel, pc, source_file, source_line FROM attribution_pc_line;
 
 -- Rows of attribution_pc_line after folding in the listings of runs with run_seq > `from_seq`
 -- (0: every listing), for the PCs those listings give: per PC, the newest of them that names a
--- file (a line), else the map's row as it stands (older listings). argusdb.materialize replaces
+-- file (a line), else the map's row as it stands (older listings). argusdb.store.materialize replaces
 -- the map's rows of those PCs with these.
 CREATE OR REPLACE MACRO _attribution_pc_line_fold(from_seq) AS TABLE
 WITH new AS (

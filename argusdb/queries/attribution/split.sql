@@ -2,7 +2,7 @@
 -- Rows of attribution_split as the current inputs define them, for the program versions listed
 -- in `versions` and the runs with run_seq >= `from_seq` (0: every run; a table macro, so the
 -- filters reach the scan of observed_evidence: evidence ids are run_seq * 2^32 + row, so a run
--- range is an evidence-id range that DuckDB's zone maps prune; argusdb.materialize rebuilds a
+-- range is an evidence-id range that DuckDB's zone maps prune; argusdb.store.materialize rebuilds a
 -- stale version from 0, or only its runs added since the last build). `extra_seqs` lists older
 -- runs (run_seq < from_seq) that are mapping runs of the rebuilt ones and are read for their
 -- counts only. How each source line of each run is split over regions: a line with one

@@ -1,7 +1,7 @@
 -- requires: derivation.probe
 -- The state of the inputs of derivation, per derivation group. The derived rows of a group
 -- depend on its inputs alone (each run's rows are immutable once ingested), so
--- argusdb.materialize rebuilds a group only when its fingerprint differs from the one
+-- argusdb.store.materialize rebuilds a group only when its fingerprint differs from the one
 -- `materialization` recorded for it, and a run no group reads rebuilds nothing:
 --   exposed_latency, per probe (variant version): the probe (parent, transform, target region
 --     and kernel, latest check and status) and the timing-clean runs of the variant and of its

@@ -7,7 +7,7 @@ CREATE OR REPLACE MACRO sass_opcode(sass) AS
 -- (arithmetic, shuffles, moves, branches, constant-bank loads LDC/ULDC): global, shared and
 -- local loads and stores, asynchronous and bulk (TMA) copies and their barriers, atomics,
 -- barriers and fences, warpgroup MMA and its fences. They say how a region moves its data and
--- waits for it; a forced wait adds only shuffles (argusdb/transforms/forced_wait.py), so a
+-- waits for it; a forced wait adds only shuffles (argusdb/observe/transforms/forced_wait.py), so a
 -- change among them is the transform's doing.
 CREATE OR REPLACE MACRO sass_movement_opcode(sass) AS
     CASE WHEN sass_opcode(sass) IN ('LDG', 'LDS', 'LDL', 'LDSM', 'LDGSTS', 'LDGDEPBAR', 'DEPBAR', 'STG', 'STS', 'STL', 'STSM', 'ATOM', 'ATOMG', 'ATOMS', 'RED', 'CCTL', 'UTMALDG', 'UTMASTG', 'UTMAPF', 'UTMAREDG', 'UTMACCTL', 'UBLKCP', 'UBLKRED', 'UBLKPF', 'BAR', 'MEMBAR', 'FENCE', 'ERRBAR', 'SYNCS', 'ARRIVES', 'WARPGROUP', 'HGMMA', 'HMMA') THEN sass_opcode(sass) END;

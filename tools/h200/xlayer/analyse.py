@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from argusdb.distributed.answers import collective_diff, critical_ranks, launch_trace
-from argusdb.distributed.ingest import ingest_launch
-from argusdb.regions import ProgramSource
-from argusdb.store import Store
+from argusdb.answers.ranks import collective_diff, critical_ranks, launch_trace
+from argusdb.collectors.regions import ProgramSource
+from argusdb.ingest.ranks import ingest_launch
+from argusdb.store.embedded import Store
 
 PROGRAM = Path(__file__).with_name("tp_block.py")
 

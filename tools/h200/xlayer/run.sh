@@ -39,7 +39,7 @@ launch() {  # version mode rep [extra program args]
   else
     ARGUS_DIST_MODE=$m ARGUS_DIST_OUT="$WORK/$lg" ARGUS_DIST_STEM="tp_block.$v.$m.r$r" \
     ARGUS_LAUNCH_GROUP="$lg" timeout 150 torchrun --nproc-per-node "$NPROC" \
-      -m argusdb.distributed.bootstrap "$PROG" --version "$v" --steps "$STEPS" --result-dir "$WORK/$lg" "${XL_ARGS[@]}" "$@" \
+      -m argusdb.observe.launch.rank_boot "$PROG" --version "$v" --steps "$STEPS" --result-dir "$WORK/$lg" "${XL_ARGS[@]}" "$@" \
       > "$WORK/$lg.log" 2>&1; rc=$?
   fi
   echo "$lg rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" | tee -a "$WORK/walls.txt"

@@ -1,1 +1,0 @@
-"""Multi-process (torchrun) collection: per-rank recorder, bootstrap, launch-group ingest."""

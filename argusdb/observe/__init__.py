@@ -1,0 +1,492 @@
+"""``observe(region, signals, scope)``: the front door. Plan, run on the GPU, store, answer.
+
+The planner (:mod:`argusdb.observe.planner`) turns the request into a DAG of tasks; the runner
+(``argusdb.observe.runner.execute``, on a GPU host) runs them in topological order, ingests each
+artefact with its program version and records each task's cost; ``observe`` then returns the
+evidence of the plan's runs (Arrow) and a report. ``dry_run=True`` only plans: no GPU needed.
+
+A program is observed unmodified: ``run=["python3", "model.py"]`` (or a module-level function)
+is run again for every task under the launcher's Triton hooks (:mod:`argusdb.observe.launch`,
+:mod:`argusdb.observe.runner.command`). A kernel file with a launch harness (``source=...``, no
+``run``)
+is the other way to provide a launch.
+
+Example:
+    >>> obs = observe("softmax/softmax_fwd", ["duration", "inst_executed"],
+    ...               run=["python3", "softmax.py"], dry_run=True, store="argus.duckdb")
+    >>> [t.action for t in obs.plan.tasks]
+    ['find_launch', 'cupti_timing', 'ncu_source', 'attribute']
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from argusdb.observe.planner.plan import Plan
+    from argusdb.store.embedded import Store
+
+
+@dataclass
+class Observation:
+    """What ``observe`` returns: the plan, and once run, the evidence and a report."""
+
+    plan: Plan
+    evidence: pa.Table | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def has_gpu() -> bool:
+    """True when this machine shows an NVIDIA GPU (driver tool or device node)."""
+    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
+
+
+def observe(region: str, signals: str | list[str], scope: dict[str, str] | None = None, *,
+            store: str | Path | Store | None = None, source: str | Path | None = None,
+            run: Callable[[], Any] | Sequence[str] | None = None,
+            cwd: str | Path | None = None, budget_s: float | None = None,
+            dry_run: bool = False, options: dict[str, str] | None = None,
+            workdir: str | Path | None = None, progress: bool | None = None) -> Observation:
+    """Observe ``signals`` of ``region`` at ``scope``: plan, run, store and return evidence.
+
+    Args:
+        region: region id ``<program>/<kernel>[/<name>]`` of ``source``.
+        signals: names, as a list or comma-separated (see :mod:`argusdb.observe.planner.signals`).
+        scope: coordinate → value, e.g. ``{"warp": "each"}``; ``all`` where not given.
+        store: store path (created when running) or an open Store; evidence already there is
+            reused. A dry run without a store plans everything.
+        source: the Triton kernel source file. With ``run``: optional (``--program``); found
+            by the region's module name from the command's directory when not given.
+            Without ``run``: a kernel file that follows the harness contract.
+        run: the program to observe, unmodified: an argv (``["python", "prog.py"]``) or a
+            module-level function (run as ``python -c`` importing its module). Every run of
+            the plan runs it again under the launcher's Triton hooks.
+        cwd: the command's working directory (default: the current one).
+        budget_s: trim the plan to this many estimated wall seconds (see :func:`trim`).
+        dry_run: only plan (needs no GPU).
+        options: compile options and ``target`` that pin the program version (see ingest).
+        workdir: where the runner writes artefacts (default: ``<store>.runs/<plan_id>``).
+        progress: progress bar (default: on a terminal).
+
+    Raises:
+        PlanError: the request cannot be planned.
+        NoGpuError: not a dry run, and there is no GPU here.
+        RunnerMissingError: not a dry run, and this build has no runner.
+    """
+    from argusdb.observe.planner import plan as make_plan
+
+    names = [s.strip() for s in signals.split(",")] if isinstance(signals, str) else signals
+    command: list[str] | None = None
+    wd = Path(cwd) if cwd is not None else Path.cwd()
+    if run is not None:
+        command = command_argv(run)
+        check_command(command, wd)
+        from argusdb.observe.launch.torchrun import is_torchrun
+
+        if is_torchrun(command):  # every rank under the recorder (argusdb.observe.launch.recorder)
+            return _observe_torchrun(region, names, scope, command, wd, store, source, options,
+                                     dry_run, workdir, progress, budget_s)
+        source = source or resolve_source(region, command, wd)
+    elif source is None:
+        raise UsageError("observe needs a command to run (run=[...] / '-- COMMAND') or a "
+                         "harness kernel file (source=...)")
+    if not dry_run:
+        _check_can_run()
+    with observation_store(store, dry_run) as st:
+        kw: dict[str, Any] = {"options": options}
+        if command is not None:
+            kw.update({"command": command, "cwd": str(wd.resolve())})
+        p = make_plan(source, region, names, scope, st, **kw)
+        if budget_s is not None:
+            p = trim(p, budget_s, lambda sigs: make_plan(source, region, sigs, scope, st, **kw))
+        if dry_run:
+            return Observation(p, None, _plan_report(p))
+        assert st is not None
+        return _run(p, st, Path(source), workdir, progress)
+
+
+@contextmanager
+def observation_store(store: str | Path | Store | None, dry_run: bool
+                      ) -> Iterator[Store | None]:
+    """The store an observation plans against and writes to: ``store`` itself when it is open
+    (the caller closes it), else the store at that path or URI, created unless this is a dry
+    run (a dry run against a store that does not exist plans without one), closed afterwards.
+
+    Example:
+        >>> with observation_store(None, dry_run=True) as st:
+        ...     st is None
+        True
+    """
+    if not isinstance(store, str | Path):
+        yield store
+        return
+    from argusdb.store.embedded import Store
+
+    exists = str(store).startswith("ducklake:") or Path(store).exists()
+    st = Store.open(store, create=not dry_run) if exists or not dry_run else None
+    try:
+        yield st
+    finally:
+        if st is not None:
+            st.close()
+
+
+def _observe_torchrun(region: str, names: list[str], scope: dict[str, str] | None,
+                      command: list[str], wd: Path, store: str | Path | Store | None,
+                      program: str | Path | None, options: dict[str, str] | None, dry_run: bool,
+                      workdir: str | Path | None, progress: bool | None,
+                      budget_s: float | None) -> Observation:
+    if scope and any(v != "all" for v in scope.values()):
+        raise UsageError(f"--scope {scope}: a torchrun observation answers per rank and per "
+                         "step; intra-kernel scopes need the harness form")
+    from argusdb.observe.torchrun import observe_torchrun
+
+    obs: Observation = observe_torchrun(region, names, command, wd, store, program=program,
+                                        options=options, dry_run=dry_run, workdir=workdir,
+                                        progress=progress, budget_s=budget_s)
+    return obs
+
+
+def command_argv(run: Callable[[], Any] | Sequence[str]) -> list[str]:
+    """The argv of ``run``: itself, or for a function, a Python that imports and calls it."""
+    import sys
+
+    if isinstance(run, str):
+        raise UsageError(f"run={run!r}: give the command as a list of arguments "
+                         f"(e.g. ['python', 'prog.py']), not one string")
+    if not callable(run):
+        argv = [str(a) for a in run]
+        if not argv:
+            raise UsageError("the command to observe is empty: put it after '--'")
+        return argv
+    import inspect
+
+    mod = getattr(run, "__module__", None)
+    qual = getattr(run, "__qualname__", "")
+    if not mod or "<" in qual:
+        raise UsageError(f"run={run!r}: a function to observe must be defined at module level "
+                         f"(a lambda or nested function cannot be run again in a new process)")
+    if mod == "__main__":
+        path = inspect.getsourcefile(run)
+        if path is None:
+            raise UsageError("run: the function's file is unknown; pass an argv instead")
+        code = (f"import runpy; g = runpy.run_path({path!r}, run_name='argus_observed'); "
+                f"g[{qual!r}]()")
+    else:
+        code = f"import importlib; importlib.import_module({mod!r}).{qual}()"
+    return [sys.executable, "-c", code]
+
+
+def check_command(argv: list[str], cwd: Path) -> None:
+    """Refuse a command that cannot start: an unknown program, or a Python script not there."""
+    exe = argv[0]
+    if shutil.which(exe) is None and not (cwd / exe).exists():
+        raise UsageError(f"the command {exe!r} is not found (not on PATH, not in {cwd})")
+    if Path(exe).name.startswith("python") and len(argv) > 1 and argv[1].endswith(".py"):
+        if not (cwd / argv[1]).is_file():
+            raise UsageError(f"{argv[1]}: no such script in {cwd}; check the path after "
+                             f"'{exe}'")
+
+
+_SKIP = {".git", ".venv", "venv", "site-packages", "node_modules", "__pycache__", ".tox"}
+
+
+#: A file in each folder argusdb's runner writes task artefacts into (``<store>.runs/<plan>``):
+#: the kernel copies and variants there are never the user's module.
+WORK_MARKER = ".argus-work"
+
+
+def mark_work_folder(folder: Path) -> Path:
+    """Create ``folder`` (a plan's task folders go below it) with :data:`WORK_MARKER` in it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / WORK_MARKER).write_text("task folders of argusdb observe; not user sources\n")
+    return folder
+
+
+def _own_work(path: Path, top: Path) -> bool:
+    """Whether ``path`` lies in a folder argusdb's runner wrote (a marked plan folder, or a
+    ``<store>.runs`` folder beside its store, written before folders were marked)."""
+    for parent in path.parents:
+        if parent == top or top not in parent.parents:
+            break
+        if (parent / WORK_MARKER).is_file() or (
+                parent.name.endswith(".runs") and parent.with_suffix("").is_file()):
+            return True
+    return False
+
+
+def resolve_source(region: str, argv: list[str], cwd: Path) -> Path:
+    """The kernel's module file for a region id: ``<module>.py`` in the command's folder (the
+    script's folder, then the working directory), else below the first of them that has one
+    (argusdb's own task folders, virtual environments and caches left out).
+
+    Raises:
+        UsageError: no such module, or several in one tree (then ``--program`` says which).
+    """
+    module = region.split("/", 1)[0]
+    dirs: list[Path] = []
+    for a in argv[1:]:
+        if a.endswith(".py") and (cwd / a).is_file():
+            dirs.append((cwd / a).resolve().parent)
+    dirs.append(cwd.resolve())
+    dirs = list(dict.fromkeys(dirs))
+    for d in dirs:
+        if (d / f"{module}.py").is_file():
+            return d / f"{module}.py"
+    found: set[Path] = set()
+    for d in dirs:
+        found = {p.resolve() for p in d.rglob(f"{module}.py")
+                 if not _SKIP & set(p.relative_to(d).parts) and not _own_work(p, d)}
+        if found:
+            break
+    if len(found) == 1:
+        return found.pop()
+    where = ", ".join(str(d) for d in dirs)
+    if found:
+        raise UsageError(f"region {region}: {len(found)} files named {module}.py under {where} "
+                         f"({', '.join(sorted(map(str, found)))}); pass --program FILE")
+    raise UsageError(f"region {region}: no module {module}.py in or under {where} (the region "
+                     f"id starts with the module that defines the kernel); pass --program FILE")
+
+
+def trim(p: Plan, budget_s: float, replan: Callable[[list[str]], Plan]) -> Plan:
+    """Drop the signals whose own tasks cost most until the plan's estimate fits ``budget_s``.
+
+    Costs are the medians of past tasks of each action recorded in the store (``plan_cost``).
+    A task shared by several signals (the control task, a clean timing) is charged to none.
+
+    Raises:
+        PlanError: some task of the plan has no recorded cost, so the budget cannot be checked.
+    """
+    from argusdb.errors import PlanError
+
+    est = estimate(p)
+    if est["unknown"]:
+        raise PlanError(f"--budget-s {budget_s:g}: no recorded cost for tasks "
+                        f"{', '.join(t.rsplit('.', 1)[-1] for t in est['unknown'])} (no past "
+                        f"task of their action in the store), so the plan cannot be fitted; run "
+                        f"it once without a budget, or pass a store with past runs")
+    signals = list(p.request["signals"])
+    dropped: list[str] = []
+    while est["wall_s"] > budget_s and len(signals) > 1:
+        # Drop the signal whose removal saves most (tasks shared with other signals stay).
+        options = {s: replan([x for x in signals if x != s]) for s in signals}
+        saved = {s: est["wall_s"] - estimate(q)["wall_s"] for s, q in options.items()}
+        worst = max(signals, key=lambda s: saved[s])
+        before = est["wall_s"]
+        signals.remove(worst)
+        p, est = options[worst], estimate(options[worst])
+        dropped.append(f"dropped {worst}: the plan was estimated at {before:.3g} s, over the "
+                       f"budget of {budget_s:g} s, and leaving {worst} out saves the most "
+                       f"({saved[worst]:.3g} s of recorded task costs)")
+    if est["wall_s"] > budget_s:
+        raise PlanError(f"--budget-s {budget_s:g}: even {', '.join(signals)} alone is estimated "
+                        f"at {est['wall_s']:.3g} s; raise the budget")
+    p.notes.extend(dropped)
+    p.request["budget_s"] = budget_s
+    p.request["dropped_signals"] = [d.split(":")[0].removeprefix("dropped ") for d in dropped]
+    return p
+
+
+def _check_can_run() -> None:
+    import os
+
+    # ARGUS_REPLAY names recorded bundles the runner answers collections from: no GPU needed.
+    if not has_gpu() and not os.environ.get("ARGUS_REPLAY"):
+        raise NoGpuError("no NVIDIA GPU on this machine: observe runs its plan on a GPU. Use "
+                         "--dry-run (dry_run=True) to see the plan here, or run on a GPU host "
+                         "(or set ARGUS_REPLAY to recorded bundles to replay them).")
+    import importlib
+
+    try:
+        importlib.import_module("argusdb.observe.runner")
+    except ImportError as exc:
+        if exc.name == "argusdb.observe.runner":
+            raise RunnerMissingError(
+                "this build of argusdb has no GPU runner (argusdb.observe.runner): a GPU runner is "
+                "needed to execute plans. Install argusdb with the runner (argusdb[gpu]) or use "
+                "--dry-run.") from exc
+        raise RunnerMissingError(
+            f"the GPU runner (argusdb.observe.runner) cannot be imported: {exc}. Install the GPU "
+            f"dependencies (pip install 'argusdb[gpu]') or use --dry-run.") from exc
+
+
+def _plan_report(p: Plan) -> dict[str, Any]:
+    collect = [t for t in p.tasks if t.kind == "collect"]
+    return {"plan_id": p.plan_id, "tasks": len(p.tasks), "runs": len(collect),
+            "reused": [t.id for t in collect if t.reuse], "notes": p.notes,
+            "estimate": estimate(p)}
+
+
+def estimate(p: Plan) -> dict[str, Any]:
+    """Expected cost of running ``p``: medians of past tasks of each action, reused tasks free.
+
+    ``unknown`` lists the tasks that have no past task of their action in the store.
+    """
+    todo = [t for t in p.tasks if not t.reuse]
+    known = [t.estimate for t in todo if t.estimate]
+    return {"wall_s": sum(e["wall_s"] or 0.0 for e in known),
+            "gpu_s": sum(e["gpu_s"] or 0.0 for e in known), "estimated": len(known),
+            "unknown": [t.id for t in todo if not t.estimate]}
+
+
+def _run(p: Plan, st: Store, source: Path, workdir: str | Path | None,
+         progress: bool | None) -> Observation:
+    import importlib
+
+    runner = importlib.import_module("argusdb.observe.runner")  # checked by _check_can_run
+
+    collect = [t for t in p.tasks if t.kind == "collect"]
+    st.insert_row("plan", {
+        "plan_id": p.plan_id, "source_name": source.name, "region_id": p.request["region"],
+        "signals": p.request["signals"], "scope": p.request["scope"], "plan": p.to_json(),
+        "n_tasks": len(p.tasks), "n_reused": sum(1 for t in collect if t.reuse),
+        "created_at": datetime.now(UTC).replace(tzinfo=None)})
+    wd = mark_work_folder(Path(workdir) if workdir else Path(f"{st.path}.runs") / p.plan_id)
+    import sys
+
+    runner.execute(p.to_json(), st, source, wd,
+                   sys.stderr.isatty() if progress is None else progress)
+    return Observation(p, evidence_of(p, st), report(p, st))
+
+
+def evidence_of(p: Plan, st: Store) -> pa.Table:
+    """Evidence of the plan's tasks and reused runs: requested signals, the region's rows.
+
+    The region's rows are those keyed to it, to a region inside it, to its kernel (a clean
+    kernel timing next to a region's), and the kernel's rows not yet attributed (per PC/line).
+    """
+    tasks = [t.id for t in p.tasks]
+    # Runs the plan reused, and runs its tasks produced, including artefacts the store already
+    # held (an ingest of the same bytes is a no-op, so their rows keep the earlier task's id).
+    runs = [t.reuse["run_id"] for t in p.tasks if t.reuse and t.reuse.get("run_id")]
+    for row in st.rows("SELECT config FROM task WHERE plan_id = ?", [p.plan_id]):
+        runs += json.loads(row["config"] or "{}").get("runs") or []
+    # What the tasks yield (e.g. scope_cycles for an instrumented 'duration'), and what was asked.
+    signals = sorted({s.removesuffix("@proton") for s in p.request["signals"]}
+                     | {s for t in p.tasks for s in t.params.get("signals", [])})
+    region = p.request["region"]
+    kernel = p.task(tasks[0]).params["kernel"]
+    kernel_region = "/".join(region.split("/")[:2])
+    return st.arrow(
+        "SELECT * FROM evidence WHERE (list_contains(?, task_id) OR list_contains(?, run_id)) "
+        "AND list_contains(?, signal) AND (region_id IN (?, ?) OR starts_with(region_id, ?) "
+        "OR (region_id IS NULL AND kernel = ?)) ORDER BY evidence_id",
+        [tasks, runs, signals, region, kernel_region, region + "/", kernel])
+
+
+def report(p: Plan, st: Store) -> dict[str, Any]:
+    """Status and cost of each task (from the task table) and evidence counts per class."""
+    rows = {r["task_id"]: r for r in st.rows(
+        "SELECT task_id, status, wall_s, gpu_s, config FROM task WHERE plan_id = ?",
+        [p.plan_id])}
+    ev = evidence_of(p, st)
+    counts: dict[str, dict[str, int]] = {}
+    for sig, cls in zip(ev.column("signal").to_pylist(), ev.column("evidence_class").to_pylist(),
+                        strict=True):
+        counts.setdefault(sig, {}).setdefault(cls, 0)
+        counts[sig][cls] += 1
+    tasks = [{"id": t.id, "action": t.action, "run": t.run,
+              "status": rows.get(t.id, {}).get("status", "reused" if t.reuse else "missing"),
+              "wall_s": rows.get(t.id, {}).get("wall_s"), "gpu_s": rows.get(t.id, {}).get("gpu_s"),
+              "reuse": t.reuse} for t in p.tasks]
+    failed = []
+    for t in tasks:
+        if t["status"] in ("done", "reused"):
+            continue
+        cfg = json.loads(rows.get(t["id"], {}).get("config") or "{}")
+        detail = cfg.get("detail") or {}
+        failed.append({"task": t["id"], "action": t["action"], "status": t["status"],
+                       "error": detail.get("error") or detail.get("reason")
+                       or "the runner recorded no row for this task",
+                       "evidence_stored": {"runs": cfg.get("runs") or [],
+                                           "program_version": cfg.get("program_version")}})
+    return {"plan_id": p.plan_id, "ok": not failed, "failed": failed, "tasks": tasks,
+            "evidence": counts, "attribution": attribution_verdict(p, st),
+            "notes": p.notes + _binary_notes(p, rows) + _probe_notes(ev),
+            "wall_s": sum(t["wall_s"] or 0 for t in tasks),
+            "gpu_s": sum(t["gpu_s"] or 0 for t in tasks)}
+
+
+def _probe_notes(ev: Any) -> list[str]:
+    """How to read each derived value whose forced-wait variant is not the parent plus the wait
+    alone in machine code (or could not be compared): ``variants.footprint_note``."""
+    from argusdb.observe.variants import footprint_note
+
+    out = []
+    for cls, region, value, lineage in zip(
+            *(ev.column(c).to_pylist() for c in ("evidence_class", "region_id", "value",
+                                                 "lineage")), strict=True):
+        if cls != "derived" or not lineage:
+            continue
+        note = footprint_note(json.loads(lineage).get("conditions") or {})
+        if note:
+            out.append(f"exposed_latency of {region} ({value:.0f} ns): {note}")
+    return out
+
+
+def _binary_notes(p: Plan, rows: dict[str, dict[str, Any]]) -> list[str]:
+    """Where the command launched the kernel as several binaries (other shapes, constexprs,
+    warps): which one the plan measured, how it was picked, and how to pick another."""
+    control = next((t for t in p.tasks if t.action == "find_launch"), None)
+    if control is None or "command" not in p.request or control.id not in rows:
+        return []
+    from argusdb.observe.runner.command import describe_binaries
+
+    detail = json.loads(rows[control.id].get("config") or "{}").get("detail") or {}
+    binaries = detail.get("program_binaries") or []
+    measured = (detail.get("binary") or {}).get("hash")
+    if len(binaries) < 2 or not measured:
+        return []
+    kernel = control.params["kernel"]
+    return [f"{kernel}: the program launched {describe_binaries(binaries)}. Measured "
+            f"binary={measured[:12]}, picked by {detail.get('selected_by')}: every run "
+            f"measures that binary only; --option with the values above picks another"]
+
+
+def attribution_verdict(p: Plan, st: Store) -> dict[str, Any]:
+    """Per attributed signal of the plan's runs: observed total, the share no region owns
+    (``_unattributed``: instructions without a call site in the kernel's regions), and
+    ``sufficient`` only when that share is 0 and attributed equals observed."""
+    runs = [r for t in p.tasks if t.action == "attribute" for r in t.params.get("runs", [])]
+    if not runs:
+        return {}
+    ids = st.rows("SELECT config FROM task WHERE list_contains(?, task_id)", [runs])
+    run_ids = [r for row in ids for r in json.loads(row["config"] or "{}").get("runs") or []]
+    run_ids += [t.reuse["run_id"] for t in p.tasks if t.id in runs and t.reuse]
+    out: dict[str, Any] = {}
+    for r in st.rows(
+            "SELECT c.signal, sum(c.observed) AS observed, sum(c.attributed) AS attributed, "
+            "(SELECT coalesce(sum(a.value), 0) FROM region_attribution a WHERE "
+            "list_contains(?, a.run_id) AND a.signal = c.signal AND "
+            "ends_with(a.region_id, '/_unattributed')) AS unattributed "
+            "FROM attribution_conservation c WHERE list_contains(?, c.run_id) AND "
+            "list_contains(?, c.signal) GROUP BY c.signal ORDER BY c.signal",
+            [run_ids, run_ids, [s.removesuffix("@proton") for s in p.request["signals"]]]):
+        share = (r["unattributed"] / r["observed"]) if r["observed"] else None
+        exact = r["attributed"] == r["observed"]
+        out[r["signal"]] = {
+            "observed": r["observed"], "attributed": r["attributed"],
+            "unattributed_share": share,
+            "verdict": "sufficient" if exact and share == 0 else "insufficient",
+            **({} if exact and share == 0 else {"why": (
+                f"{share:.1%} of {r['signal']} has no call site in the kernel's regions "
+                f"(_unattributed)" if share else "attributed and observed totals differ")})}
+    return out
+
+
+def plan_json(p: Plan) -> str:
+    """The ``--dry-run --json`` document: ``{"tasks": [...]}``."""
+    return json.dumps({"tasks": [t.to_json() for t in p.tasks], "notes": p.notes,
+                       "request": p.request})
