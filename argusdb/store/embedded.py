@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import math
 import os
@@ -55,8 +56,67 @@ def lock_timeout_s() -> float:
 
 
 def _pending_path(path: Path) -> Path:
-    """Marker of committed runs not yet checkpointed from the WAL into the store file."""
+    """Marker of runs committed, or being committed, and not yet checkpointed from the WAL
+    into the store file (see :meth:`Store.transaction`)."""
     return path.with_name(path.name + ".argus-pending")
+
+
+def _wal_state(path: Path) -> str:
+    """What the store's write-ahead log holds now: 'absent', or its size and SHA-256.
+
+    Written into the pending marker just before a COMMIT, and taken again before the store
+    is next opened: a log that is still byte for byte what it was before the COMMIT proves
+    that the COMMIT never reached it (the runs were not committed); any other log may have
+    held them. The log is at most a few MiB (every commit is checkpointed); past 64 MiB only
+    its first and last MiB are hashed.
+    """
+    wal = path.with_name(path.name + ".wal")
+    try:
+        with wal.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            digest = hashlib.sha256()
+            if size <= 64 * 2**20:
+                for chunk in iter(lambda: fh.read(2**20), b""):
+                    digest.update(chunk)
+            else:
+                digest.update(fh.read(2**20))
+                fh.seek(size - 2**20)
+                digest.update(fh.read(2**20))
+    except FileNotFoundError:
+        return "absent"
+    return f"{size}:{digest.hexdigest()}"
+
+
+def _write_marker(marker: Path, record: dict[str, Any]) -> None:
+    """Write the pending marker durably (the file and its directory entry)."""
+    tmp = marker.with_name(marker.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(json.dumps(record, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, marker)
+    with suppress(OSError):
+        fd = os.open(marker.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _read_marker(marker: Path) -> dict[str, Any]:
+    """The pending marker: runs ``committed`` (their COMMIT returned), runs ``committing``
+    (their COMMIT was under way) and ``wal`` (:func:`_wal_state` before that COMMIT). A marker
+    of an older release is a list of committed run ids, one a line."""
+    text = marker.read_text(errors="replace")
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return {"committed": text.split(), "committing": [], "wal": None}
+    if not isinstance(record, dict):
+        return {"committed": text.split(), "committing": [], "wal": None}
+    return {"committed": [str(r) for r in record.get("committed") or []],
+            "committing": [str(r) for r in record.get("committing") or []],
+            "wal": record.get("wal")}
 
 #: Leading keywords of library SQL that only reads (does not bump the write generation).
 _READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMMARIZE",
@@ -453,8 +513,13 @@ def _not_a_store(p: Path) -> str | None:
 def _open_error(path: str, exc: Exception) -> StoreError:
     text = _first_line(exc)
     if "WAL" in str(exc) or "write-ahead" in str(exc).lower() or "replay" in str(exc).lower():
-        return StoreError(f"{path}: its write-ahead log {path}.wal is damaged ({text}). The "
-                          f"store itself is intact up to its last checkpoint: move the log "
+        marker = _pending_path(Path(path))
+        record = _read_marker(marker) if marker.exists() else None
+        held = "" if not record else (
+            f" It held run(s) {', '.join(record['committed'] + record['committing'])}, "
+            f"named in {marker.name}.")
+        return StoreError(f"{path}: its write-ahead log {path}.wal is damaged ({text}).{held} "
+                          f"The store itself is intact up to its last checkpoint: move the log "
                           f"aside (mv {path}.wal {path}.wal.damaged) and open it again; the "
                           f"transactions only in the log are lost, so re-ingest the newest "
                           f"runs ('argus runs {path}' lists what is there).")
@@ -464,14 +529,20 @@ def _open_error(path: str, exc: Exception) -> StoreError:
                       "is an argusdb store.")
 
 
-def _connect_waiting(p: Path, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyConnection:
-    """Connect, waiting up to ``timeout_s`` while another process holds the file's lock."""
+def _connect_waiting(p: Path, read_only: bool, timeout_s: float
+                     ) -> tuple[duckdb.DuckDBPyConnection, str | None]:
+    """Connect, waiting up to ``timeout_s`` while another process holds the file's lock.
+
+    Returns the connection and, when a pending marker exists, :func:`_wal_state` of the log
+    just before DuckDB replayed it (None without a marker)."""
     deadline = time.monotonic() + timeout_s
     told = False
     pause = 0.01
     while True:
+        wal = _wal_state(p) if _pending_path(p).exists() else None
         try:
-            return _session(duckdb.connect(str(p), read_only=read_only, config=dict(_CONFIG)))
+            return _session(duckdb.connect(str(p), read_only=read_only,
+                                           config=dict(_CONFIG))), wal
         except duckdb.Error as exc:
             text = str(exc)
             locked = "Could not set lock" in text or "Conflicting lock" in text
@@ -567,11 +638,11 @@ class Store:
         if p.exists() and (what := _not_a_store(p)):
             raise StoreError(f"{path}: {what}. Name an argusdb store, or create one with "
                              f"'argus init NEW.duckdb'.")
-        con = _connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
-                               else lock_timeout)
+        con, wal = _connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
+                                    else lock_timeout)
         st = cls(str(p), con, read_only)
         try:
-            st._check_pending()
+            st._check_pending(wal)
             version = st.schema_version()
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{path}: written by a newer argusdb (store schema {version}; "
@@ -657,20 +728,30 @@ class Store:
                              "name a new store file.")
         return 0
 
-    def _check_pending(self) -> None:
-        """Refuse a store whose WAL lost runs that were committed (see :meth:`transaction`)."""
+    def _check_pending(self, wal: str | None) -> None:
+        """Refuse a store whose WAL lost runs that were committed (see :meth:`transaction`).
+
+        ``wal`` is the log's state before this opening replayed it. Runs the marker names as
+        committing count as committed unless that state is still the one recorded before
+        their COMMIT (then the COMMIT never reached the log: the writer stopped before it)."""
         marker = _pending_path(Path(self.path))
         if not marker.exists():
             return
-        runs = [r for r in marker.read_text().split() if r]
-        missing = [r for r in runs if not (self.has_table("run") and self.run_exists(r))]
-        if missing:
+        record = _read_marker(marker)
+        held = self.has_table("run")
+        missing = [r for r in record["committed"] if not (held and self.run_exists(r))]
+        unsure = [r for r in record["committing"] if not (held and self.run_exists(r))]
+        if unsure and record["wal"] is not None and wal == record["wal"]:
+            unsure = []   # the log is as it was before that COMMIT: it did not happen
+        if missing or unsure:
+            lost = missing + unsure
             raise StoreError(
-                f"{self.path}: committed run(s) {', '.join(missing)} are missing: the write-ahead "
-                f"log ({Path(self.path).name}.wal) that held them did not replay (it is damaged, "
-                "truncated or was removed). The store file holds every run committed before "
-                f"them. To accept that loss, delete {marker.name} and ingest those artefacts "
-                "again.")
+                f"{self.path}: run(s) {', '.join(lost)} are missing: they were committed, or "
+                f"being committed, and the write-ahead log ({Path(self.path).name}.wal) that "
+                "held them did not replay (it is damaged, truncated or was removed, or the "
+                "writer stopped inside that COMMIT). The store file holds every run "
+                f"checkpointed before them. To accept that loss, delete {marker.name} beside "
+                "the store and ingest those artefacts again.")
         if not self.read_only:
             self.con.execute("CHECKPOINT")
             marker.unlink(missing_ok=True)
@@ -946,8 +1027,9 @@ class Store:
 
         A transaction that adds runs also records a snapshot (``store_snapshot``), and once it
         has committed the WAL is checkpointed into the store file, so losing the WAL cannot lose
-        the run; until then a marker names the runs, and :meth:`open` refuses a store whose WAL
-        did not give them back.
+        the run. From just before the COMMIT until that checkpoint a marker names the runs
+        (:meth:`_mark_pending`), and :meth:`open` refuses a store whose WAL did not give them
+        back, unless the WAL is provably as it was before the COMMIT (no commit happened).
         """
         with self._lock:
             with self._local_transaction(snapshot=True) as con:
@@ -963,18 +1045,26 @@ class Store:
         self.con.execute("BEGIN")
         self._new_runs = []
         self._appended = False
+        earlier: dict[str, Any] | None = None
         try:
             yield self.con
             if snapshot:
                 self._before_commit()
+                earlier = self._mark_pending()
         except BaseException:
             self.con.execute("ROLLBACK")
             self._new_runs = []
             raise
         # The commit writes the appended rows' last row groups: on the threads they were
         # appended on (see _append_threads).
-        with self._append_threads() if self._appended else nullcontext():
-            self.con.execute("COMMIT")
+        try:
+            with self._append_threads() if self._appended else nullcontext():
+                self.con.execute("COMMIT")
+        except duckdb.Error:   # not committed: the marker goes back to what it was
+            if earlier is not None:
+                self._restore_marker(earlier)
+            self._new_runs = []
+            raise
         self.generation += 1
 
     def _before_commit(self) -> None:
@@ -984,18 +1074,61 @@ class Store:
                 "store_snapshot), 0) + 1, now()::TIMESTAMP, (SELECT max(run_seq) FROM run), "
                 "'ingest', ?", [self._new_runs])
 
+    def _mark_pending(self) -> dict[str, Any] | None:
+        """Before the COMMIT of a transaction that adds runs: name them in the pending marker,
+        with the state of the write-ahead log, so that no moment exists at which they can be
+        committed and then lost with the log without the store refusing to open.
+
+        An empty log first gets one small committed write (``store_meta`` 'committing', on a
+        cursor of its own), so the state recorded is never "no log": a log removed after the
+        COMMIT then differs from it too. Runs of earlier commits whose checkpoint has not
+        happened yet (another cursor held a transaction open) stay in the marker as
+        committed."""
+        if not self._new_runs or not Path(self.path).is_file():
+            return None
+        p = Path(self.path)
+        marker = _pending_path(p)
+        earlier = _read_marker(marker) if marker.exists() else {}
+        wal = _wal_state(p)
+        if wal == "absent" or wal.startswith("0:"):
+            cur = self.con.cursor()
+            try:
+                cur.execute("INSERT OR REPLACE INTO store_meta VALUES ('committing', ?)",
+                            [" ".join(self._new_runs)])
+            finally:
+                cur.close()
+            wal = _wal_state(p)
+        committed = [*earlier.get("committed", []), *earlier.get("committing", [])]
+        _write_marker(marker, {"committed": committed, "committing": list(self._new_runs),
+                               "wal": wal})
+        return earlier
+
+    def _restore_marker(self, earlier: dict[str, Any]) -> None:
+        """Put the pending marker back as it was before a COMMIT that failed."""
+        marker = _pending_path(Path(self.path))
+        runs = [*earlier.get("committed", []), *earlier.get("committing", [])]
+        if runs:
+            _write_marker(marker, {"committed": runs, "committing": [], "wal": None})
+        else:
+            marker.unlink(missing_ok=True)
+
     def _after_commit(self) -> None:
+        """After the COMMIT: checkpoint the log into the store file and drop the marker (or,
+        when another cursor's open transaction blocks the checkpoint, keep the runs in the
+        marker as committed; a later commit or opening checkpoints them)."""
         runs, self._new_runs = self._new_runs, []
         if not runs or not Path(self.path).is_file():
             return
         marker = _pending_path(Path(self.path))
-        with open(marker, "w") as fh:
-            fh.write("\n".join(runs) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        with suppress(duckdb.Error):   # another cursor's open transaction: the next one does
+        try:
             self.con.execute("CHECKPOINT")
-            marker.unlink(missing_ok=True)
+        except duckdb.Error:   # another cursor's open transaction: the next one does
+            record = _read_marker(marker) if marker.exists() else {}
+            _write_marker(marker, {"committed": sorted({*record.get("committed", []),
+                                                        *record.get("committing", []), *runs}),
+                                   "committing": [], "wal": None})
+            return
+        marker.unlink(missing_ok=True)
 
     def retrying(self, attempt: Any) -> Any:
         """Run ``attempt()`` (one whole write); a shared store reruns it on a commit conflict."""
