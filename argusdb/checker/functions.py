@@ -20,7 +20,7 @@ combination of evidence whatever sqlglot knows about it (``fsum``, ``geomean``, 
 
 Regenerate after a DuckDB upgrade (the test ``test_functions_catalogue`` fails until then)::
 
-    python -m argusdb.checker.functions > argusdb/checker/functions.csv
+    python -m tools.functions_csv > argusdb/checker/functions.csv
 
 Example:
     >>> catalogue()["fsum"].kind, catalogue()["fsum"].evidence
@@ -34,8 +34,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import sys
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -172,17 +170,6 @@ def generate(rows: list[tuple[str, str]]) -> str:
     return out.getvalue()
 
 
-def engine_functions() -> list[tuple[str, str]]:
-    """``(function_name, function_type)`` of every function the installed DuckDB lists."""
-    from argusdb.store.embedded import Store
-
-    with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "f.duckdb",
-                                                        create=True) as st:
-        return [(r["function_name"], r["function_type"]) for r in st.rows(
-            "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
-            "WHERE internal")]
-
-
 # -- use in a query --------------------------------------------------------------------------
 #: sqlglot nodes that are SQL syntax rather than a named function call.
 SYNTAX: tuple[type[exp.Expression], ...] = (
@@ -258,7 +245,3 @@ def evidence_of(node: exp.Func) -> str:
     if f is None:
         return "combine" if isinstance(node, exp.AggFunc) else "row"
     return f.evidence
-
-
-if __name__ == "__main__":  # pragma: no cover - regeneration tool
-    sys.stdout.write(generate(engine_functions()))

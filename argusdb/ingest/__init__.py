@@ -1,7 +1,7 @@
 """Ingest: artefact → reader → program match → program version → one transaction per run.
 
 Example:
-    >>> with Store.open("argus.duckdb", create=True) as st:
+    >>> with open_store("argus.duckdb", create=True) as st:
     ...     got = ingest_path(st, "softmax.ttgir", program=ProgramSource.from_path("softmax.py"))
     >>> got.kind
     'triton.ttgir'

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
+from argusdb.store import open_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -131,10 +132,9 @@ def observation_store(store: str | Path | Store | None, dry_run: bool
     if not isinstance(store, str | Path):
         yield store
         return
-    from argusdb.store.embedded import Store
 
     exists = str(store).startswith("ducklake:") or Path(store).exists()
-    st = Store.open(store, create=not dry_run) if exists or not dry_run else None
+    st = open_store(store, create=not dry_run) if exists or not dry_run else None
     try:
         yield st
     finally:
