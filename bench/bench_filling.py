@@ -50,7 +50,7 @@ from argusdb.api import checked  # noqa: E402
 from argusdb.cli import main as argus  # noqa: E402
 from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.observe.variants import VariantOf, record_check  # noqa: E402
+from argusdb.ingest.variants import VariantOf, record_check  # noqa: E402
 from argusdb.store import materialize, open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
 

@@ -33,7 +33,7 @@ from argusdb.store.guard import MAX_BYTES, MAX_ROWS, deadline, set_overrun_handl
 if TYPE_CHECKING:  # the collectors load with the first ingest, not with a question
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import IngestResult, Prepared
-    from argusdb.observe.variants import VariantOf
+    from argusdb.ingest.variants import VariantOf
 
 #: Columns of :meth:`Connection.runs`, in order.
 RUN_COLUMNS = ("run_id", "program_version", "collector", "kind", "artefact_name", "signature",
@@ -257,7 +257,7 @@ class Connection:
             UsageError: the connection is read-only, or the variant is not bound to that
                 parent.
         """
-        from argusdb.observe.variants import record_check
+        from argusdb.ingest.variants import record_check
 
         self._writable("record a variant check")
         passed = record_check(self.store, variant_version, parent_version, rel_err, tolerance,

@@ -80,6 +80,9 @@ _COUNTING = {"count", "count_star", "count_if", "countif", "approx_count_distinc
 #: Macros that aggregate (DuckDB lists them as macros).
 _AGGREGATE_MACROS = {"geomean", "geometric_mean", "wavg", "weighted_avg", "json_group_array",
                      "json_group_object", "json_group_structure"}
+#: information_schema views queries may read (documentation of the store, no evidence).
+INFORMATION_SCHEMA = frozenset({"tables", "columns", "views", "schemata"})
+
 #: Table functions that read nothing outside the query.
 SAFE_TABLES = frozenset({"range", "generate_series", "unnest"})
 _SIDE_EFFECTS = {

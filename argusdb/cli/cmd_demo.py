@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from argusdb import demo
 from argusdb.api import checked, connect
+from argusdb.api.surface import demo
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
 

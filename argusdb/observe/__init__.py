@@ -63,7 +63,7 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
 
     Args:
         region: region id ``<program>/<kernel>[/<name>]`` of ``source``.
-        signals: names, as a list or comma-separated (see :mod:`argusdb.observe.planner.signals`).
+        signals: names, as a list or comma-separated (see :mod:`argusdb.schema.signals`).
         scope: coordinate → value, e.g. ``{"warp": "each"}``; ``all`` where not given.
         store: store path (created when running) or an open Store; evidence already there is
             reused. A dry run without a store plans everything.
@@ -422,7 +422,7 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
 def _probe_notes(ev: Any) -> list[str]:
     """How to read each derived value whose forced-wait variant is not the parent plus the wait
     alone in machine code (or could not be compared): ``variants.footprint_note``."""
-    from argusdb.observe.variants import footprint_note
+    from argusdb.ingest.variants import footprint_note
 
     out = []
     for cls, region, value, lineage in zip(

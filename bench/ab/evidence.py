@@ -21,7 +21,7 @@ from typing import Any
 from argusdb.api import Connection, checked, connect
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_paths
-from argusdb.observe.variants import VariantOf, record_check
+from argusdb.ingest.variants import VariantOf, record_check
 
 #: Above this share of a kernel's instructions with no region, the static evidence is
 #: insufficient (the threshold ``argus report --max-unattributed`` uses by default).

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 import argusdb
+from argusdb.agent.server import build_server
 from argusdb.answers.dashboard import collect
 from argusdb.answers.diff import diff
-from argusdb.answers.mcp_server import build_server
 from argusdb.answers.report import report
 from argusdb.answers.trajectory import trajectory
 from argusdb.api import Connection

@@ -24,7 +24,7 @@ import pytest
 
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.observe.variants import VariantOf, footprint_note, record_check
+from argusdb.ingest.variants import VariantOf, footprint_note, record_check
 from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.attribution.test_derivation_h200 import GPU, PARENTS, PROBES
