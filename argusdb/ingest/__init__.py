@@ -1,7 +1,7 @@
 """Ingest: artefact → reader → program match → program version → one transaction per run.
 
 Example:
-    >>> with Store.open("argus.duckdb", create=True) as st:
+    >>> with open_store("argus.duckdb", create=True) as st:
     ...     got = ingest_path(st, "softmax.ttgir", program=ProgramSource.from_path("softmax.py"))
     >>> got.kind
     'triton.ttgir'
@@ -29,7 +29,7 @@ from argusdb.collectors.regions import ProgramSource, jit_functions, parse_regio
 from argusdb.collectors.validate import check_options, cross_check
 from argusdb.errors import InputError, UsageError
 from argusdb.ingest.pool import ReadArtefacts, read_artefacts
-from argusdb.observe.variants import VariantOf, bind
+from argusdb.ingest.variants import VariantOf, bind
 from argusdb.schema import shape
 from argusdb.store import materialize
 from argusdb.store.embedded import Store
@@ -227,7 +227,7 @@ def ingest_path(store: Store, path: str | Path, program: ProgramSource | None = 
     """Ingest one artefact as one run, atomically and idempotently (see :func:`ingest_paths`).
 
     With ``variant`` the program version is bound to its parent and transform task
-    (see :mod:`argusdb.observe.variants`). ``launch`` (``rank``, ``world_size``, ``launch_group``,
+    (see :mod:`argusdb.ingest.variants`). ``launch`` (``rank``, ``world_size``, ``launch_group``,
     ``device_index``) places the run in a multi-process launch where the artefact does not say
     (it must agree where it does). With ``task_id`` the run belongs to that (plan) task, whose
     row the caller writes (the runner); otherwise the ingest is a collect task of its own.

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from argusdb.errors import StoreError
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import DEMO, KERNELS, ROOT
 
 #: Where the writer stops: just before each step of the commit path, and after the last.
@@ -33,7 +33,7 @@ _WRITER = r'''
 import os, sys
 from pathlib import Path
 import argusdb.store.embedded as emb
-from argusdb.store.embedded import Store
+from argusdb.store import Store, open_store
 from argusdb.ingest import ingest_path
 from argusdb.collectors.regions import ProgramSource
 
@@ -78,7 +78,7 @@ def _unlink(self, *a, **kw):
 Store._before_commit, emb._write_marker = _before_commit, _write_marker
 Store._after_commit, Path.unlink = _after_commit, _unlink
 
-st = Store.open(db, create=True)
+st = open_store(db, create=True)
 st.con.execute("SET checkpoint_threshold = '10GB'")  # no automatic checkpoint of the log
 st.con = Con(st.con)
 ingest_path(st, demo / "softmax" / "softmax.cupti.jsonl",
@@ -119,7 +119,7 @@ def _copy(src: Path, dst: Path) -> Path:
 
 
 def _runs(db: Path) -> set[str]:
-    with Store.open(db, read_only=True) as st:
+    with open_store(db, read_only=True) as st:
         return {r["run_id"] for r in st.rows("SELECT run_id FROM run")}
 
 
@@ -134,7 +134,7 @@ def test_no_committed_run_vanishes_silently(tmp_path: Path, step: str) -> None:
     assert f"stopped at {step}" in out.stdout
     # What was committed: the runs an undamaged copy holds (it must open: no false alarm).
     intact = _copy(left, tmp_path / "intact")
-    with Store.open(intact) as st:
+    with open_store(intact) as st:
         runs = {r["run_id"] for r in st.rows("SELECT run_id FROM run")}
     first = 2   # softmax: the program's run and the timeline run of torch's kernels
     if STEPS.index(step) >= STEPS.index("after_commit"):
@@ -164,5 +164,5 @@ def _runs_checkpointed(left: Path) -> set[str]:
     if not tmp.exists():
         tmp.mkdir()
         shutil.copy2(left / "s.duckdb", tmp / "s.duckdb")
-    with Store.open(tmp / "s.duckdb") as st:   # no marker here: opens as the file stands
+    with open_store(tmp / "s.duckdb") as st:   # no marker here: opens as the file stands
         return {r["run_id"] for r in st.rows("SELECT run_id FROM run")}
