@@ -6,7 +6,7 @@ import click
 
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+from argusdb.cli.output import Number, handle_errors, output_options, print_json, print_table
 
 
 @click.command("diff")
@@ -17,9 +17,10 @@ from argusdb.cli.output import handle_errors, output_options, print_json, print_
 @click.option("--to", "after", required=True, metavar="VERSION", help="Same forms as --from.")
 @click.option("--signal", "signals", multiple=True, help="Signal to compare (repeatable); "
               "default: every signal both versions have.")
-@click.option("--min-effect", type=float, default=MIN_EFFECT, show_default=True,
+@click.option("--min-effect", type=Number(0), default=MIN_EFFECT, show_default=True,
               help="Smallest relative change that may count as significant.")
-@click.option("--alpha", type=float, default=ALPHA, show_default=True,
+@click.option("--alpha", type=Number(0, 1, min_open=True, max_open=True), default=ALPHA,
+              show_default=True,
               help="Significance level of the Mann-Whitney U test.")
 @output_options
 @handle_errors

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from argusdb.api import connect
+from argusdb.api import MAX_TIMEOUT_S, connect
 from argusdb.api.surface import (
     INGEST_MEMORY_LIMIT,
     IngestResult,
@@ -18,7 +18,7 @@ from argusdb.api.surface import (
     parse_options,
     prepare,
 )
-from argusdb.cli.output import handle_errors, output_options, print_json
+from argusdb.cli.output import Number, handle_errors, output_options, print_json
 from argusdb.errors import UsageError
 
 
@@ -33,7 +33,7 @@ from argusdb.errors import UsageError
 @click.option("--transform", help="Transform that made the variant, e.g. "
                                   "'forced_wait:softmax/softmax_fwd/load' (with --parent-version).")
 @click.option("--transform-task", help="Task that made the variant (default 'x-<version>').")
-@click.option("--lock-timeout", type=float, default=None, metavar="S",
+@click.option("--lock-timeout", type=Number(0, MAX_TIMEOUT_S), default=None, metavar="S",
               help="Wait at most S seconds for another process's lock on the store "
                    "(default: ARGUS_LOCK_TIMEOUT, else 120).")
 @output_options(csv=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 import sys
@@ -57,7 +58,10 @@ def lock_timeout_s() -> float:
     if raw is None:
         return LOCK_TIMEOUT_S
     try:
-        return max(0.0, float(raw))
+        seconds = float(raw)
+        if math.isnan(seconds):
+            raise ValueError(raw)
+        return max(0.0, seconds)
     except ValueError as exc:
         raise StoreError(f"ARGUS_LOCK_TIMEOUT={raw!r} is not a number of seconds. Set it to "
                          "e.g. 120, or unset it.") from exc
@@ -316,11 +320,12 @@ class Store:
             if version == 0 and (read_only or not create):
                 raise StoreError(f"{path}: not an argusdb store (no 'run' table). "
                                  f"Create one with 'argus init'.")
-            if read_only and (version < SCHEMA_VERSION or (
+            rebuild = version == SCHEMA_VERSION and st._check_structure()
+            if read_only and (version < SCHEMA_VERSION or rebuild or (
                     not upgraded and not st.catalog_current())):
                 st.needs_upgrade = True
             if not read_only:
-                st.ensure_schema(version)
+                st.ensure_schema(version, rebuild=rebuild)
         except BaseException:
             st.close()
             raise
@@ -368,8 +373,14 @@ class Store:
             if row is None:
                 raise StoreError(f"{self.path}: its store_meta table names no schema_version; "
                                  "it was not written by argusdb. Use a new store file.")
-            return int(row[0])
+            return store_versions.parse_version(self.path, row[0])
         if self.has_table("run"):
+            if self.has_table("store_snapshot"):   # schema 2 brought both: one was dropped
+                raise StoreError(f"{self.path}: damaged: it has the store_snapshot table of "
+                                 "store schema 2 and later but no store_meta table, which names "
+                                 "its schema version. Restore the store from a copy, or create "
+                                 "a new store ('argus init NEW.duckdb') and ingest the "
+                                 "artefacts again.")
             return 1
         row = self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary"
                                ).fetchone()
@@ -466,18 +477,65 @@ class Store:
             "temporary AND database_name = current_database()").fetchone()
         return bool(row and row[0] and str(row[0]).endswith(_catalog_mark()))
 
-    def ensure_schema(self, version: int = SCHEMA_VERSION) -> None:
+    def _check_structure(self) -> bool:
+        """Check a store of this schema against ``argusdb/schema/``: every table and column
+        its DDL declares must be there (a dropped or renamed one means lost rows or values:
+        refused). Returns whether a view, macro, derived table or the run sequence is missing
+        (code and counters argusdb re-creates: :meth:`ensure_schema` with ``rebuild``).
+
+        Raises:
+            StoreError: a table or column of the schema is missing, naming each one.
+        """
+        have: dict[str, set[str]] = {}
+        for table, column in self.con.execute(
+                "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+                "current_database() AND schema_name = 'main' AND NOT internal").fetchall():
+            have.setdefault(str(table), set()).add(str(column))
+        lost: list[str] = []
+        extra: list[str] = []
+        for mod in catalog.schema_modules():
+            for obj in mod.objects:
+                if obj.kind != "table":
+                    continue
+                if obj.name not in have:
+                    lost.append(f"table {obj.name}")
+                    continue
+                lost += [f"column {obj.name}.{c}" for c in obj.columns if c not in have[obj.name]]
+                extra += [f"{obj.name}.{c}" for c in sorted(have[obj.name] - set(obj.columns))]
+        if lost:
+            also = f" (and has column(s) it does not declare: {', '.join(extra[:5])})" \
+                if extra else ""
+            raise StoreError(
+                f"{self.path}: damaged: {', '.join(lost[:8])}{' ...' if len(lost) > 8 else ''} "
+                f"of store schema {SCHEMA_VERSION} {'is' if len(lost) == 1 else 'are'} "
+                f"missing{also}; the rows or values held there are gone, so argusdb does not "
+                "open it. Restore the store from a copy, or create a new store ('argus init "
+                "NEW.duckdb') and ingest the artefacts again.")
+        code = {str(n) for (n,) in self.con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = "
+            "current_database() UNION SELECT function_name FROM duckdb_functions() WHERE "
+            "function_type IN ('macro', 'table_macro') AND NOT internal AND database_name = "
+            "current_database() UNION SELECT sequence_name FROM duckdb_sequences() WHERE "
+            "database_name = current_database()").fetchall()} | set(have)
+        wanted = {o.name for m in catalog.query_modules() for o in m.objects} | {"run_seq_gen"}
+        return bool(wanted - code)
+
+    def ensure_schema(self, version: int = SCHEMA_VERSION, rebuild: bool = False) -> None:
         """Create missing tables, (re)create views and macros, and copy the docs in; a store of
         an older schema ``version`` is migrated in the same transaction. A store of this
         schema whose catalog is this release's already (:meth:`catalog_current`) is left as
-        it is: re-creating every view, macro and comment costs ~0.4 s CPU per command."""
-        if version == SCHEMA_VERSION and self.catalog_current():
+        it is (unless ``rebuild``: a view, macro or the run sequence was dropped):
+        re-creating every view, macro and comment costs ~0.4 s CPU per command."""
+        if version == SCHEMA_VERSION and not rebuild and self.catalog_current():
             return
         try:
             self.con.execute("BEGIN")
             for mod in catalog.schema_modules():
                 self.con.execute(mod.text)
-            self.con.execute("CREATE SEQUENCE IF NOT EXISTS run_seq_gen START 1")
+            # a dropped sequence restarts after the highest run held (never a number again)
+            row = self.con.execute("SELECT coalesce(max(run_seq), 0) + 1 FROM run").fetchone()
+            self.con.execute(f"CREATE SEQUENCE IF NOT EXISTS run_seq_gen START "
+                             f"{int(row[0]) if row else 1}")
             store_versions.migrate(self, version)
             for mod in catalog.query_modules():
                 self.con.execute(mod.text)
@@ -488,7 +546,10 @@ class Store:
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             self.con.execute("ROLLBACK")
-            raise StoreError(f"{self.path}: cannot create the argusdb schema ({exc}).") from exc
+            raise StoreError(f"{self.path}: cannot create the argusdb schema ({first_line(exc)}"
+                             "). The store may be damaged: restore it from a copy, or create a "
+                             "new store ('argus init NEW.duckdb') and ingest the artefacts "
+                             "again.") from exc
         except BaseException:
             self.con.execute("ROLLBACK")
             raise

@@ -63,6 +63,28 @@ DERIVED = ("attribution_split", "region_attribution", "derived_evidence", "mater
 _BY_TIME = {"variant_check": "checked_at", "plan": "created_at"}
 
 
+def parse_version(path: str, raw: object) -> int:
+    """The schema version recorded in ``store_meta`` (its text ``raw``), as a whole number
+    from 1 up (a newer one than :data:`SCHEMA_VERSION` is the caller's to refuse).
+
+    Raises:
+        StoreError: it is not a whole number (``'abc'``), or below 1 (``-1``, ``0``): no
+            argusdb wrote it, so nothing can say which migrations the store needs.
+    """
+    text = str(raw).strip()
+    try:
+        version = int(text)
+    except ValueError:
+        version = None
+    if version is None or version < 1:
+        raise StoreError(f"{path}: its schema version in store_meta is {text!r}, which no "
+                         f"argusdb release writes (versions 1 to {SCHEMA_VERSION}); the store "
+                         "is damaged or was edited by hand, so argusdb cannot tell how to read "
+                         "or migrate it. Restore it from a copy, or create a new store ('argus "
+                         "init NEW.duckdb') and ingest the artefacts again.")
+    return version
+
+
 def migrate(store: Migrating, version: int) -> None:
     """Bring a store of schema ``version`` (0: new) to the current one, in the caller's
     transaction, after the schema modules have created any missing table."""
