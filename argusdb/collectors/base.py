@@ -153,7 +153,7 @@ MAX_LINE_CHARS = 16 * 2**20
 #: a run of one repeated byte, a "bomb", ~1000x).
 MAX_INFLATED_BYTES = 64 * 2**30
 MAX_INFLATE_RATIO = 200
-RATIO_AFTER_BYTES = 8 * 2**20
+RATIO_AFTER_BYTES = 2 * 2**20
 
 
 def _size(n: int) -> str:
@@ -163,7 +163,7 @@ def _size(n: int) -> str:
 class _Inflating(io.RawIOBase):
     """A gzip file's decompressed bytes, refused past :data:`MAX_INFLATED_BYTES` or, once
     :data:`RATIO_AFTER_BYTES` are out, past :data:`MAX_INFLATE_RATIO` times the compressed
-    bytes read: a decompression bomb is refused after ~8 MiB of inflating (well under a
+    bytes read: a decompression bomb is refused after ~2 MiB of inflating (well under a
     second), never held."""
 
     def __init__(self, path: Path) -> None:
