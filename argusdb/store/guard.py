@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol
 
 import duckdb
+import pyarrow as pa
 
 from argusdb.errors import QueryFailed
 
@@ -298,6 +299,12 @@ class Guarded:
                     raise QueryFailed(f"DuckDB could not run the query: "
                                       f"{first_line(exc)}", "fix the query; 'argus "
                                       "explain' shows what it reads") from exc
+                except (OSError, pa.ArrowException) as exc:
+                    # DuckDB's Arrow export raises OSError for a column type Arrow has no
+                    # form of (get_type(...) is TYPE, variant_normalize(...) VARIANT)
+                    raise QueryFailed(f"the answer cannot be handed over: "
+                                      f"{first_line(exc)}", "cast that column to a plain "
+                                      "type, e.g. CAST(... AS VARCHAR)") from exc
             done = True
             return out
         finally:
