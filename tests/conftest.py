@@ -14,10 +14,11 @@ from argusdb.store.embedded import Store
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 DEMO = ROOT / "argusdb" / "demo" / "h200"
-KERNELS = DEMO / "kernels"
-#: Kernels measured on the H200 by tools/h200/record.py: parents of the recordings in
-#: tests/data/gpu.
-GPU_KERNELS = ROOT / "tools" / "h200" / "kernels"
+#: The sources the demo's recordings were made from.
+KERNELS = DEMO / "sources"
+#: The packaged kernels with the runner's harness contract: parents of the H200 recordings in
+#: tests/data/gpu (measured by tools/h200/record.py).
+GPU_KERNELS = ROOT / "argusdb" / "demo" / "kernels"
 
 
 def _has_gpu() -> bool:

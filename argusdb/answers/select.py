@@ -42,17 +42,13 @@ import pyarrow as pa
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
+from argusdb.schema.sqltext import literal as lit
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
 
 #: Scope coordinates that must be equal for two rows to be repeats of one measurement.
 NESTED_SCOPE = INTRA_KERNEL_SCOPE
-
-
-def lit(value: str) -> str:
-    """A SQL string literal (single quotes doubled)."""
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)

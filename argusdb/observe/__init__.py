@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
-from argusdb.store import open_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -132,6 +131,7 @@ def observation_store(store: str | Path | Store | None, dry_run: bool
     if not isinstance(store, str | Path):
         yield store
         return
+    from argusdb.store import open_store
 
     exists = str(store).startswith("ducklake:") or Path(store).exists()
     st = open_store(store, create=not dry_run) if exists or not dry_run else None

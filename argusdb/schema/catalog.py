@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from argusdb.schema.sqltext import literal as q
+
 _CREATE = re.compile(
     r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
     r"([A-Za-z_][A-Za-z0-9_]*)", re.I)
@@ -184,9 +186,6 @@ def _all_objects() -> dict[str, SqlObject]:
 
 def comment_statements() -> list[str]:
     """``COMMENT ON`` statements that copy the module docs into DuckDB."""
-
-    def q(s: str) -> str:
-        return "'" + s.replace("'", "''") + "'"
 
     stmts: list[str] = []
     for obj in all_objects().values():

@@ -53,6 +53,7 @@ from typing import Any
 import duckdb
 
 from argusdb.errors import StoreConflict, StoreError
+from argusdb.schema.sqltext import literal as _q
 from argusdb.store.connect import SHARED_PREFIX
 from argusdb.store.embedded import SCHEMA_VERSION, Store
 from argusdb.store.versions import parse_time, schema_tables
@@ -94,9 +95,6 @@ class LakeUri:
                              "data_path=/srv/argus/lake'.")
         return cls(uri, catalog, own.get("data_path"), own.get("metadata_schema"))
 
-
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 def extension_files() -> list[Path]:
