@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from argusdb.observe.gpu import has_gpu
 from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
@@ -21,12 +21,8 @@ KERNELS = DEMO / "sources"
 GPU_KERNELS = ROOT / "argusdb" / "demo" / "kernels"
 
 
-def _has_gpu() -> bool:
-    return shutil.which("nvidia-smi") is not None
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _has_gpu():
+    if has_gpu():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
     for item in items:

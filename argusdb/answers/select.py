@@ -30,7 +30,6 @@ import json
 import math
 import re
 import statistics
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -145,12 +144,6 @@ class Cohort:
     def runs(self) -> list[str]:
         kept = self._kept()
         return list(kept.runs) if kept else sorted({r for r, _ in self.values})
-
-    def run_samples(self) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = defaultdict(list)
-        for (run, _), v in sorted(self.values.items()):
-            out[run].append(v)
-        return dict(out)
 
     def run_medians(self) -> list[float]:
         """The median of each run's samples (``np.median``'s value: the middle one, or the

@@ -42,7 +42,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -449,7 +448,3 @@ class SharedStore(Store):
                         "kind": message or "schema", "run_ids": runs})
         return out
 
-
-def is_shared(path: str) -> bool:
-    """Whether ``path`` names a shared store."""
-    return bool(re.match(re.escape(SHARED_PREFIX), str(path)))
