@@ -24,7 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from argusdb.store import materialize, shared, snapshots
-from argusdb.store.embedded import SHARED_PREFIX, Store
+from argusdb.store.connect import SHARED_PREFIX
+from argusdb.store.embedded import Store
 
 __all__ = ["Store", "open_store"]
 
@@ -40,7 +41,7 @@ def open_store(path: str | Path, create: bool = False, read_only: bool = False,
         read_only: open it read-only (DuckDB then refuses every write itself).
         as_of: a snapshot number or an ISO time: the store as it stood then, read-only.
         lock_timeout: seconds to wait for another process's lock (default
-            :func:`argusdb.store.embedded.lock_timeout_s`).
+            :func:`argusdb.store.connect.lock_timeout_s`).
         on_upgrade: called with the read-write store after an older store opened read-only
             was migrated and re-materialized, before it is reopened read-only (the layer
             above refreshes what it keeps in the store, e.g. the checker's summaries).

@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import random
-import sys
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
@@ -30,7 +26,15 @@ import pyarrow as pa
 
 from argusdb.errors import QueryFailed, StoreError
 from argusdb.schema import catalog
+from argusdb.schema.sqltext import literal
 from argusdb.store import versions as store_versions
+from argusdb.store.connect import (
+    CONFIG,
+    connect_waiting,
+    lock_timeout_s,
+    not_a_store,
+    session,
+)
 from argusdb.store.guard import (
     MAX_BYTES,
     MAX_ROWS,
@@ -44,27 +48,6 @@ from argusdb.store.guard import (
     results,
 )
 from argusdb.store.versions import SCHEMA_VERSION
-
-#: Seconds a writer (or reader) waits for another process's lock on an embedded store; the
-#: environment variable ARGUS_LOCK_TIMEOUT overrides it.
-LOCK_TIMEOUT_S = 120.0
-#: Prefix of a shared store's URI (see :mod:`argusdb.store.shared`).
-SHARED_PREFIX = "ducklake:"
-
-
-def lock_timeout_s() -> float:
-    """The lock wait limit: ARGUS_LOCK_TIMEOUT (seconds) when set, else LOCK_TIMEOUT_S."""
-    raw = os.environ.get("ARGUS_LOCK_TIMEOUT")
-    if raw is None:
-        return LOCK_TIMEOUT_S
-    try:
-        seconds = float(raw)
-        if math.isnan(seconds):
-            raise ValueError(raw)
-        return max(0.0, seconds)
-    except ValueError as exc:
-        raise StoreError(f"ARGUS_LOCK_TIMEOUT={raw!r} is not a number of seconds. Set it to "
-                         "e.g. 120, or unset it.") from exc
 
 
 def _pending_path(path: Path) -> Path:
@@ -99,6 +82,17 @@ def _wal_state(path: Path) -> str:
     return f"{size}:{digest.hexdigest()}"
 
 
+def _with_pending_runs(p: Path, exc: StoreError) -> StoreError:
+    """``exc`` (the store could not be opened), naming the runs the pending marker holds when
+    it is the write-ahead log that DuckDB could not replay."""
+    marker = _pending_path(p)
+    if "write-ahead log" not in str(exc) or not marker.exists():
+        return exc
+    record = _read_marker(marker)
+    runs = record["committed"] + record["committing"]
+    return StoreError(f"{exc} It held run(s) {', '.join(runs)}, named in {marker.name}.")
+
+
 def _write_marker(marker: Path, record: dict[str, Any]) -> None:
     """Write the pending marker durably (the file and its directory entry)."""
     tmp = marker.with_name(marker.name + ".tmp")
@@ -129,114 +123,6 @@ def _read_marker(marker: Path) -> dict[str, Any]:
     return {"committed": [str(r) for r in record.get("committed") or []],
             "committing": [str(r) for r in record.get("committing") or []],
             "wal": record.get("wal")}
-
-
-#: Connection settings of every store: never load or fetch an extension (a file that is
-#: not a DuckDB database must not trigger a download of a scanner for its format).
-_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-           "allow_community_extensions": False}
-
-
-#: Compression methods a store never tries. DuckDB analyses FSST for every text column of
-#: every row group it writes; on argusdb's tables dictionary, constant or RLE encoding won
-#: every time (100 ncu source pages with the other demo artefacts, a Kineto trace of 20
-#: replicas, an nsys export: no FSST segment, and the same store bytes without it), and the
-#: analysis cost ~0.5 s CPU of the ~3.2 s DuckDB spent appending and committing 1.09 M
-#: evidence rows (``bench/bench_ingest_many.py``, README "Scale").
-NOT_TRIED_COMPRESSION = "FSST,DICT_FSST"
-
-
-def _session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """``con`` without DuckDB's own progress bar (it draws on stdout, a file or a pipe too,
-    for any statement past 2 s, which broke the ``--json`` answer of a long ingest) and with
-    :data:`NOT_TRIED_COMPRESSION` (settings connect() does not take).
-
-    A second connection of this process to the same file shares the first one's database
-    instance, whose configuration a locked-down store has locked: there the settings cannot
-    change and stay as they are (a CLI command, where the bar would land in its answer,
-    opens its store once)."""
-    row = con.execute("SELECT current_setting('enable_progress_bar'), value FROM "
-                      "duckdb_settings() WHERE name = 'disabled_compression_methods'").fetchone()
-    for differs, stmt in ((row is None or row[0], "SET enable_progress_bar = false"),
-                          (row is None or str(row[1]).upper() != NOT_TRIED_COMPRESSION,
-                           f"SET disabled_compression_methods = '{NOT_TRIED_COMPRESSION}'")):
-        if differs:
-            with suppress(duckdb.InvalidInputException):
-                con.execute(stmt)
-    return con
-
-
-#: DuckDB writes its magic bytes at offset 8 of every database file.
-_MAGIC = (8, b"DUCK")
-
-
-def _not_a_store(p: Path) -> str | None:
-    """What the file at ``p`` is, when it is not a DuckDB database (None when it is one)."""
-    try:
-        with p.open("rb") as f:
-            head = f.read(16)
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    if not head:
-        return None  # an empty file: DuckDB makes it a new database
-    if head[_MAGIC[0]:_MAGIC[0] + len(_MAGIC[1])] == _MAGIC[1]:
-        return None
-    if head.startswith(b"SQLite format 3"):
-        return "is a SQLite database, not an argusdb store"
-    return "is not an argusdb store (not a DuckDB database file)"
-
-
-def _open_error(path: str, exc: Exception) -> StoreError:
-    text = first_line(exc)
-    if "WAL" in str(exc) or "write-ahead" in str(exc).lower() or "replay" in str(exc).lower():
-        marker = _pending_path(Path(path))
-        record = _read_marker(marker) if marker.exists() else None
-        held = "" if not record else (
-            f" It held run(s) {', '.join(record['committed'] + record['committing'])}, "
-            f"named in {marker.name}.")
-        return StoreError(f"{path}: its write-ahead log {path}.wal is damaged ({text}).{held} "
-                          f"The store itself is intact up to its last checkpoint: move the log "
-                          f"aside (mv {path}.wal {path}.wal.damaged) and open it again; the "
-                          f"transactions only in the log are lost, so re-ingest the newest "
-                          f"runs ('argus runs {path}' lists what is there).")
-    return StoreError(f"{path}: cannot open as a DuckDB store ({text}). Check that no other "
-                      "process writes it, close other connections to it in this process "
-                      "(a store is open read-only or read-write, not both), and that it "
-                      "is an argusdb store.")
-
-
-def _connect_waiting(p: Path, read_only: bool, timeout_s: float
-                     ) -> tuple[duckdb.DuckDBPyConnection, str | None]:
-    """Connect, waiting up to ``timeout_s`` while another process holds the file's lock.
-
-    Returns the connection and, when a pending marker exists, :func:`_wal_state` of the log
-    just before DuckDB replayed it (None without a marker)."""
-    deadline = time.monotonic() + timeout_s
-    told = False
-    pause = 0.01
-    while True:
-        wal = _wal_state(p) if _pending_path(p).exists() else None
-        try:
-            return _session(duckdb.connect(str(p), read_only=read_only,
-                                           config=dict(_CONFIG))), wal
-        except duckdb.Error as exc:
-            text = str(exc)
-            locked = "Could not set lock" in text or "Conflicting lock" in text
-            if locked and time.monotonic() < deadline:
-                if not told:
-                    holder = text.split("Conflicting lock is held in", 1)[-1].strip() \
-                        if "Conflicting lock is held in" in text else "another process"
-                    sys.stderr.write(f"argus: {p} is locked by {holder}; waiting up to "
-                                     f"{timeout_s:g} s (ARGUS_LOCK_TIMEOUT)\n")
-                    told = True
-                time.sleep(pause * (0.5 + random.random()))
-                pause = min(pause * 1.5, 0.2)
-                continue
-            if locked:
-                raise StoreError(f"{p}: still locked by another process after {timeout_s:g} s. "
-                                 "Wait for it to finish, or raise ARGUS_LOCK_TIMEOUT (seconds)."
-                                 ) from exc
-            raise _open_error(str(p), exc) from exc
 
 
 def _catalog_mark() -> str:
@@ -304,14 +190,22 @@ class Store:
             raise StoreError(f"{path}: no such store. Create it with 'argus init {path}'.")
         if p.exists() and p.is_dir():
             raise StoreError(f"{path}: is a directory. Name a store file, e.g. {p}/argus.duckdb.")
-        if p.exists() and (what := _not_a_store(p)):
+        if p.exists() and (what := not_a_store(p)):
             raise StoreError(f"{path}: {what}. Name an argusdb store, or create one with "
                              f"'argus init NEW.duckdb'.")
-        con, wal = _connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
-                                    else lock_timeout)
+        wal: list[str | None] = [None]
+
+        def note_wal() -> None:  # the log as it is just before DuckDB replays it
+            wal[0] = _wal_state(p) if _pending_path(p).exists() else None
+
+        try:
+            con = connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
+                                  else lock_timeout, before=note_wal)
+        except StoreError as exc:
+            raise _with_pending_runs(p, exc) from exc.__cause__
         st = cls(str(p), con, read_only)
         try:
-            st._check_pending(wal)
+            st._check_pending(wal[0])
             version = st.schema_version()
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{path}: written by a newer argusdb (store schema {version}; "
@@ -342,7 +236,7 @@ class Store:
     @classmethod
     def in_memory(cls, label: str) -> Store:
         """An empty store in memory (snapshots, copies), named ``label`` in messages."""
-        st = cls(label, _session(duckdb.connect(":memory:", config=dict(_CONFIG))))
+        st = cls(label, session(duckdb.connect(":memory:", config=dict(CONFIG))))
         st.ensure_schema(0)
         return st
 
@@ -432,7 +326,7 @@ class Store:
     def has_table(self, name: str) -> bool:
         # A literal, not a bound parameter: DuckDB's client imports pandas at the first bound
         # parameter (~0.4 s CPU, ~80 MiB), and a read-only question needs none.
-        lit = "'" + name.replace("'", "''") + "'"
+        lit = literal(name)
         row = self.con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = {lit}"
                                ).fetchone()
         return bool(row and row[0])
@@ -541,8 +435,8 @@ class Store:
                 self.con.execute(mod.text)
             for stmt in catalog.comment_statements():
                 self.con.execute(stmt)
-            doc = catalog.all_objects()["store_meta"].description.replace("'", "''")
-            self.con.execute(f"COMMENT ON TABLE store_meta IS '{doc}{_catalog_mark()}'")
+            doc = literal(catalog.all_objects()["store_meta"].description + _catalog_mark())
+            self.con.execute(f"COMMENT ON TABLE store_meta IS {doc}")
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             self.con.execute("ROLLBACK")
@@ -584,8 +478,8 @@ class Store:
         if row and row[0]:  # another Store object over this connection locked it already
             self._locked = True
             return
-        spill = (self.spill_directory or "").replace("'", "''")
-        for stmt in (f"SET temp_directory = '{spill}'",  # before external access goes
+        spill = literal(self.spill_directory or "")
+        for stmt in (f"SET temp_directory = {spill}",  # before external access goes
                      "SET autoinstall_known_extensions = false",
                      "SET autoload_known_extensions = false",
                      "SET allow_community_extensions = false",
