@@ -153,7 +153,10 @@ MAX_LINE_CHARS = 16 * 2**20
 #: a run of one repeated byte, a "bomb", ~1000x).
 MAX_INFLATED_BYTES = 64 * 2**30
 MAX_INFLATE_RATIO = 200
-RATIO_AFTER_BYTES = 2 * 2**20
+RATIO_AFTER_BYTES = 8 * 2**20
+#: Bytes of a gzip artefact inflated, and dropped, when it is opened, to apply those bounds
+#: before a reader parses anything (~0.1 s).
+PROBE_BYTES = 64 * 2**20
 
 
 def _size(n: int) -> str:
@@ -163,13 +166,26 @@ def _size(n: int) -> str:
 class _Inflating(io.RawIOBase):
     """A gzip file's decompressed bytes, refused past :data:`MAX_INFLATED_BYTES` or, once
     :data:`RATIO_AFTER_BYTES` are out, past :data:`MAX_INFLATE_RATIO` times the compressed
-    bytes read: a decompression bomb is refused after ~2 MiB of inflating (well under a
-    second), never held."""
+    bytes read: a decompression bomb is refused while it is opened (well under a second), never
+    held."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._raw = open(path, "rb")
         self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb")
+        self.out = 0
+        # Inflate (and drop) the first PROBE_BYTES before a reader parses anything: a bomb
+        # is refused in a fraction of a second, not after its reader has parsed megabytes.
+        try:
+            chunk = bytearray(2**20)
+            while self.out < PROBE_BYTES and self.readinto(chunk):
+                pass
+            self._gz.seek(0)
+        except (EOFError, OSError, zlib.error):
+            self._gz.seek(0)   # a corrupt stream: its reader says where, as it reads
+        except BaseException:
+            self.close()
+            raise
         self.out = 0
 
     def readable(self) -> bool:
