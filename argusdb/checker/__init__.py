@@ -35,8 +35,6 @@ from typing import Any
 import pyarrow as pa
 from sqlglot import exp
 
-from argusdb.api.metadata import StoreMetadata
-from argusdb.api.metadata import refresh as _refresh
 from argusdb.checker import statements
 from argusdb.checker.analysis import analyse as _analyse
 from argusdb.checker.context import Context, Props
@@ -101,6 +99,8 @@ class Report:
 def metadata_of(source: Store | Metadata | None) -> Metadata | None:
     """The Metadata of a store (kept on the Store object), or ``source`` itself."""
     if isinstance(source, Store):
+        from argusdb.api.metadata import StoreMetadata  # api imports the checker
+
         return StoreMetadata.of(source)
     return source
 
@@ -188,7 +188,9 @@ def refresh_metadata(store: Store, runs: list[str] | None = None) -> str:
     """Bring the store's metadata summary of ``evidence`` up to date after an ingest (a write
     path; checks never write), so later connections need not rebuild it in memory. With
     ``runs`` (the runs just ingested) only their rows are summarised again."""
-    return _refresh(store, runs)
+    from argusdb.api.metadata import refresh  # api imports the checker
+
+    return refresh(store, runs)
 
 
 def explain(sql: str, store: Store) -> dict[str, Any]:
