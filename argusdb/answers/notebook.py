@@ -14,6 +14,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from argusdb.answers import format as fmt
 from argusdb.answers.direction import step_class
 
 if TYPE_CHECKING:
@@ -26,11 +27,8 @@ _COLOURS = {"better": "#070", "worse": "#b00", "changed": "#05a"}
 
 
 def _cell(v: Any) -> str:
-    from argusdb.cli.output import _fmt, _is_number
-
-    text = "–" if v is None else _fmt(v)
-    style = " style='text-align:right'" if _is_number(v) else ""
-    return f"<td{style}>{html.escape(text)}</td>"
+    style = " style='text-align:right'" if fmt.is_number(v) else ""
+    return f"<td{style}>{html.escape(fmt.number(v))}</td>"
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]],
