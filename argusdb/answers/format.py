@@ -123,6 +123,27 @@ def quantity(v: Any, unit: str | None) -> str:
     return f"{number(v)} {u}".rstrip()
 
 
+def display_unit(signal: str, unit: str | None) -> str | None:
+    """The unit an answer shows for ``signal``: instruction counts read ``inst`` whatever
+    their stored unit (the store keeps ``inst`` for Nsight Compute's kernel totals and
+    ``count`` for its per-instruction rows: the unit tells the checker their granularity)."""
+    if (unit == "count" and signal.endswith("inst_executed")) or \
+            (unit == "count" and signal.startswith("thread_inst_executed")):
+        return "inst"
+    return unit
+
+
+def span(lo: Any, hi: Any, unit: str | None) -> str:
+    """A range of two values in one unit: ``103 – 1,672 cycles`` (the unit said once when
+    both scale to it)."""
+    a, b = quantity(lo, unit), quantity(hi, unit)
+    ha, _, ua = a.partition(" ")
+    _, _, ub = b.partition(" ")
+    if ua and ua == ub:
+        return f"{ha} – {b}"
+    return f"{a} – {b}"
+
+
 def ratio(v: Any) -> str:
     """A ratio of medians: four decimals (``0.9314``)."""
     if missing(v):
@@ -190,3 +211,17 @@ def cell(v: Any) -> str:
 def count(n: int, noun: str) -> str:
     """``1 run``, ``2 runs``: a count with its noun."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def layout(rows: list[list[str]], right: list[bool] | None = None) -> list[str]:
+    """Text rows (the first is the header) as aligned lines: two spaces between columns,
+    ``right`` columns right-aligned, trailing blanks cut; columns empty in every row but the
+    header are dropped."""
+    if not rows:
+        return []
+    width = len(rows[0])
+    keep = [i for i in range(width) if any(r[i] for r in rows[1:])] or list(range(width))
+    right = right or [False] * width
+    widths = {i: max(len(r[i]) for r in rows) for i in keep}
+    return ["  ".join(r[i].rjust(widths[i]) if right[i] else r[i].ljust(widths[i])
+                      for i in keep).rstrip() for r in rows]
