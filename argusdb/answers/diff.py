@@ -249,8 +249,9 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
         for side_name, side in (("from", sides[0]), ("to", sides[1])):
             for co in side[sig]:
                 if co.key not in matched:
-                    result.notes.append(f"{sig}: {side_name} cohort {co.key.to_json()} has no "
-                                        f"comparable cohort in the other version; left out")
+                    result.notes.append(f"{sig}: the {side_name} version's {_cohort_words(co)} "
+                                        f"have no comparable values in the other version; "
+                                        f"left out")
         for a, b in pairs:
             xa, xb = a.samples, b.samples
             t = stats.ratio_test(xa, xb)
@@ -268,6 +269,15 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     if refusals:
         raise QueryRefused(refusals)
     return result
+
+
+def _cohort_words(co: Cohort) -> str:
+    """A cohort in words: ``observed values under replay(20 passes)+pc_sampling``."""
+    from argusdb.answers.format import signature
+
+    where = f" at {co.key.scope_text()}" if co.key.scope else ""
+    standing = "clean" if co.key.standing == "clean" else f"under {signature(co.key.standing)}"
+    return f"{co.key.evidence_class} values {standing}{where}"
 
 
 def _judge_sufficiency(row: DiffRow, coverage: Coverage, region: str, signal: str,

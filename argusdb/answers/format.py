@@ -200,6 +200,16 @@ def text(v: Any) -> str:
     return out if len(out) <= 120 else out[:117] + "..."
 
 
+def signature(sig: str) -> str:
+    """A run's interference signature for reading: what the recording did not state (``?``)
+    left out (the stored signature keeps it; the checker compares stored signatures).
+
+    >>> signature("replay(? passes, ?)+pc_sampling"), signature("replay(38 passes, ?)")
+    ('replay+pc_sampling', 'replay(38 passes)')
+    """
+    return sig.replace("(? passes, ?)", "").replace(", ?)", ")").replace("(? passes, ", "(")
+
+
 def cell(v: Any) -> str:
     """A table cell of a query answer: :func:`number` for numbers, :func:`text` otherwise;
     SQL NULL and NaN are both ``NULL`` (the JSON answer writes both as ``null``)."""

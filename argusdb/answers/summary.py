@@ -89,24 +89,14 @@ class Line:
         return ", ".join(f"{sum(c.verdict == v for c in self.claims):,} {v}" for v in verdicts)
 
 
-def signature(text: str) -> str:
-    """A run signature for reading: what the recording did not state (``?``) left out.
-
-    >>> signature("replay(? passes, ?)+pc_sampling"), signature("replay(38 passes, full)")
-    ('replay+pc_sampling', 'replay(38 passes, full)')
-    """
-    out = text.replace("(? passes, ?)", "").replace(", ?)", ")").replace("(? passes, ", "(")
-    return out
-
-
 def cohort(c: Claim) -> str:
     """The cohort of a claim in words: its standing, and the collection when clean."""
-    sig = "; ".join(signature(s) for s in c.signature.split("; "))
+    sig = "; ".join(fmt.signature(s) for s in c.signature.split("; "))
     if c.standing == "clean":
         return f"clean ({sig})" if sig not in ("", "none") else "clean"
     if c.standing == "derived":
         return "derived"
-    return signature(c.standing)
+    return fmt.signature(c.standing)
 
 
 def _scope_names(claims: list[Claim]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from argusdb.answers import format as fmt
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff, human_table, regressions
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
@@ -106,12 +107,11 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
                    f" -> {result.to_ref.label} ({result.to_ref.program_version})", err=True)
         for r in result.rows:
             click.echo(f"{r.signal}: noise floor {r.noise_floor:.2%} ({r.noise_source}); "
-                       f"{r.standing} ({r.signature}), {r.evidence_class}, {r.scope}", err=True)
+                       f"{fmt.signature(r.standing)} ({fmt.signature(r.signature)}), "
+                       f"{r.evidence_class}, {r.scope}", err=True)
         for n in result.notes:
             click.echo(f"note: {n}", err=True)
     if coll and not as_csv:
-        from argusdb.answers import format as fmt
-
         click.echo("\nper step and per collective (timing-clean launches; ratio = to/from):")
         print_table(
             ["quantity", "key", "n from/to", "from", "to", "ratio", "95% CI", "p", "significant"],

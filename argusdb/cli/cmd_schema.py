@@ -24,6 +24,7 @@ def command(name: str | None, as_json: bool, as_csv: bool) -> None:
     """List the public tables, views and macros; with NAME, its columns (meaning, unit and
     provenance of each).
 
+    \b
     Examples:
       argus schema
       argus schema evidence
