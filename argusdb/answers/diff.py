@@ -348,11 +348,9 @@ def human_table(result: DiffResult) -> tuple[list[str], list[list[str]], list[bo
 
 def _diff_html(d: DiffResult) -> str:
     """A diff's rows, the verdict coloured by the signal's direction."""
-    rows = [[r.signal, r.unit, r.from_median, r.to_median, r.ratio, r.ci_low, r.ci_high,
-             r.p_value, r.verdict] for r in d.rows]
+    cols, rows, right = human_table(d)
     colours = [notebook.COLOURS.get(step_class(r.signal, r.unit, r.ratio, r.significant),
                                     "") for r in d.rows]
     head = (f"<p><b>{html.escape(d.region_id)}</b>: {html.escape(d.from_ref.label)} → "
             f"{html.escape(d.to_ref.label)}</p>")
-    return head + notebook.table(["signal", "unit", "from median", "to median", "ratio",
-                                  "CI low", "CI high", "p", "verdict"], rows, colours)
+    return head + notebook.table(cols, rows, colours, right)

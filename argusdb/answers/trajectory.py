@@ -272,13 +272,8 @@ def human_table(t: Trajectory, *, all_series: bool = False
 
 def _trajectory_html(t: Trajectory) -> str:
     """One row per (series, version): median, CI and the step from the previous version."""
-    rows: list[list[Any]] = []
-    colours: list[str] = []
-    for s in t.series:
-        for p in s.points:
-            rows.append([s.region_id, s.signal, s.unit, p.label, p.median, p.ci_low,
-                         p.ci_high, p.step_ratio, p.step_verdict])
-            colours.append(notebook.COLOURS.get(step_class(s.signal, s.unit, p.step_ratio,
-                                                   p.step_significant), ""))
-    return notebook.table(["region", "signal", "unit", "version", "median", "CI low",
-                           "CI high", "step ratio", "step"], rows, colours)
+    cols, rows, right, _ = human_table(t, all_series=True)
+    colours = [notebook.COLOURS.get(step_class(s.signal, s.unit, p.step_ratio,
+                                               p.step_significant), "")
+               for s in t.series for p in s.points]
+    return notebook.table(cols, rows, colours, right)
