@@ -62,6 +62,12 @@ def test_argus_demo_runs_twice_in_one_folder(tmp_path: Path,
     assert second.stdout == first.stdout
     assert second.stderr.count("already in store") == 10
     assert (tmp_path / "argus-demo.duckdb").stat().st_size == size
+    # the runs list names the timeline versions and says what the recordings did not state
+    runs = CliRunner().invoke(main, ["runs", "argus-demo.duckdb"])
+    assert runs.exit_code == 0
+    assert runs.stdout.count("(timeline)") == 2
+    assert "? passes" not in runs.stdout and "NULL" not in runs.stdout
+    assert "replay(38 passes)+pc_sampling" in runs.stdout
 
 
 def test_argus_demo_refuses_a_store_with_other_runs_and_names_another_path(
