@@ -69,6 +69,13 @@ def test_cli_reference_is_current() -> None:
         "docs/cli-reference.md is stale: run python -m tools.cli_docs")
 
 
+def test_rule_reference_is_current() -> None:
+    from tools import rules_docs
+
+    assert rules_docs.OUT.read_text(encoding="utf-8") == rules_docs.render(), (
+        "docs/rules.md is stale: run python -m tools.rules_docs")
+
+
 def test_figures_page_has_one_line_per_figure_with_command_machine_and_date() -> None:
     text = (ROOT / "docs" / "figures.md").read_text(encoding="utf-8")
     rows = [r for r in text.splitlines() if r.startswith("| ") and not r.startswith("| ---")]
