@@ -27,7 +27,7 @@ def test_step_4_diff_prints_the_readme_table(tmp_path: Path) -> None:
     for c in ("bk64_s3", "bn256_s3"):
         r = CliRunner().invoke(main, [
             "ingest", store, str(ROOT / "tests" / "data" / "gpu" / f"matmul.{c}.run1.cupti.jsonl"),
-            "--program", str(ROOT / "tools" / "h200" / "kernels" / "matmul.py"),
+            "--program", str(ROOT / "argusdb" / "demo" / "kernels" / "matmul.py"),
             "--option", f"config={c}", "--option", "target=sm_90"])
         assert r.exit_code == 0, r.output
     r = CliRunner().invoke(main, ["diff", store, "--region", "matmul/matmul_kernel", "--from",
