@@ -18,13 +18,15 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from argusdb import checker
+from argusdb.checker.budget import CheckOverrun, Spent, cpu_budget
 from argusdb.errors import Finding, QueryFailed, QueryRefused, StoreError, UsageError
 from argusdb.store import materialize
 from argusdb.store.embedded import MAX_BYTES, MAX_ROWS, Store, deadline, set_overrun_handler
@@ -67,6 +69,10 @@ def cap_process_memory(max_bytes: int) -> None:
     cap = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
     if soft == resource.RLIM_INFINITY or soft > cap:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+#: How a caller raises the time limit (every command that asks questions has the option).
+TIMEOUT_OPTION = "--timeout; timeout_s of argusdb.connect"
 
 
 def valid_timeout(value: Any, name: str = "timeout") -> float:
@@ -354,9 +360,9 @@ class Connection:
                               ) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
-        start = time.monotonic()
-        report = self._checked(valid_sql(sql))
-        ((table, cut),) = self._run(start, [report], limit)
+        with self._check_budget() as spent:
+            report = self._checked(valid_sql(sql))
+        ((table, cut),) = self._run(spent.seconds, [report], limit)
         prov = report.provenance()
         prov["truncated"] = cut
         _log.debug("query: %s", sql)
@@ -375,35 +381,52 @@ class Connection:
             UsageError: a question named in ``facts`` reads evidence.
             QueryFailed: as :meth:`query`, for any of them.
         """
-        start = time.monotonic()
         gen = self._questions.generation
         answers = {s: self._facts[(gen, s)] for s in sqls
                    if s in facts and (gen, s) in self._facts}
         todo = list(dict.fromkeys(s for s in sqls if s not in answers))
-        reports = [self._checked(valid_sql(s)) for s in todo]
+        with self._check_budget() as spent:
+            reports = [self._checked(valid_sql(s)) for s in todo]
         for s, report in zip(todo, reports, strict=True):
             if s in facts and (report.context is None
                                or any(st.base for st in report.context.streams)):
                 raise UsageError("Connection.facts answers questions over facts only (run, "
                                  "task, plan, program_version ...); ask about evidence with "
                                  "query()")
-        for s, (table, _) in zip(todo, self._run(start, reports, None), strict=True):
+        for s, (table, _) in zip(todo, self._run(spent.seconds, reports, None), strict=True):
             answers[s] = table
             if s in facts:
                 _keep(self._facts, gen, s, table)
         return [answers[s] for s in sqls]
 
-    def _run(self, start: float, reports: Sequence[checker.Report], limit: int | None
+    @contextmanager
+    def _check_budget(self) -> Iterator[Spent]:
+        """The checks of one call, bounded by the time limit in CPU seconds of this process
+        (:mod:`argusdb.checker.budget`: a busy machine slows a check, it does not refuse
+        it); past it, the time-limit error."""
+        try:
+            with cpu_budget(self.timeout_s) as spent:
+                yield spent
+        except CheckOverrun as exc:
+            raise QueryFailed(f"checking the query used more than {self.timeout_s:g} s of "
+                              f"CPU ({exc.spent_s:.1f} s) and was stopped",
+                              "ask a shorter, simpler question (fewer CTEs, subqueries and "
+                              f"nesting levels) or raise the time limit ({TIMEOUT_OPTION})"
+                              ) from None
+
+    def _run(self, check_cpu_s: float, reports: Sequence[checker.Report], limit: int | None
              ) -> list[tuple[pa.Table, str | None]]:
         """Run accepted reports' statements together within what is left of the time limit
-        (counted from ``start``); without ``limit`` an answer past the caps raises."""
+        once the checks' CPU seconds (``check_cpu_s``) are taken off it; without ``limit``
+        an answer past the caps raises."""
         rows = self.max_rows if limit is None else max(0, min(int(limit), self.max_rows))
-        # The time limit covers the whole question: what the check took is not left to run.
-        left = self.timeout_s - (time.monotonic() - start)
+        start = time.monotonic()
+        # The time limit covers the whole question: what the check used is not left to run.
+        left = self.timeout_s - check_cpu_s
         if left <= 0:
-            raise QueryFailed(f"the query ran longer than {self.timeout_s:g} s (in the "
-                              f"checker) and was stopped", "ask a shorter, simpler question "
-                              "or raise the time limit (--timeout)")
+            raise QueryFailed(f"checking the query used more than {self.timeout_s:g} s of "
+                              f"CPU ({check_cpu_s:.1f} s)", "ask a shorter, simpler question "
+                              f"or raise the time limit ({TIMEOUT_OPTION})")
         out = self._questions.stream_selects([r.executable for r in reports], left, rows,
                                              self.max_bytes, limit_s=self.timeout_s)
         for table, cut in out:

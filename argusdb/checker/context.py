@@ -148,10 +148,11 @@ class Props:
                 "run_count_at_least": max(len(self.runs), self.run_count_at_least)}
 
 
-#: Metadata rows of a base stream (its own scope's predicates) with the values of the given
-#: columns of that scope, and the row field holding each; None when a column is not over its
-#: metadata.
-Regroup = Callable[[list[tuple[str, str]]], "tuple[list[dict[str, Any]], list[str]] | None"]
+#: Metadata rows of a base stream (its own scope's predicates, and the extra predicates given,
+#: over columns of that scope) with the values of the given columns of that scope, and the row
+#: field holding each; None when a column or predicate is not over its metadata.
+Regroup = Callable[[list["tuple[str, str] | exp.Expression"], tuple[exp.Expression, ...]],
+                   "tuple[list[dict[str, Any]], list[str]] | None"]
 
 
 @dataclass
@@ -172,6 +173,15 @@ class Lineage:
     #: The GROUP BY columns of each aggregation on the way from the base stream, innermost
     #: first (what ``aggregated_scope`` keeps of the rows' scope levels).
     aggregations: list[frozenset[str]] = field(default_factory=list)
+    #: Predicates of outer scopes over traced columns, rewritten over the base stream's scope
+    #: (they narrow the rows every regroup reads).
+    narrowed: tuple[exp.Expression, ...] = ()
+
+    def rows(self, columns: list[tuple[str, str] | exp.Expression]
+             ) -> tuple[list[dict[str, Any]], list[str]] | None:
+        """The base rows (under ``narrowed``) grouped by ``columns`` (of the base stream's
+        scope, or expressions over them; see ``Regroup``)."""
+        return self.regroup(columns, self.narrowed)
 
 
 @dataclass
@@ -199,6 +209,12 @@ class Stream:
     #: the partitions of an outer scope); derived streams: where their columns come from.
     regroup: Regroup | None = None
     lineage: Lineage | None = None
+    #: Output columns that hold one literal per row set (``'s2' AS v`` in each branch of a
+    #: UNION ALL): column → literal → properties of the rows that carry it.
+    labels: dict[str, dict[Any, Props]] = field(default_factory=dict)
+    #: Properties each listed column keeps apart when grouped or partitioned by (labels whose
+    #: rows are not mixed in them); no key of a join (two streams' labels say nothing alike).
+    group_keys: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -256,6 +272,10 @@ class Context:
     streams: list[Stream] = field(default_factory=list)
     unknown_tables: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
     unknown_columns: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
+    #: Unqualified columns two sources of their scope have (DuckDB refuses to bind them),
+    #: with the aliases of those sources.
+    ambiguous_columns: list[tuple[exp.Expression, str, list[str]]] = field(
+        default_factory=list)
     constructs: list[dict[str, Any]] = field(default_factory=list)
     acknowledgements: list[dict[str, Any]] = field(default_factory=list)
     bad_constructs: list[tuple[exp.Expression, str, str]] = field(default_factory=list)

@@ -6,7 +6,13 @@ import click
 
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+from argusdb.cli.output import (
+    handle_errors,
+    output_options,
+    print_json,
+    print_table,
+    timeout_option,
+)
 
 
 @click.command("diff")
@@ -21,10 +27,11 @@ from argusdb.cli.output import handle_errors, output_options, print_json, print_
               help="Smallest relative change that may count as significant.")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True,
               help="Significance level of the Mann-Whitney U test.")
+@timeout_option
 @output_options
 @handle_errors
 def command(store: str, region: str, before: str, after: str, signals: tuple[str, ...],
-            min_effect: float, alpha: float, as_json: bool, as_csv: bool) -> None:
+            min_effect: float, alpha: float, timeout_s: float, as_json: bool, as_csv: bool) -> None:
     """Compare REGION between two program versions over repeated launches.
 
     Prints medians, the ratio to/from with a bootstrap 95 % CI, a Mann-Whitney U p-value and the
@@ -36,7 +43,7 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     """
     from argusdb.answers.ranks import collective_rows
 
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         result = diff(db, region, before, after, list(signals) or None, min_effect=min_effect,
                       alpha=alpha)
         # Distributed programs: per step and per collective, from timing-clean launches.

@@ -13,6 +13,7 @@ from argusdb.cli.output import (
     output_options,
     print_json,
     print_table,
+    timeout_option,
 )
 from argusdb.errors import NoEvidence, UsageError
 
@@ -37,11 +38,12 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--perfetto", default=None, metavar="FILE.json", help="Distributed programs: "
               "write the same launch group as a Perfetto trace (a process per rank, a thread "
               "per stream or host thread).")
+@timeout_option
 @output_options
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
             max_entropy: float, max_unattributed: float, launch_group: str | None,
-            timeline: str | None, perfetto: str | None, as_json: bool,
+            timeline: str | None, perfetto: str | None, timeout_s: float, as_json: bool,
             as_csv: bool) -> None:
     """Report every claim about REGION for an agent: value, evidence class, provenance
     (versions, runs, tasks), ambiguity notes, repeat statistics and a policy verdict.
@@ -57,7 +59,7 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
         if out is not None:
             check_output_path(out)
     program = region.split("/", 1)[0]
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         ranks = views.rank_section(db.store, program, launch_group)
         try:
             rep = report(db, region, list(versions) or None, signals=list(signals) or None,

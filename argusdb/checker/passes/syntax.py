@@ -149,6 +149,15 @@ def set_op_scopes(sc: Scope) -> list[Scope]:
     return list(getattr(sc, "set_operation_scopes", None) or getattr(sc, "union_scopes", []))
 
 
+def filtering(sub: exp.Expression) -> bool:
+    """Whether subquery ``sub`` only filters its outer rows (``x IN (SELECT ...)``,
+    ``EXISTS (SELECT ...)``) rather than giving a value that meets them."""
+    parent = sub.parent
+    if isinstance(parent, exp.Subquery):
+        parent = parent.parent
+    return isinstance(parent, exp.In | exp.Exists)
+
+
 def own_nodes(root: exp.Expression) -> list[exp.Expression]:
     """Nodes of ``root`` outside its nested queries (depth-first, pruned at each Query)."""
     out: list[exp.Expression] = []
