@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from argusdb.store import open_store
+
 ROOT = Path(__file__).parent
 DATA = ROOT / "tests" / "data"
 #: Example name → recorded artefact (real, from tests/data).
@@ -58,10 +60,9 @@ def _example_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from argusdb import demo
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
-    from argusdb.store.embedded import Store
 
     path = tmp_path_factory.mktemp("example-store") / "argus.duckdb"
-    st = Store.open(path, create=True)
+    st = open_store(path, create=True)
     demo.build(st)
     # two configurations of the H200 matmul, timed there: the versions diff examples compare
     src = ProgramSource.from_path(ROOT / "tools" / "h200" / "kernels" / "matmul.py")

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 from argusdb import demo  # noqa: E402
 from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.store import materialize  # noqa: E402
+from argusdb.store import materialize, open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
 
 
@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: DuckDB default)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        st = Store.open(Path(tmp) / "bench.duckdb", create=True)
+        st = open_store(Path(tmp) / "bench.duckdb", create=True)
         if args.threads:
             st.sql(f"SET threads = {int(args.threads)}")
         t0 = time.perf_counter()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +35,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
-    st = Store.open(tmp_path / "t.duckdb", create=True)
+    st = open_store(tmp_path / "t.duckdb", create=True)
     yield st
     st.close()

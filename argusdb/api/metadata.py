@@ -23,7 +23,7 @@ the relation itself: exact, only slower.
 
 Example:
     >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
-    >>> with Store.open("argus.duckdb", read_only=True) as store:
+    >>> with open_store("argus.duckdb", read_only=True) as store:
     ...     rows = StoreMetadata.of(store).rows("evidence", [pred], [], {"signal"})
     >>> "ee0369be2e320607" in {r["program_version"] for r in rows}
     True

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
+from argusdb.store import open_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -62,7 +63,7 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
 
     Args:
         region: region id ``<program>/<kernel>[/<name>]`` of ``source``.
-        signals: names, as a list or comma-separated (see :mod:`argusdb.observe.planner.signals`).
+        signals: names, as a list or comma-separated (see :mod:`argusdb.schema.signals`).
         scope: coordinate → value, e.g. ``{"warp": "each"}``; ``all`` where not given.
         store: store path (created when running) or an open Store; evidence already there is
             reused. A dry run without a store plans everything.
@@ -131,10 +132,9 @@ def observation_store(store: str | Path | Store | None, dry_run: bool
     if not isinstance(store, str | Path):
         yield store
         return
-    from argusdb.store.embedded import Store
 
     exists = str(store).startswith("ducklake:") or Path(store).exists()
-    st = Store.open(store, create=not dry_run) if exists or not dry_run else None
+    st = open_store(store, create=not dry_run) if exists or not dry_run else None
     try:
         yield st
     finally:
@@ -422,7 +422,7 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
 def _probe_notes(ev: Any) -> list[str]:
     """How to read each derived value whose forced-wait variant is not the parent plus the wait
     alone in machine code (or could not be compared): ``variants.footprint_note``."""
-    from argusdb.observe.variants import footprint_note
+    from argusdb.ingest.variants import footprint_note
 
     out = []
     for cls, region, value, lineage in zip(

@@ -53,7 +53,8 @@ from typing import Any
 import duckdb
 
 from argusdb.errors import StoreConflict, StoreError
-from argusdb.store.embedded import SCHEMA_VERSION, SHARED_PREFIX, Store
+from argusdb.store.connect import SHARED_PREFIX
+from argusdb.store.embedded import SCHEMA_VERSION, Store
 from argusdb.store.versions import parse_time, schema_tables
 
 #: Extension wheels (package, extension name) loaded from their files, in load order.

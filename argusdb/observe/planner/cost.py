@@ -7,7 +7,7 @@ new task is the median over past finished tasks of the same action (views ``plan
 
 Example:
     >>> from argusdb.store.embedded import Store
-    >>> with Store.open("argus.duckdb", read_only=True) as store:
+    >>> with open_store("argus.duckdb", read_only=True) as store:
     ...     estimates(store)   # the demo store ran no planned task
     {}
 """

@@ -47,10 +47,10 @@ from typing import Any
 from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.errors import ArgusError, InputError, VariantMismatch
 from argusdb.ingest import ingest_path, program_version_id
+from argusdb.ingest.variants import VariantOf, record_check
 from argusdb.observe.runner.backends import Backend, Collected, Job, LiveBackend, default_backend
 from argusdb.observe.runner.harness import Harness
 from argusdb.observe.transforms import apply as apply_transform
-from argusdb.observe.variants import VariantOf, record_check
 from argusdb.store import materialize
 from argusdb.store.embedded import Store
 
