@@ -221,6 +221,7 @@ class Analyzer(CombinationPass):
         scalars = self._subquery_combinations(sc, streams, uf)
         if aggregated:
             agg_keys = [k for k in group_keys if not any(k is r for r in rollup)]
+            self._timestamp_aggregates(sc, node, value_aggs, agg_keys, streams, meta_rows, uf)
             plain = [va for va in value_aggs if sx.filter_of(va) is None]
             conds = [c for va in value_aggs if (c := sx.filter_of(va)) is not None]
             # one output row puts every aggregate of its group together: identity properties

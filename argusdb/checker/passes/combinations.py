@@ -53,6 +53,49 @@ class CombinationPass(StreamPass):
                 where = sb.node if isinstance(sb.node, exp.Expression) else node
                 self.ctx.combinations.append(Combination("join", where, (sa, sb),
                                                          sa.props.merge(sb.props), sep))
+                # timestamps of the two compared or subtracted: on one clock?
+                for prop, aligned in (("clock", False), ("aligned_clock", True)):
+                    hit = self._timestamps_meet(sc, node, {a: sa, b: sb}, aligned)
+                    if hit is not None:
+                        self.ctx.combinations.append(Combination(
+                            "join", hit, (sa, sb), sa.props.merge(sb.props), sep,
+                            only=frozenset({prop})))
+
+    def _timestamp_owner(self, sc: Scope, streams: dict[str, Stream], aligned: bool
+                         ) -> Callable[[exp.Column], str | None]:
+        """Which of ``streams`` (base streams) a column is a raw (or aligned) timestamp of."""
+        def owner(col: exp.Column) -> str | None:
+            ref = self._ref(sc, col)
+            if ref is None or ref[0] not in streams or not streams[ref[0]].base:
+                return None
+            st = streams[ref[0]]
+            return ref[0] if ref[1] in sx.clock_columns(st.relation, aligned) else None
+        return owner
+
+    def _timestamps_meet(self, sc: Scope, node: exp.Select, pair: dict[str, Stream],
+                         aligned: bool) -> exp.Expression | None:
+        """The first comparison, arithmetic or function of ``node``'s own expressions that
+        puts timestamps of both streams of ``pair`` together as points in time."""
+        owner = self._timestamp_owner(sc, pair, aligned)
+        for n in sx.own_nodes(node):
+            if (isinstance(n, exp.Binary) and not isinstance(n, exp.Connector)) or \
+                    isinstance(n, exp.Func):
+                if set(pair) <= sx.timestamp_terms(n, owner):
+                    return n
+        return None
+
+    def _timestamp_aggregates(self, sc: Scope, node: exp.Select, aggs: list[exp.Expression],
+                              keys: list[Any], streams: dict[str, Stream],
+                              meta_rows: dict[str, list[dict[str, Any]]],
+                              uf: sx.UnionFind) -> None:
+        """An aggregate that reads timestamps as points in time (``max(end_ns)``) compares
+        its rows' clocks: one combination per group, about the clock only."""
+        for prop, aligned in (("clock", False), ("aligned_clock", True)):
+            owner = self._timestamp_owner(sc, streams, aligned)
+            hit = sorted({a for agg in aggs for a in sx.timestamp_terms(agg, owner, True)})
+            if hit:
+                self._group_combinations(sc, node, "aggregate", keys, hit, streams, meta_rows,
+                                         uf, None, frozenset({prop}))
 
     def _subquery_combinations(self, sc: Scope, streams: dict[str, Stream],
                                uf: sx.UnionFind) -> list[Stream]:
