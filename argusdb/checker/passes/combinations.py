@@ -53,6 +53,12 @@ class CombinationPass(StreamPass):
                 where = sb.node if isinstance(sb.node, exp.Expression) else node
                 self.ctx.combinations.append(Combination("join", where, (sa, sb),
                                                          sa.props.merge(sb.props), sep))
+                # values of the two added, subtracted or compared: in one unit?
+                hit_unit = self._values_add(sc, node, [a], [b], streams)
+                if hit_unit is not None:
+                    self.ctx.combinations.append(Combination(
+                        "join", hit_unit, (sa, sb), sa.props.merge(sb.props), sep,
+                        only=frozenset({"unit"})))
                 # timestamps of the two compared or subtracted: on one clock?
                 for prop, aligned in (("clock", False), ("aligned_clock", True)):
                     hit = self._timestamps_meet(sc, node, {a: sa, b: sb}, aligned)
@@ -60,6 +66,27 @@ class CombinationPass(StreamPass):
                         self.ctx.combinations.append(Combination(
                             "join", hit, (sa, sb), sa.props.merge(sb.props), sep,
                             only=frozenset({prop})))
+
+    def _values_add(self, sc: Scope, node: Any, left: list[Any], right: list[Any],
+                    streams: dict[str, Stream]) -> exp.Expression | None:
+        """The first sum, difference, comparison, ``least``/``greatest``/``coalesce`` of
+        ``node``'s own expressions with an operand reading values of ``left`` and another of
+        ``right`` (stream aliases, or scalar subquery nodes): where their units must agree (a
+        ratio or a product is a quantity of its own)."""
+        def reads(operand: Any, side: list[Any]) -> bool:
+            if any(isinstance(x, exp.Expression) for x in side):
+                return any(n is x for x in side for n in operand.walk())
+            return bool(set(self._value_streams(sc, streams, [operand])) & set(side))
+
+        for n in sx.own_nodes(node):
+            if isinstance(n, sx.ADDITIVE):
+                ops = [n.left, n.right] if isinstance(n, exp.Binary) else \
+                    [n.this, *n.expressions]
+                ops = [o for o in ops if isinstance(o, exp.Expression)]
+                if any(reads(x, left) for x in ops) and any(reads(y, right) for y in ops) and \
+                        any(reads(x, left) and not reads(x, right) for x in ops):
+                    return n
+        return None
 
     def _timestamp_owner(self, sc: Scope, streams: dict[str, Stream], aligned: bool
                          ) -> Callable[[exp.Column], str | None]:
@@ -136,6 +163,12 @@ class CombinationPass(StreamPass):
                 self.ctx.combinations.append(Combination(
                     "join", sub.expression, (other, sub_stream),
                     other.props.merge(inner.props), sep))
+                hit = self._values_add(sc, sc.expression, [other.node], [sub.expression],
+                                       streams)
+                if hit is not None:
+                    self.ctx.combinations.append(Combination(
+                        "join", hit, (other, sub_stream), other.props.merge(inner.props), sep,
+                        only=frozenset({"unit"})))
             scalars.append((sub_stream, pairs))
         return [st for st, _ in scalars]
 

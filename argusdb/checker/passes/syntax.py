@@ -158,6 +158,9 @@ def filtering(sub: exp.Expression) -> bool:
     return isinstance(parent, exp.In | exp.Exists)
 
 
+#: Operations whose operands must be in one unit (a ratio or a product is a new quantity).
+ADDITIVE = (exp.Add, exp.Sub, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Greatest,
+            exp.Least, exp.Coalesce)
 #: Raw and aligned timestamp columns of relations with a clock (see ``clock_columns``).
 _RAW_TIMES = frozenset({"start_ns", "end_ns"})
 _ALIGNED_TIMES = frozenset({"aligned_start_ns", "aligned_end_ns"})
