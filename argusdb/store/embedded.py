@@ -34,7 +34,7 @@ from argusdb.schema import catalog
 #: Version of ``argusdb/schema/`` this release writes. A store records its own in ``store_meta``;
 #: a store without that table but with ``run`` is version 1 (the first release). See
 #: :mod:`argusdb.store.versions` for the migrations.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Seconds a writer (or reader) waits for another process's lock on an embedded store; the
 #: environment variable ARGUS_LOCK_TIMEOUT overrides it.
 LOCK_TIMEOUT_S = 120.0

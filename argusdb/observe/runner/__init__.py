@@ -66,7 +66,12 @@ def command_backend(request: dict[str, Any]) -> Backend:
     replay = os.environ.get("ARGUS_REPLAY")
     if replay:
         return CommandReplayBackend(Path(replay))
-    return CommandBackend(list(request["command"]), Path(request.get("cwd") or "."))
+    backend = CommandBackend(list(request["command"]), Path(request.get("cwd") or "."))
+    if request.get("replay"):
+        from argusdb.observe.runner.replayed import ReplayedCommandBackend
+
+        return ReplayedCommandBackend(backend)
+    return backend
 
 #: Largest relative error of a variant against its parent that still counts as "the same result".
 TOLERANCE = 1e-5
@@ -305,6 +310,12 @@ class _CommandRun(_Run):
         self.launch.update({"binary": b["hash"], "pin": d.get("pin"),
                             "measure_index": d.get("measure_index", 0),
                             "ncu_launch_skip": d.get("ncu_launch_skip", 0)})
+        if "capture" in d or "in_context_timing" in d:
+            # what the replayed collections and the control-run timing read
+            self.launch["control"] = {
+                "folder": str(self.job(task, self.parent).workdir.resolve()),
+                "capture": d.get("capture"), "in_context_timing": d.get("in_context_timing"),
+                "num_warps": b.get("num_warps")}
         for path in got.paths:
             ing = ingest_path(self.store, path, self.src,
                               {**self.parent.options, "target": self.parent.target},

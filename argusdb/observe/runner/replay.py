@@ -43,8 +43,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: The record a replay's CUPTI timing file ends with: its standing (see the module docstring).
-REPLAY_KIND = "LAUNCH_REPLAY"
 #: Bytes written between timed replays to push the inputs out of L2 (H200: 60 MB of L2).
 FLUSH_BYTES = 256 << 20
 
@@ -201,6 +199,7 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
 def _time(rep: Replayer, fn: Any, job: dict[str, Any], out: Path) -> str:
     """CUPTI activity of ``warmup + launches`` replays, each from restored memory and a cold
     L2; the kernel records of the replays, then the ``LAUNCH_REPLAY`` record."""
+    from argusdb.collectors.cupti.activity import REPLAY_KIND
     from argusdb.observe.runner.gpu_tools import Activity, write_jsonl
 
     n = int(job.get("warmup", 1)) + int(job.get("launches", 20))

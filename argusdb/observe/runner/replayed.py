@@ -1,0 +1,253 @@
+"""A command plan's collections on replays of the captured launch, or, where that cannot stand
+in, on runs of the program (the fall-back, said in each task's result).
+
+``ReplayedCommandBackend`` wraps :class:`~argusdb.observe.runner.command.CommandBackend`:
+
+- the control task runs the program once (discovery, CUPTI activity of the whole run, the
+  capture: :mod:`argusdb.observe.launch.capture`);
+- ``cupti_timing`` with ``from_control`` reads the control run's timing file: the in-context
+  duration of the program's launches (the launch whose inputs the capture copied kept apart);
+- a task with ``replay`` runs in the replay worker (:mod:`argusdb.observe.runner.replay`):
+  CUPTI timings and their variant checks in one resident worker process, Nsight Compute over
+  a worker of its own (``ncu`` over a process that starts in seconds, not over the program),
+  Proton instrumentation and PC sampling in a worker each (two CUPTI clients never share a
+  process);
+- where the capture was refused, or a replay fails (it compiled another binary, the module
+  would not load alone), the task runs the program as with ``--no-replay`` and its result says
+  why (``replay_fallback``).
+
+Example:
+    >>> backend = ReplayedCommandBackend(CommandBackend(["python3", "model.py"], Path.cwd()))
+    >>> backend.name
+    'command'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from argusdb.errors import CommandFailed, InputError
+from argusdb.observe.runner.backends import Collected, Job
+from argusdb.observe.runner.command import RESULT, CommandBackend, collected, every_warp
+from argusdb.observe.runner.gpu_tools import ncu_path
+
+#: Largest relative error of a variant against its parent that still counts as "the same
+#: result" (the runner's TOLERANCE; recorded with each check).
+TOLERANCE = 1e-5
+#: Replay worker action of each plan action.
+_ACTION = {"cupti_timing": "time", "ncu_source": "plain", "proton_instr": "proton",
+           "proton_pcsampling": "pcsampling"}
+
+
+class ReplayFailed(Exception):
+    """The replay worker could not answer a job (the message says why)."""
+
+
+class ReplayedCommandBackend:
+    """See the module docstring."""
+
+    name = "command"
+
+    def __init__(self, command: CommandBackend) -> None:
+        self.command = command
+        self._proc: subprocess.Popen[str] | None = None
+
+    # -- dispatch -------------------------------------------------------------------------
+    def run(self, job: Job) -> Collected:
+        control = job.params.get("control") or {}
+        if job.params.get("from_control"):
+            got = self._from_control(job, control)
+            if got is not None:
+                return got
+            return self._fallback(job, "the control run's timing could not be split by "
+                                  "binary: " + "; ".join(
+                                      (control.get("in_context_timing") or {}).get("errors")
+                                      or ["no timing file"]))
+        if not job.params.get("replay"):
+            return self.command.run(job)
+        cap = control.get("capture") or {}
+        if not cap.get("ok"):
+            why = cap.get("why") or "the control run captured no launch"
+            if job.action == "cupti_timing" and job.transform is None:
+                # the parent side of a derivation: the program's own timing stands in
+                got = self._from_control(job, control)
+                if got is not None:
+                    got.detail["replay_fallback"] = f"{why}; the control run's in-context " \
+                                                    "timing stands in"
+                    return got
+            return self._fallback(job, why)
+        try:
+            return self._replay(job, cap, control)
+        except ReplayFailed as exc:
+            return self._fallback(job, str(exc))
+
+    def _fallback(self, job: Job, why: str) -> Collected:
+        """Run the program for this job (as ``--no-replay``), saying why."""
+        plain = replace(job, params={k: v for k, v in job.params.items()
+                                     if k not in ("replay", "from_control")})
+        got = self.command.run(plain)
+        got.detail["replay_fallback"] = why
+        doc_path = job.workdir / RESULT
+        if doc_path.exists():
+            doc = json.loads(doc_path.read_text())
+            doc["replay_fallback"] = why
+            doc_path.write_text(json.dumps(doc, indent=1, default=str))
+        return got
+
+    def _from_control(self, job: Job, control: dict[str, Any]) -> Collected | None:
+        """The control run's in-context timing as this task's result; None when it has none
+        usable (no timing file, or records that could not be matched to binaries)."""
+        timing = control.get("in_context_timing") or {}
+        files = [f for f in timing.get("files") or [] if f.startswith("timing.")]
+        split = timing.get("timing") or {}
+        if not files or timing.get("errors") or not split.get("kept"):
+            return None
+        job.workdir.mkdir(parents=True, exist_ok=True)
+        for f in files:
+            shutil.copy(Path(control["folder"]) / f, job.workdir / f)
+        doc = {"files": files, "gpu_s": 0.0, "binary": job.params.get("binary"),
+               "from_control": True, "pid": timing.get("pid"),
+               "launches_of_binary": split.get("of_binary"),
+               "launches_kept": split.get("kept"),
+               "launches_apart": split.get("apart"),
+               "capture_copied": split.get("capture_copied", 0)}
+        (job.workdir / RESULT).write_text(json.dumps(doc, indent=1, default=str))
+        return collected(job.workdir, doc)
+
+    # -- replays --------------------------------------------------------------------------
+    def _job_doc(self, job: Job, cap: dict[str, Any]) -> dict[str, Any]:
+        doc: dict[str, Any] = {"action": _ACTION[job.action], "capture": cap["folder"],
+                               "module_file": cap["module_file"],
+                               "kernel": job.params["kernel"],
+                               "out": str(job.workdir.resolve()),
+                               "launches": int(job.params.get("launches", 20)),
+                               "warmup": 1, "tolerance": TOLERANCE}
+        if job.action == "proton_pcsampling":
+            doc["launches"] = int(job.params.get("launches", 20))
+        if job.transform is not None and job.parent_source is not None:
+            if job.overrides:
+                raise ReplayFailed(f"the variant changes launch options ({job.overrides}), "
+                                   "which a replay of the captured launch keeps")
+            var = job.workdir / "variant" / job.source.name
+            var.parent.mkdir(parents=True, exist_ok=True)
+            var.write_text(job.source.text)
+            doc["variant"] = str(var.resolve())
+        return doc
+
+    def _env(self) -> dict[str, str]:
+        root = str(Path(__file__).resolve().parents[3])  # the folder that holds argusdb/
+        parts = [os.environ.get("ARGUS_GPU_SITE", ""), root, os.environ.get("PYTHONPATH", "")]
+        return dict(os.environ, PYTHONUNBUFFERED="1",
+                    PYTHONPATH=os.pathsep.join(p for p in parts if p))
+
+    def _replay(self, job: Job, cap: dict[str, Any], control: dict[str, Any]) -> Collected:
+        job.workdir.mkdir(parents=True, exist_ok=True)
+        doc = self._job_doc(job, cap)
+        path = job.workdir / "replay_job.json"
+        path.write_text(json.dumps(doc, indent=1))
+        cmd = [sys.executable, "-m", "argusdb.observe.runner.replay"]
+        t0 = time.monotonic()
+        if job.action == "cupti_timing":
+            self._serve(doc, job.workdir / "replay.log")
+        elif job.action == "ncu_source":
+            return self._ncu(job, [*cmd, str(path)], t0)
+        else:
+            p = subprocess.run([*cmd, str(path)], capture_output=True, text=True,
+                               env=self._env())
+            (job.workdir / "replay.log").write_text(p.stdout + p.stderr)
+            if p.returncode != 0:
+                raise ReplayFailed(f"the replay worker failed ({job.action}): "
+                                   + " | ".join((p.stderr or p.stdout).strip().splitlines()[-3:]))
+        res = self._read(job)
+        res["process_wall_s"] = time.monotonic() - t0
+        if job.action == "proton_instr":
+            traces = [f for f in res["files"] if f.endswith(".chrome_trace")]
+            if not traces:
+                raise CommandFailed("replay worker", "Proton wrote no scope events for the "
+                                    "instrumented replay", f"see {job.workdir / 'replay.log'}")
+            vb = res.get("instrumented_binary")
+            every_warp(job.workdir / traces[0], {
+                "variant_check": {"variant_binary": vb},
+                "binaries": {vb: {"num_warps": control.get("num_warps")}}},
+                "replay of the captured launch")
+        return collected(job.workdir, res)
+
+    def _read(self, job: Job) -> dict[str, Any]:
+        path = job.workdir / RESULT
+        if not path.exists():
+            raise ReplayFailed(f"the replay worker wrote no result for {job.action}")
+        res: dict[str, Any] = json.loads(path.read_text())
+        return res
+
+    def _serve(self, doc: dict[str, Any], log: Path) -> None:
+        """One job in the resident replay worker (started at its first job)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "argusdb.observe.runner.replay", "serve"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True, env=self._env())
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps(doc) + "\n")
+        self._proc.stdin.flush()
+        lines: list[str] = []
+        for line in self._proc.stdout:
+            if line.startswith("ARGUS-RESULT "):
+                log.write_text("".join(lines))
+                answer = json.loads(line.removeprefix("ARGUS-RESULT "))
+                if not answer["ok"]:
+                    raise ReplayFailed(f"the replay worker failed: {answer.get('error')}")
+                return
+            lines.append(line)
+        log.write_text("".join(lines))
+        self._proc = None
+        raise ReplayFailed("the replay worker exited: " + " | ".join(lines[-3:]))
+
+    def _ncu(self, job: Job, target: list[str], t0: float) -> Collected:
+        """Nsight Compute over the replay worker: its first launch of the kernel (the parent,
+        on the restored inputs; the worker checks it is the measured binary)."""
+        ncu = ncu_path()
+        if ncu is None:
+            raise InputError("ncu", "Nsight Compute is not on this machine",
+                             "install Nsight Compute or put ncu on PATH")
+        kernel = job.params["kernel"]
+        rep = job.workdir / "ncu"
+        prefix = [ncu, "--clock-control", "none", "--kernel-name", f"regex:^{kernel}$",
+                  "--launch-skip", "0", "--launch-count", "1", "--import-source", "yes",
+                  "-f", "-o", str(rep)]
+        for s in job.params.get("sections") or []:
+            prefix += ["--section", s]
+        if job.params.get("metrics"):
+            prefix += ["--metrics", ",".join(job.params["metrics"])]
+        p = subprocess.run([*prefix, *target], capture_output=True, text=True, env=self._env())
+        log = p.stdout + p.stderr
+        (job.workdir / "replay.log").write_text(log)
+        if p.returncode != 0 or not Path(f"{rep}.ncu-rep").exists():
+            raise ReplayFailed("ncu over the replay worker failed: "
+                               + " | ".join(log.strip().splitlines()[-3:]))
+        res = self._read(job)
+        files = self.command.export_ncu(rep, job.workdir, job.params)
+        passes = [ln for ln in log.splitlines() if "==PROF== Profiling" in ln and " pass" in ln]
+        doc = {"files": files, "gpu_s": time.monotonic() - t0, "binary": res["binary"],
+               "replayed": True, "pass_lines": passes, "cmd": " ".join([*prefix, *target]),
+               "capture_launch": res.get("capture_launch")}
+        (job.workdir / RESULT).write_text(json.dumps(doc, indent=1, default=str))
+        return collected(job.workdir, doc)
+
+    def close(self) -> None:
+        """Stop the resident replay worker (the runner calls this when the plan is done)."""
+        if self._proc is not None:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+            self._proc = None
