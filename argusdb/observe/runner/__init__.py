@@ -57,7 +57,8 @@ from argusdb.store.embedded import Store
 __all__ = ["TaskResult", "VariantMismatch", "command_backend", "execute"]
 
 
-def command_backend(request: dict[str, Any]) -> Backend:
+def command_backend(request: dict[str, Any], tasks: list[dict[str, Any]] | None = None
+                    ) -> Backend:
     """Replay of recorded task folders from ``ARGUS_REPLAY``, else the command on this GPU."""
     import os
 
@@ -70,7 +71,7 @@ def command_backend(request: dict[str, Any]) -> Backend:
     if request.get("replay"):
         from argusdb.observe.runner.replayed import ReplayedCommandBackend
 
-        return ReplayedCommandBackend(backend)
+        return ReplayedCommandBackend(backend, tasks)
     return backend
 
 #: Largest relative error of a variant against its parent that still counts as "the same result".
@@ -411,7 +412,7 @@ def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path
     """
     command = plan["request"].get("command")
     if command:
-        backend = backend or command_backend(plan["request"])
+        backend = backend or command_backend(plan["request"], plan["tasks"])
         run: _Run = _CommandRun(plan, store, Path(source_path), Path(workdir), backend)
     else:
         backend = backend or default_backend()

@@ -311,13 +311,17 @@ class CommandBackend:
         pages: list[tuple[str, str, list[str]]] = [("raw", "raw.csv", [])]
         if "SourceCounters" in (params.get("sections") or []):
             pages.insert(0, ("source", "source.csv", ["--print-source", "cuda,sass"]))
-        for page, name, extra in pages:
-            q = subprocess.run([ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
-                               capture_output=True, text=True)
+        # the pages export concurrently: each `ncu -i` spends most of its second starting
+        procs = [(page, name, subprocess.Popen(
+            [ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            for page, name, extra in pages]
+        for page, name, q in procs:
+            out, err = q.communicate()
             if q.returncode != 0:
-                raise CommandFailed("ncu", f"export of the {page} page failed: {_tail(q.stderr)}",
+                raise CommandFailed("ncu", f"export of the {page} page failed: {_tail(err)}",
                                     "see the report in " + str(workdir))
-            (workdir / f"ncu.{name}").write_text(q.stdout)
+            (workdir / f"ncu.{name}").write_text(out)
             files.append(f"ncu.{name}")
         return files
 

@@ -4,8 +4,15 @@ The control run of a command plan captures the measured launch (:mod:`argusdb.ob
 capture`). Everything that needs the kernel but not the program then runs here, on replays of
 that launch, in a process that starts in seconds:
 
-    python -m argusdb.observe.runner.replay JOB.json     # one job (Nsight Compute profiles it)
+    python -m argusdb.observe.runner.replay JOB.json     # one job
     python -m argusdb.observe.runner.replay serve        # jobs from stdin, one process
+    python -m argusdb.observe.runner.replay wait JOB.json  # one job, once the file appears
+
+``serve`` and ``wait`` import torch, Triton (and, for timing, cupti-python) first and only then
+wait, so a runner can start them while the program runs and hand them their jobs once the
+capture is written: the seconds a Python process with torch takes to start are spent beside
+the program's run, not after it. ``wait`` is the form Nsight Compute runs (it profiles the
+worker's first launch of the kernel, after the job has come).
 
 A job (JSON) names the ``capture`` folder, the kernel's ``module_file`` and ``kernel``, an
 ``action`` and the task folder ``out``:
@@ -43,6 +50,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+#: The process's CUPTI activity session (started and stopped per timing job).
+_ACTIVITY: Any = None
 #: Bytes written between timed replays to push the inputs out of L2 (H200: 60 MB of L2).
 FLUSH_BYTES = 256 << 20
 
@@ -89,6 +98,7 @@ class Replayer:
         self.kernel = str(job["kernel"])
         self.parent = load_kernel(job["module_file"], self.kernel, "argus_replayed_parent")
         self.cuda = any(b.is_cuda for b in self.cap.buffers)
+        self.variant_kernel: Any = None
         self.flush = (torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
                       if self.cuda else None)
         if self.cuda:
@@ -133,6 +143,7 @@ class Replayer:
         vk = self.launch(variant)
         res = compare(self.cap.args, parent, before)
         res["variant_binary"] = binary_hash(vk)
+        self.variant_kernel = vk
         self.sync()
         return res
 
@@ -154,6 +165,13 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
     rep = cache.get(key)
     if rep is None:
         rep = cache[key] = Replayer(job)
+    pcs = None
+    if job["action"] == "pcsampling":
+        # open before the module's first launch loads it, or samples have no source lines
+        from argusdb.observe.launch.proton_hooks import PcSampling
+
+        pcs = PcSampling(out, rep.kernel, 0, int(job.get("launches", 20)))
+        pcs.open()
     binary = rep.parent_binary()
     job.setdefault("tag", out.name.replace(".", "_"))
     fn = rep.parent
@@ -168,6 +186,14 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
     action = job["action"]
     if action == "time":
         res["files"] = [_time(rep, fn, job, out)]
+        if job.get("variant") and rep.variant_kernel is not None:
+            # the variant's SASS: the probe's footprint is compared with the parent's
+            import os
+
+            from argusdb.observe.runner.gpu_tools import save_asm
+
+            info = save_asm(rep.variant_kernel, out, f"variant.{os.getpid()}")
+            res["files"] += [f for f in info.pop("files", []) if f.endswith(".sass")]
     elif action == "plain":
         rep.launch(fn)
         rep.sync()
@@ -178,12 +204,8 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
         instr.around(lambda: rep.launch(fn))
         res["files"] = instr.files
         res["instrumented_binary"] = (res.get("variant_check") or {}).get("variant_binary")
-    elif action == "pcsampling":
-        from argusdb.observe.launch.proton_hooks import PcSampling
-
+    elif action == "pcsampling" and pcs is not None:
         n = int(job.get("launches", 20))
-        pcs = PcSampling(out, rep.kernel, 0, n)
-        pcs.open()
         for i in range(n):
             pcs.sample(lambda: rep.launch(fn))
             pcs.took(i)
@@ -202,8 +224,9 @@ def _time(rep: Replayer, fn: Any, job: dict[str, Any], out: Path) -> str:
     from argusdb.collectors.cupti.activity import REPLAY_KIND
     from argusdb.observe.runner.gpu_tools import Activity, write_jsonl
 
+    global _ACTIVITY
     n = int(job.get("warmup", 1)) + int(job.get("launches", 20))
-    act = Activity()
+    act = _ACTIVITY = _ACTIVITY or Activity()  # CUPTI takes its callbacks once a process
     act.start()
     for _ in range(n):
         rep.launch(fn, flush=True)
@@ -222,9 +245,33 @@ def _time(rep: Replayer, fn: Any, job: dict[str, Any], out: Path) -> str:
     return name
 
 
-def serve() -> None:
+def preload(timing: bool) -> None:
+    """Import what every job needs (torch, Triton, argusdb's capture; cupti-python for timing)
+    before the first job comes; none of it touches the GPU."""
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+
+    from argusdb.observe.launch import capture  # noqa: F401
+
+    if timing:
+        from cupti import cupti  # noqa: F401
+
+
+def wait(job_file: Path, poll_s: float = 0.01) -> None:
+    """Run the one job of ``job_file`` once it exists (written whole: renamed into place)."""
+    preload(timing=False)
+    while not job_file.exists():
+        time.sleep(poll_s)
+    run_job(json.loads(job_file.read_text()), {})
+
+
+def serve(timing: bool = True) -> None:
     """Run jobs from stdin (one JSON object a line) in this one process; each answers with a
     line ``ARGUS-RESULT {"ok": ...}``."""
+    try:
+        preload(timing)
+    except ImportError:  # the job that needs it reports what is missing
+        pass
     cache: dict[str, Replayer] = {}
     for line in sys.stdin:
         try:
@@ -237,11 +284,15 @@ def serve() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if args == ["serve"]:
-        serve()
+    if args[:1] == ["serve"]:
+        serve(timing="--no-timing" not in args)
+        return
+    if len(args) == 2 and args[0] == "wait":
+        wait(Path(args[1]))
         return
     if len(args) != 1:
-        sys.exit("usage: python -m argusdb.observe.runner.replay JOB.json | serve")
+        sys.exit("usage: python -m argusdb.observe.runner.replay JOB.json | serve "
+                 "[--no-timing] | wait JOB.json")
     run_job(json.loads(Path(args[0]).read_text()), {})
 
 

@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +46,8 @@ TOLERANCE = 1e-5
 #: Replay worker action of each plan action.
 _ACTION = {"cupti_timing": "time", "ncu_source": "plain", "proton_instr": "proton",
            "proton_pcsampling": "pcsampling"}
+#: The replay worker's command.
+_WORKER = [sys.executable, "-m", "argusdb.observe.runner.replay"]
 
 
 class ReplayFailed(Exception):
@@ -56,9 +59,56 @@ class ReplayedCommandBackend:
 
     name = "command"
 
-    def __init__(self, command: CommandBackend) -> None:
+    def __init__(self, command: CommandBackend,
+                 tasks: list[dict[str, Any]] | None = None) -> None:
         self.command = command
         self._proc: subprocess.Popen[str] | None = None
+        self._others: dict[str, subprocess.Popen[str]] = {}
+        self._ncu_standby: tuple[subprocess.Popen[str], Path, list[str]] | None = None
+        self._standby = Path(tempfile.mkdtemp(prefix="argus-replay-"))
+        if tasks:
+            self.start(tasks)
+
+    def start(self, tasks: list[dict[str, Any]]) -> None:
+        """Start the workers the plan's replayed tasks need, before the control run: each
+        imports torch and Triton beside the program's run, then waits for its job."""
+        replayed = {t["action"]: t for t in tasks if t.get("params", {}).get("replay")}
+        actions = set(replayed)
+        kernel = next((t["params"].get("kernel") for t in tasks
+                       if t["action"] == "find_launch"), None)
+        if "cupti_timing" in actions:
+            self._proc = self._popen([*_WORKER, "serve"])
+        for action in ("proton_instr", "proton_pcsampling"):
+            if action in actions:
+                self._others[action] = self._popen([*_WORKER, "serve", "--no-timing"])
+        if "ncu_source" in actions and ncu_path() is not None and kernel:
+            job_file = self._standby / "ncu_job.json"
+            params = {**replayed["ncu_source"]["params"], "kernel": kernel}
+            self._ncu_standby = (subprocess.Popen(
+                [*self._ncu_prefix(params), *_WORKER, "wait", str(job_file)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=self._env()),
+                job_file, self._ncu_prefix(params))
+
+    def _popen(self, cmd: list[str]) -> subprocess.Popen[str]:
+        return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=self._env())
+
+    def _ncu_prefix(self, params: dict[str, Any] | None = None) -> list[str]:
+        """ncu's arguments: the worker's first launch of the kernel, with the task's sections
+        and metrics, into the standby folder's report."""
+        return [ncu_path() or "ncu", "--clock-control", "none", "--launch-skip", "0",
+                "--launch-count", "1", "--import-source", "yes", "-f", "-o",
+                str(self._standby / "ncu"), *self._ncu_sections(params or {})]
+
+    @staticmethod
+    def _ncu_sections(params: dict[str, Any]) -> list[str]:
+        out = ["--kernel-name", f"regex:^{params['kernel']}$"] if params.get("kernel") else []
+        for s in params.get("sections") or []:
+            out += ["--section", s]
+        if params.get("metrics"):
+            out += ["--metrics", ",".join(params["metrics"])]
+        return out
 
     # -- dispatch -------------------------------------------------------------------------
     def run(self, job: Job) -> Collected:
@@ -153,12 +203,15 @@ class ReplayedCommandBackend:
         doc = self._job_doc(job, cap)
         path = job.workdir / "replay_job.json"
         path.write_text(json.dumps(doc, indent=1))
-        cmd = [sys.executable, "-m", "argusdb.observe.runner.replay"]
+        cmd = list(_WORKER)
         t0 = time.monotonic()
         if job.action == "cupti_timing":
-            self._serve(doc, job.workdir / "replay.log")
+            self._proc = self._serve(self._proc, doc, job.workdir / "replay.log", timing=True)
         elif job.action == "ncu_source":
             return self._ncu(job, [*cmd, str(path)], t0)
+        elif job.action in self._others:
+            self._others[job.action] = self._serve(self._others.pop(job.action), doc,
+                                                   job.workdir / "replay.log", timing=False)
         else:
             p = subprocess.run([*cmd, str(path)], capture_output=True, text=True,
                                env=self._env())
@@ -187,27 +240,26 @@ class ReplayedCommandBackend:
         res: dict[str, Any] = json.loads(path.read_text())
         return res
 
-    def _serve(self, doc: dict[str, Any], log: Path) -> None:
-        """One job in the resident replay worker (started at its first job)."""
-        if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "argusdb.observe.runner.replay", "serve"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True, env=self._env())
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        self._proc.stdin.write(json.dumps(doc) + "\n")
-        self._proc.stdin.flush()
+    def _serve(self, proc: subprocess.Popen[str] | None, doc: dict[str, Any], log: Path,
+               timing: bool) -> subprocess.Popen[str]:
+        """One job in a serving replay worker (started now when none is waiting); returns the
+        worker to keep. A worker that failed the job is stopped."""
+        if proc is None or proc.poll() is not None:
+            proc = self._popen([*_WORKER, "serve", *([] if timing else ["--no-timing"])])
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(doc) + "\n")
+        proc.stdin.flush()
         lines: list[str] = []
-        for line in self._proc.stdout:
+        for line in proc.stdout:
             if line.startswith("ARGUS-RESULT "):
                 log.write_text("".join(lines))
                 answer = json.loads(line.removeprefix("ARGUS-RESULT "))
                 if not answer["ok"]:
+                    proc.kill()
                     raise ReplayFailed(f"the replay worker failed: {answer.get('error')}")
-                return
+                return proc
             lines.append(line)
         log.write_text("".join(lines))
-        self._proc = None
         raise ReplayFailed("the replay worker exited: " + " | ".join(lines[-3:]))
 
     def _ncu(self, job: Job, target: list[str], t0: float) -> Collected:
@@ -217,19 +269,25 @@ class ReplayedCommandBackend:
         if ncu is None:
             raise InputError("ncu", "Nsight Compute is not on this machine",
                              "install Nsight Compute or put ncu on PATH")
-        kernel = job.params["kernel"]
-        rep = job.workdir / "ncu"
-        prefix = [ncu, "--clock-control", "none", "--kernel-name", f"regex:^{kernel}$",
-                  "--launch-skip", "0", "--launch-count", "1", "--import-source", "yes",
-                  "-f", "-o", str(rep)]
-        for s in job.params.get("sections") or []:
-            prefix += ["--section", s]
-        if job.params.get("metrics"):
-            prefix += ["--metrics", ",".join(job.params["metrics"])]
-        p = subprocess.run([*prefix, *target], capture_output=True, text=True, env=self._env())
-        log = p.stdout + p.stderr
+        rep = self._standby / "ncu"
+        standby, self._ncu_standby = self._ncu_standby, None
+        if standby is not None:
+            # started under ncu before the control run, waiting for this job
+            proc, job_file, prefix = standby
+            tmp = job_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self._job_doc(job, (job.params.get("control") or {})
+                                                    ["capture"])))
+            tmp.rename(job_file)
+            out, _ = proc.communicate()
+            rc = proc.returncode
+        else:
+            prefix = self._ncu_prefix(job.params)
+            p = subprocess.run([*prefix, *target], capture_output=True, text=True,
+                               env=self._env())
+            out, rc = p.stdout + p.stderr, p.returncode
+        log = out or ""
         (job.workdir / "replay.log").write_text(log)
-        if p.returncode != 0 or not Path(f"{rep}.ncu-rep").exists():
+        if rc != 0 or not Path(f"{rep}.ncu-rep").exists():
             raise ReplayFailed("ncu over the replay worker failed: "
                                + " | ".join(log.strip().splitlines()[-3:]))
         res = self._read(job)
@@ -242,12 +300,17 @@ class ReplayedCommandBackend:
         return collected(job.workdir, doc)
 
     def close(self) -> None:
-        """Stop the resident replay worker (the runner calls this when the plan is done)."""
-        if self._proc is not None:
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()
+        """Stop the replay workers (the runner calls this when the plan is done)."""
+        procs = [p for p in (self._proc, *self._others.values()) if p is not None]
+        if self._ncu_standby is not None:  # never given its job (a failure, a fall-back)
+            self._ncu_standby[0].kill()
+            procs.append(self._ncu_standby[0])
+        for proc in procs:
+            if proc.stdin is not None:
+                proc.stdin.close()
             try:
-                self._proc.wait(timeout=30)
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
-            self._proc = None
+                proc.kill()
+        self._proc, self._others, self._ncu_standby = None, {}, None
+        shutil.rmtree(self._standby, ignore_errors=True)
