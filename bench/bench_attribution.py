@@ -31,14 +31,14 @@ sys.path.insert(0, str(ROOT))
 from argusdb import demo  # noqa: E402
 from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.store import materialize  # noqa: E402
+from argusdb.store import materialize, open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
 
 
 def build(store: Store, runs: int) -> int:
     """Ingest the demo recordings, replicate the source-page runs; returns source rows."""
     for k in demo.KERNELS:
-        program = ProgramSource.from_path(demo.DATA / "kernels" / f"{k}.py")
+        program = ProgramSource.from_path(demo.KERNELS_DIR / f"{k}.py")
         for suffix in ("ttgir", "sass", "source.csv"):
             ingest_path(store, demo.DATA / k / f"{k}.{suffix}", program, dict(demo.OPTIONS))
     originals = [r[0] for r in store.sql("SELECT run_id FROM run WHERE kind = "
@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads (0: DuckDB default)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        st = Store.open(Path(tmp) / "bench.duckdb", create=True)
+        st = open_store(Path(tmp) / "bench.duckdb", create=True)
         if args.threads:
             st.sql(f"SET threads = {int(args.threads)}")
         t0 = time.perf_counter()

@@ -24,16 +24,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from argusdb import checker, demo
+from argusdb import demo
+from argusdb.api import checked
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 
 
 def build(path: Path, rows: int, runs: int = 0) -> dict[str, str]:
-    with Store.open(path, create=True) as st:
-        sm = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
-        mm = ProgramSource.from_path(demo.DATA / "kernels" / "matmul.py")
+    with open_store(path, create=True) as st:
+        sm = ProgramSource.from_path(demo.KERNELS_DIR / "softmax.py")
+        mm = ProgramSource.from_path(demo.KERNELS_DIR / "matmul.py")
         r1 = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
                          dict(demo.OPTIONS))
         v1 = r1.program_version
@@ -116,24 +117,24 @@ def main() -> int:
         t0 = time.perf_counter()
         ids = build(path, args.rows, args.runs)
         build_s = time.perf_counter() - t0
-        with Store.open(path) as st:  # what 'argus ingest' does after ingesting
+        with open_store(path) as st:  # what 'argus ingest' does after ingesting
             t0 = time.perf_counter()
-            checker.refresh_metadata(st)
+            checked.refresh_metadata(st)
             refresh_s = time.perf_counter() - t0
             # one more run arrives: only its rows are summarised again
-            sm = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
+            sm = ProgramSource.from_path(demo.KERNELS_DIR / "softmax.py")
             new = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
                               {**demo.OPTIONS, "num_warps": "16"})
             t0 = time.perf_counter()
-            how = checker.refresh_metadata(st, [new.run_id])
+            how = checked.refresh_metadata(st, [new.run_id])
             ids["V3"] = new.program_version
             incr_s = time.perf_counter() - t0
             assert how == "incremental", how
-        with Store.open(path, read_only=True) as st:
+        with open_store(path, read_only=True) as st:
             (n,) = st.sql("SELECT count(*) FROM evidence").fetchone() or (0,)
             (n_runs,) = st.sql("SELECT count(*) FROM run").fetchone() or (0,)
             t0 = time.perf_counter()
-            assert checker.check(QUERIES["median of one region"], st) == []
+            assert checked.check(QUERIES["median of one region"], st) == []
             first_ms = (time.perf_counter() - t0) * 1000
             print(f"store: {n:,} evidence rows, {n_runs} runs (built in {build_s:.0f} s); "
                   f"metadata summary "
@@ -145,14 +146,14 @@ def main() -> int:
             worst_ms, worst_pct = 0.0, 0.0
             for name, q in QUERIES.items():
                 sql = q.format(**ids)
-                found = checker.check(sql, st)
+                found = checked.check(sql, st)
                 assert found == [], (name, [str(f) for f in found])
                 for _ in range(args.warmup):  # let the engine's threads settle after setup
-                    checker.check(sql, st)
-                c = median_ms(lambda s=sql: checker.check(s, st), args.repeat)
-                cpu = median_ms(lambda s=sql: checker.check(s, st), args.repeat,
+                    checked.check(sql, st)
+                c = median_ms(lambda s=sql: checked.check(s, st), args.repeat)
+                cpu = median_ms(lambda s=sql: checked.check(s, st), args.repeat,
                                 time.process_time)
-                e = median_ms(lambda s=sql: checker.execute(s, st), args.repeat_e2e)
+                e = median_ms(lambda s=sql: checked.execute(s, st), args.repeat_e2e)
                 pct = 100 * c / e
                 worst_ms, worst_pct = max(worst_ms, c), max(worst_pct, pct)
                 print(f"{name:42} {c:9.2f} {cpu:9.2f} {e:14.1f} {pct:7.2f}%")

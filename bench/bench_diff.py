@@ -52,19 +52,19 @@ import numpy as np  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 import argusdb  # noqa: E402
-from argusdb import checker  # noqa: E402
 from argusdb.answers import stats  # noqa: E402
 from argusdb.answers.diff import diff  # noqa: E402
 from argusdb.answers.report import report  # noqa: E402
 from argusdb.answers.trajectory import trajectory  # noqa: E402
+from argusdb.api import checked  # noqa: E402
 from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.store import materialize  # noqa: E402
+from argusdb.store import materialize, open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
 from bench.diff_peer import PEER  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu"
-MATMUL = ROOT / "tools" / "h200" / "kernels" / "matmul.py"
+MATMUL = ROOT / "argusdb" / "demo" / "kernels" / "matmul.py"
 REGION = "matmul/matmul_kernel"
 CONFIGS = ("bk64_s3", "bk32_s1", "bn256_s3")
 #: Source-page replicas per transaction while building.
@@ -90,7 +90,7 @@ def replicate(store: Store, run_id: str, copies: int, tag: str) -> None:
 def build(path: Path, pages: int, timing: int) -> int:
     """Write the big store; returns its evidence rows (observed + attributed)."""
     program = ProgramSource.from_path(MATMUL)
-    st = Store.open(path, create=True)
+    st = open_store(path, create=True)
     try:
         for c in CONFIGS:
             ingest_path(st, GPU / f"matmul.{c}.run1.cupti.jsonl", program,
@@ -109,7 +109,7 @@ def build(path: Path, pages: int, timing: int) -> int:
                 replicate(st, runs["matmul.bk64_s3.source.csv"], min(CHUNK, pages - start),
                           f"p{start:05d}_")
                 materialize.refresh(st)
-        checker.refresh_metadata(st)  # as 'argus ingest' does after writing
+        checked.refresh_metadata(st)  # as 'argus ingest' does after writing
         row = st.sql("SELECT (SELECT count(*) FROM observed_evidence) + "
                      "(SELECT sum(n_source_rows) FROM region_attribution)").fetchone()
     finally:

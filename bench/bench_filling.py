@@ -45,12 +45,13 @@ sys.path.insert(0, str(ROOT))
 
 from click.testing import CliRunner  # noqa: E402
 
-from argusdb import checker, demo  # noqa: E402
+from argusdb import demo  # noqa: E402
+from argusdb.api import checked  # noqa: E402
 from argusdb.cli import main as argus  # noqa: E402
 from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
-from argusdb.observe.variants import VariantOf, record_check  # noqa: E402
-from argusdb.store import materialize  # noqa: E402
+from argusdb.ingest.variants import VariantOf, record_check  # noqa: E402
+from argusdb.store import materialize, open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
 
 
@@ -70,13 +71,13 @@ class Kernel:
 LN = ROOT / "tests" / "data" / "attribution"
 GPU = ROOT / "tests" / "data" / "gpu"
 KERNELS = {
-    "softmax": Kernel(demo.DATA / "kernels" / "softmax.py",
+    "softmax": Kernel(demo.KERNELS_DIR / "softmax.py",
                       [demo.DATA / "softmax" / f"softmax.{s}" for s in ("ttgir", "sass")],
                       demo.DATA / "softmax" / "softmax.source.csv", demo.OPTIONS),
     "layernorm": Kernel(LN / "kernels" / "layernorm.py",
                         [LN / "layernorm.ttgir", LN / "layernorm.sass"],
                         LN / "layernorm.source.csv", demo.OPTIONS),
-    "softmax-fw": Kernel(ROOT / "tools" / "h200" / "kernels" / "softmax.py",
+    "softmax-fw": Kernel(ROOT / "argusdb" / "demo" / "kernels" / "softmax.py",
                          [GPU / "softmax.default.sass"], GPU / "softmax.default.source.csv",
                          {"config": "default", "target": "sm_90"}, "softmax.default.fw_load"),
 }
@@ -110,7 +111,7 @@ def build(path: Path, kernel: str, runs: int) -> Store:
     runs (none when ``runs`` is 0)."""
     k = KERNELS[kernel]
     program = ProgramSource.from_path(k.program)
-    st = Store.open(path, create=True)
+    st = open_store(path, create=True)
     for p in [*k.listings, *([k.page] if runs else [])]:
         ingest_path(st, p, program, dict(k.options))
     if k.probe:
@@ -119,7 +120,7 @@ def build(path: Path, kernel: str, runs: int) -> Store:
         row = st.sql("SELECT run_id FROM run WHERE artefact_name = ?", [k.page.name]).fetchone()
         assert row is not None
         replicate(st, str(row[0]), runs - 1)
-    checker.refresh_metadata(st)  # as 'argus ingest' leaves a store
+    checked.refresh_metadata(st)  # as 'argus ingest' leaves a store
     return st
 
 
@@ -157,7 +158,7 @@ def one_more(st: Store, kernel: str, tmp: Path, i: int) -> tuple[float, float]:
     t, c = time.perf_counter(), time.process_time()
     r = ingest_path(st, copy, program, dict(k.options))
     t1 = time.perf_counter()
-    state = checker.refresh_metadata(st)
+    state = checked.refresh_metadata(st)
     t2, c2 = time.perf_counter(), time.process_time()
     assert not r.already and state in ("incremental", "fresh"), state
     CPU.append(c2 - c)
@@ -252,7 +253,7 @@ def sequential(kernel: str, n: int) -> None:
                 print(f"  ingests {i - 98:>4}-{i + 1:<4}: median {w * 1e3:6.0f} ms wall, "
                       f"{c * 1e3:5.0f} ms CPU; load {os.getloadavg()[0]:.1f}", flush=True)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        with Store.open(path, read_only=True) as st:
+        with open_store(path, read_only=True) as st:
             row = st.sql("SELECT count(*), (SELECT count(*) FROM observed_evidence), "
                          "(SELECT count(*) FROM derived_evidence) FROM run").fetchone()
         size = sum(f.stat().st_size for f in tmp.glob("seq.duckdb*"))

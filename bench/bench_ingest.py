@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from argusdb.collectors import detect  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
+from argusdb.store import open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
 
 SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
@@ -62,7 +63,7 @@ def fresh_store(tmp: Path, name: str) -> Store:
     p = tmp / f"{name}.duckdb"
     for f in (p, p.with_suffix(".duckdb.wal")):
         f.unlink(missing_ok=True)
-    return Store.open(p, create=True)
+    return open_store(p, create=True)
 
 
 def timed(fn: Callable[[], int]) -> tuple[float, int]:

@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from argusdb.collectors import detect  # noqa: E402
 from argusdb.ingest import ingest_paths, prepare  # noqa: E402
 from argusdb.ingest.pool import WORKERS_ENV  # noqa: E402
+from argusdb.store import open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
 
 SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
@@ -136,7 +137,7 @@ def arrow_rows(files: list[Path]) -> pa.Table:
 def fresh(tmp: Path, name: str, threads: int | None = None) -> Store:
     for f in tmp.glob(f"{name}.duckdb*"):
         f.unlink()
-    st = Store.open(tmp / f"{name}.duckdb", create=True)
+    st = open_store(tmp / f"{name}.duckdb", create=True)
     if threads is not None:
         st.sql(f"SET threads = {threads}")
     return st

@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from argusdb import checker
+from argusdb.api import checked
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest.ranks import ingest_launch
-from argusdb.store import materialize
+from argusdb.store import materialize, open_store
 from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ PEER = ("SELECT e.rank, median(value) FROM evidence e JOIN run r USING (run_id) 
 
 def build(path: Path) -> None:
     src = ProgramSource.from_path(ROOT / "tools" / "h200" / "xlayer" / "tp_block.py")
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         for version, modes in LAUNCHES:
             for mode in modes:
                 ingest_launch(st, XL / f"xl-{version}-{mode}-1", src,
@@ -60,15 +60,15 @@ def build(path: Path) -> None:
 def timed(sql: str, st: Store, repeat: int) -> tuple[float, float, float]:
     """Median wall ms of the check and of check + run, and median CPU ms of the check (this
     process's CPU time: less sensitive than wall time to other jobs on the machine)."""
-    assert checker.check(sql, st) == [], sql
+    assert checked.check(sql, st) == [], sql
     ck, cpu, ex = [], [], []
     for _ in range(repeat):
         t, c = time.perf_counter(), time.process_time()
-        checker.check(sql, st)
+        checked.check(sql, st)
         ck.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         t = time.perf_counter()
-        checker.execute(sql, st)
+        checked.execute(sql, st)
         ex.append(time.perf_counter() - t)
     return (statistics.median(ck) * 1e3, statistics.median(ex) * 1e3,
             statistics.median(cpu) * 1e3)
@@ -83,10 +83,10 @@ def main() -> None:
     if not path.exists():
         build(path)
     print(f"load average {os.getloadavg()[0]:.1f}")
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         n = st.rows("SELECT count(*) AS n FROM interval_event")[0]["n"]
         t = time.perf_counter()
-        checker.check(next(iter(QUESTIONS.values())), st)
+        checked.check(next(iter(QUESTIONS.values())), st)
         first = (time.perf_counter() - t) * 1e3
         peer_ck, peer_ex, peer_cpu = timed(PEER, st, a.repeat)
         print(f"{n} intervals; a connection's first check {first:.0f} ms")

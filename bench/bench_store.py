@@ -22,13 +22,13 @@ from pathlib import Path
 
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import KERNELS
 from tests.store.worker import recording
 
 
 def _ingest(store: str, paths: list[Path], program: ProgramSource) -> float:
-    with Store.open(store, create=True) as st:
+    with open_store(store, create=True) as st:
         t0 = time.perf_counter()
         for p in paths:
             ingest_path(st, p, program)

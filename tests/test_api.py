@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from argusdb import checker, demo
-from argusdb.api import RUN_COLUMNS, SNAPSHOT_COLUMNS, connect
+from argusdb import demo
+from argusdb.api import RUN_COLUMNS, SNAPSHOT_COLUMNS, checked, connect
 from argusdb.cli import main
 from argusdb.errors import UsageError
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import DEMO, KERNELS
 
 SOFTMAX = KERNELS / "softmax.py"
@@ -47,8 +47,8 @@ def test_cli_ingest_and_connection_ingest_are_one_path(tmp_path: Path) -> None:
         for p in ARTEFACTS:
             db.ingest(p, SOFTMAX, {"target": "sm_90"})
     for path in (cli_store, api_store):
-        with Store.open(path) as st:
-            assert checker.refresh_metadata(st) == "fresh", path
+        with open_store(path) as st:
+            assert checked.refresh_metadata(st) == "fresh", path
             assert st.sql("SELECT count(*) FROM region_attribution").fetchone() != (0,)
 
 

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from argusdb.cli import main
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path, ingest_paths
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.conftest import DATA, ROOT
 
@@ -104,14 +105,14 @@ def test_artefacts_of_one_compile_share_the_target_any_of_them_states(tmp_path: 
     """The source CSV states no target, the SASS and TTGIR state sm_90: one version, and the
     call sites meet the counters (nothing unattributed)."""
     prog = ProgramSource.from_path(LN_PROGRAM)
-    with Store.open(tmp_path / "one.duckdb", create=True) as st:
+    with open_store(tmp_path / "one.duckdb", create=True) as st:
         rs = ingest_paths(st, [LN / "layernorm.source.csv", LN / "layernorm.sass",
                                LN / "layernorm.ttgir"], prog)
         assert len({r.program_version for r in rs}) == 1
         assert st.rows("SELECT target FROM program_version") == [{"target": "sm_90"}]
         assert _unattributed(st) == 0.0
     # Without the TTGIR's call sites, library code has no region (what a split looked like).
-    with Store.open(tmp_path / "csv.duckdb", create=True) as st:
+    with open_store(tmp_path / "csv.duckdb", create=True) as st:
         ingest_paths(st, [LN / "layernorm.source.csv"], prog)
         assert _unattributed(st) == pytest.approx(4259840 / 9961472)
 
@@ -194,7 +195,7 @@ def test_the_instruction_fingerprint_tells_compiles_apart_and_agrees_across_tool
     db = str(tmp_path / "v.duckdb")
     r = CliRunner().invoke(main, ["ingest", db, str(gpu / "softmax.default.source.csv"),
                                   str(gpu / "softmax.default.fw_load.sass"), "--program",
-                                  str(ROOT / "tools" / "h200" / "kernels" / "softmax.py")])
+                                  str(ROOT / "argusdb" / "demo" / "kernels" / "softmax.py")])
     assert r.exit_code == 2 and "different machine code for softmax_fwd" in r.output
     assert "softmax.default.fw_load.sass" in r.output
     assert not Path(db).exists()  # checked before the store is opened

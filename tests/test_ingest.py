@@ -13,6 +13,7 @@ import pytest
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS, ROOT
 
@@ -62,7 +63,7 @@ def test_program_without_the_kernel_is_refused(store: Store) -> None:
 def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
     """A process killed inside the ingest transaction leaves the store without that run."""
     db = tmp_path / "k.duckdb"
-    Store.open(db, create=True).close()
+    open_store(db, create=True).close()
     big = tmp_path / "big.cupti.jsonl"
     lines = JSONL.read_text().splitlines()
     kern = [json.loads(ln) for ln in lines if "CONCURRENT_KERNEL" in ln]
@@ -74,7 +75,8 @@ def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
                                      "end": rec["end"] + shift}) + "\n")
     script = (
         "import sys, argusdb.collectors.cupti.activity as a\n"
-        "from argusdb.store.embedded import Store\nfrom argusdb.ingest import ingest_path\n"
+        "from argusdb.store import open_store\nfrom argusdb.store.embedded import Store\n"
+        "from argusdb.ingest import ingest_path\n"
         "a._BATCH = 1000\n"
         "import argusdb.ingest as ing; ing.APPEND_ROWS = 1000  # append as the rows come\n"
         "orig = Store.append_batch\n"
@@ -82,7 +84,7 @@ def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
         "    n = orig(self, *args, **kw); print('batch', flush=True)\n"
         "    import time; time.sleep(0.05); return n\n"
         "Store.append_batch = slow\n"
-        f"ingest_path(Store.open({str(db)!r}), {str(big)!r})\n")
+        f"ingest_path(open_store({str(db)!r}), {str(big)!r})\n")
     proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE,
                             text=True)
     assert proc.stdout is not None
@@ -91,7 +93,7 @@ def test_killed_ingest_leaves_no_partial_run(tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     time.sleep(0.1)
-    with Store.open(db, read_only=True) as st:
+    with open_store(db, read_only=True) as st:
         assert st.sql("SELECT count(*) FROM run").fetchone() == (0,)
         assert st.sql("SELECT count(*) FROM observed_evidence").fetchone() == (0,)
         assert st.sql("SELECT count(*) FROM kernel_launch").fetchone() == (0,)

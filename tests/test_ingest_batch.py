@@ -13,6 +13,7 @@ from argusdb.cli import main
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import expand_paths, ingest_path, ingest_paths
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
@@ -33,7 +34,7 @@ def test_a_directory_ingests_every_recognized_artefact(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     runs = json.loads(r.stdout)["runs"]
     assert len(runs) == len(files) and not any(x["already_ingested"] for x in runs)
-    with Store.open(store) as st:
+    with open_store(store) as st:
         # (a trace's kernels that are not the program's become a timeline run of their own)
         n = st.sql("SELECT count(DISTINCT artefact_name) FROM run").fetchone()
         bad = st.sql("SELECT count(*) FILTER (WHERE NOT ok) FROM attribution_conservation"
@@ -48,7 +49,7 @@ def test_a_batch_matches_one_ingest_per_file(store: Store, tmp_path: Path) -> No
     q = ("SELECT region_id, signal, sum(value) AS v FROM evidence WHERE evidence_class = "
          "'attributed' GROUP BY ALL ORDER BY ALL")
     batched = store.rows(q)
-    other = Store.open(tmp_path / "one.duckdb", create=True)
+    other = open_store(tmp_path / "one.duckdb", create=True)
     try:
         for f in files:
             ingest_path(other, f, program, {"target": "sm_90"})

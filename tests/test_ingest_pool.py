@@ -15,6 +15,7 @@ from argusdb.errors import InputError
 from argusdb.ingest import ingest_paths, prepare
 from argusdb.ingest import pool as ingest_pool
 from argusdb.ingest.pool import WORKERS_ENV, read_artefacts, workers_for
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from bench.bench_ingest_many import make_inputs
 from tests.conftest import DEMO
@@ -67,7 +68,7 @@ def test_workers_store_the_rows_a_serial_read_stores(tmp_path: Path,
         # (parsed ahead on two idle cores, the rows are appended on one DuckDB thread)
         assert (prepared.workers, prepared.parsed_ahead, prepared.append_threads) == \
             ((0, False, 1) if workers == "0" else (2, True, 1))
-        with Store.open(tmp_path / f"w{workers}.duckdb", create=True) as st:
+        with open_store(tmp_path / f"w{workers}.duckdb", create=True) as st:
             results = ingest_paths(st, files, prepared=prepared)
             assert [r.path for r in results] == [str(f) for f in files]
             got[workers] = _contents(st)
@@ -93,7 +94,7 @@ def test_a_bad_file_in_a_parallel_batch_is_refused_by_name(
     files = _pages(tmp_path, 10)
     files.insert(6, _bad(tmp_path / "broken.source.csv"))
     store = tmp_path / "s.duckdb"
-    with Store.open(store, create=True) as st:
+    with open_store(store, create=True) as st:
         ingest_paths(st, [SOFTMAX / "softmax.sass"])
     before = hashlib.sha256(store.read_bytes()).hexdigest()
     monkeypatch.setenv(WORKERS_ENV, "2")
@@ -101,9 +102,9 @@ def test_a_bad_file_in_a_parallel_batch_is_refused_by_name(
     assert r.exit_code == 2, r.output
     assert "broken.source.csv" in r.output and "'lots' is not a number" in r.output
     assert hashlib.sha256(store.read_bytes()).hexdigest() == before
-    with Store.open(store) as st, pytest.raises(InputError, match=r"broken\.source\.csv"):
+    with open_store(store) as st, pytest.raises(InputError, match=r"broken\.source\.csv"):
         ingest_paths(st, files)
-    with Store.open(store) as st:
+    with open_store(store) as st:
         assert st.sql("SELECT count(*) FROM run").fetchone() == (1,)
 
 
@@ -171,7 +172,7 @@ def test_argus_ingest_locks_duckdb_at_the_threads_its_reading_chose(
         r = CliRunner().invoke(main, ["ingest", store, *map(str, files), "--json"])
         assert r.exit_code == 0, r.output
         assert seen[-1] == threads
-    with Store.open(store) as st:
+    with open_store(store) as st:
         assert st.sql("SELECT count(*) FROM run").fetchone() == (len(files),)
 
 

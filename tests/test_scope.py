@@ -13,7 +13,7 @@ from argusdb.collectors.base import (
     evidence_batch,
 )
 from argusdb.schema import catalog
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 
 
 def _scope_cols(names: list[str]) -> list[str]:
@@ -25,7 +25,7 @@ def test_tables_and_views_carry_the_scope_in_order(tmp_path: Path) -> None:
     assert _scope_cols(list(objs["observed_evidence"].columns)) == list(SCOPE_COLUMNS)
     assert _scope_cols(list(objs["evidence"].columns)) == list(SCOPE_COLUMNS)
     assert _scope_cols(EVIDENCE_SCHEMA.names) == list(SCOPE_COLUMNS)
-    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+    with open_store(tmp_path / "s.duckdb", create=True) as st:
         cols = [r["column_name"] for r in st.rows(
             "SELECT column_name FROM duckdb_columns() WHERE table_name = 'evidence' "
             "ORDER BY column_index")]

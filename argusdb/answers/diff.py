@@ -26,12 +26,14 @@ Example:
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from argusdb.answers import stats
+from argusdb.answers import notebook, stats
 from argusdb.answers.compat import match_cohorts
+from argusdb.answers.direction import step_class
 from argusdb.answers.select import (
     Cohort,
     CohortKey,
@@ -113,9 +115,7 @@ class DiffResult:
 
     def _repr_html_(self) -> str:
         """The answer as an HTML table (Jupyter shows it)."""
-        from argusdb.answers.notebook import diff_html
-
-        return diff_html(self)
+        return _diff_html(self)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": True, "region_id": self.region_id,
@@ -290,3 +290,15 @@ def _judge_sufficiency(row: DiffRow, coverage: Coverage, region: str, signal: st
     if gaps:
         row.verdict = f"insufficient: {'; '.join(why)} (statistically: {row.verdict})"
         row.sufficiency, row.significant, row.gaps = "insufficient", False, gaps
+
+
+def _diff_html(d: DiffResult) -> str:
+    """A diff's rows, the verdict coloured by the signal's direction."""
+    rows = [[r.signal, r.unit, r.from_median, r.to_median, r.ratio, r.ci_low, r.ci_high,
+             r.p_value, r.verdict] for r in d.rows]
+    colours = [notebook.COLOURS.get(step_class(r.signal, r.unit, r.ratio, r.significant),
+                                    "") for r in d.rows]
+    head = (f"<p><b>{html.escape(d.region_id)}</b>: {html.escape(d.from_ref.label)} → "
+            f"{html.escape(d.to_ref.label)}</p>")
+    return head + notebook.table(["signal", "unit", "from median", "to median", "ratio",
+                                  "CI low", "CI high", "p", "verdict"], rows, colours)

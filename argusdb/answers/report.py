@@ -28,11 +28,12 @@ Example:
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from argusdb.answers import stats
+from argusdb.answers import notebook, stats
 from argusdb.answers.select import (
     VersionRef,
     cohorts,
@@ -50,7 +51,7 @@ from argusdb.answers.sufficiency import (
     missing,
     observe_request,
 )
-from argusdb.observe.variants import footprint_note
+from argusdb.ingest.variants import footprint_note
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -112,9 +113,7 @@ class Report:
 
     def _repr_html_(self) -> str:
         """The answer as an HTML table (Jupyter shows it)."""
-        from argusdb.answers.notebook import report_html
-
-        return report_html(self)
+        return _report_html(self)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": True, "region_id": self.region_id,
@@ -230,3 +229,15 @@ def _source_name(db: Connection, version: str) -> str | None:
     rows = db.query(f"SELECT source_name FROM program_version WHERE program_version = "
                     f"{lit(version)}").to_pylist()
     return str(rows[0]["source_name"]) if rows and rows[0]["source_name"] else None
+
+
+def _report_html(rep: Report) -> str:
+    """A report's claims: region, signal, median, unit, class, n, CI, verdict."""
+    rows = [[c.region_id, c.signal, c.median, c.unit, c.evidence_class, c.n, c.ci_low,
+             c.ci_high, c.verdict] for c in rep.claims]
+    head = f"<p><b>{html.escape(rep.region_id)}</b>: {len(rep.claims)} claims</p>"
+    missing = "".join(f"<p>missing {html.escape(m.get('signal', ''))}: "
+                      f"<code>{html.escape(m.get('request', ''))}</code></p>"
+                      for m in rep.missing)
+    return head + notebook.table(["region", "signal", "median", "unit", "class", "n",
+                                  "CI low", "CI high", "verdict"], rows) + missing

@@ -289,8 +289,8 @@ def missing(db: Connection, region: str, signals: list[str] | None = None,
     source = str(rows[0]["source_name"] or "") or None
     if signals:
         # the planner's signal grammar loads only for a question that found nothing
-        from argusdb.observe.planner.plan import PlanError
-        from argusdb.observe.planner.signals import parse_signal
+        from argusdb.errors import PlanError
+        from argusdb.schema.signals import parse_signal
 
         stored = {str(r["signal"]) for r in _read(db, "SELECT DISTINCT signal FROM evidence")}
         for sig in signals:

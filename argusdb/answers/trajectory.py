@@ -22,8 +22,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from argusdb.answers import stats
+from argusdb.answers import notebook, stats
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, NoiseModel, _verdict
+from argusdb.answers.direction import step_class
 from argusdb.answers.select import (
     CohortKey,
     VersionRef,
@@ -105,9 +106,7 @@ class Trajectory:
 
     def _repr_html_(self) -> str:
         """The answer as an HTML table (Jupyter shows it)."""
-        from argusdb.answers.notebook import trajectory_html
-
-        return trajectory_html(self)
+        return _trajectory_html(self)
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": True,
@@ -237,3 +236,17 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
                          [observe_request("PROGRAM/KERNEL/REGION", signals or ["duration"],
                                           source="SOURCE_FILE")])
     return traj
+
+
+def _trajectory_html(t: Trajectory) -> str:
+    """One row per (series, version): median, CI and the step from the previous version."""
+    rows: list[list[Any]] = []
+    colours: list[str] = []
+    for s in t.series:
+        for p in s.points:
+            rows.append([s.region_id, s.signal, s.unit, p.label, p.median, p.ci_low,
+                         p.ci_high, p.step_ratio, p.step_verdict])
+            colours.append(notebook.COLOURS.get(step_class(s.signal, s.unit, p.step_ratio,
+                                                   p.step_significant), ""))
+    return notebook.table(["region", "signal", "unit", "version", "median", "CI low",
+                           "CI high", "step ratio", "step"], rows, colours)

@@ -25,14 +25,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from argusdb import checker
-from argusdb.errors import Finding, QueryFailed, QueryRefused, StoreError, UsageError
-from argusdb.store import materialize
-from argusdb.store.embedded import MAX_BYTES, MAX_ROWS, Store, deadline, set_overrun_handler
+from argusdb.api import checked
+from argusdb.errors import Finding, QueryRefused, StoreError, UsageError
+from argusdb.store import materialize, open_store
+from argusdb.store.guard import MAX_BYTES, MAX_ROWS, deadline, set_overrun_handler
 
 if TYPE_CHECKING:  # the collectors load with the first ingest, not with a question
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import IngestResult, Prepared
-    from argusdb.observe.variants import VariantOf
+    from argusdb.ingest.variants import VariantOf
 
 #: Columns of :meth:`Connection.runs`, in order.
 RUN_COLUMNS = ("run_id", "program_version", "collector", "kind", "artefact_name", "signature",
@@ -157,9 +158,10 @@ class Connection:
                              f"or create it first with 'argus init {path}'")
         if as_of is not None:
             read_only = True  # a snapshot is answered, never written
-        self.store = Store.open(path, create=create, read_only=read_only,
+        self.store = open_store(path, create=create, read_only=read_only,
                                 as_of=None if as_of is None else str(as_of),
-                                lock_timeout=lock_timeout)
+                                lock_timeout=lock_timeout,
+                                on_upgrade=checked.refresh_metadata)
         if threads is not None:   # the lock-down below applies it
             self.store.threads = self.store.append_threads = int(threads)
         if memory_limit is not None:   # the lock-down below applies both
@@ -173,7 +175,7 @@ class Connection:
                 # The writer refreshes: a store built by an older argusdb, or written by a
                 # path that skipped the refresh, is brought up to date before any question.
                 materialize.ensure_fresh(self.store)
-                checker.refresh_metadata(self.store)
+                checked.refresh_metadata(self.store)
         except BaseException:
             self.store.close()
             raise
@@ -240,7 +242,7 @@ class Connection:
         # attributed/derived row (a refresh may have rebuilt any version's, e.g. a parent's
         # derived rows when its variant's runs land).
         if any(not r.already for r in results):
-            checker.refresh_metadata(self.store)
+            checked.refresh_metadata(self.store)
         return results
 
     def record_variant_check(self, variant_version: str, parent_version: str, rel_err: float,
@@ -255,12 +257,12 @@ class Connection:
             UsageError: the connection is read-only, or the variant is not bound to that
                 parent.
         """
-        from argusdb.observe.variants import record_check
+        from argusdb.ingest.variants import record_check
 
         self._writable("record a variant check")
         passed = record_check(self.store, variant_version, parent_version, rel_err, tolerance,
                               task_id)
-        checker.refresh_metadata(self.store)
+        checked.refresh_metadata(self.store)
         return passed
 
     def ingest_launch(self, paths: Sequence[str | Path], program: str | Path | None = None,
@@ -275,7 +277,7 @@ class Connection:
         self._writable("ingest")
         src = ProgramSource.from_path(program) if program else None
         result = ingest_launch(self.store, list(paths), src, options or {}, launch_group)
-        checker.refresh_metadata(self.store)
+        checked.refresh_metadata(self.store)
         return result
 
     def runs(self) -> pa.Table:
@@ -316,7 +318,7 @@ class Connection:
 
     def check(self, sql: str) -> list[Finding]:
         """Findings of the compatibility checker for ``sql`` (empty when it may run)."""
-        return checker.check(valid_sql(sql), self._questions)
+        return checked.check(valid_sql(sql), self._questions)
 
     def query(self, sql: str, limit: int | None = None) -> pa.Table:
         """Check ``sql`` and run it read-only; raises QueryRefused with the findings if refused.
@@ -397,19 +399,9 @@ class Connection:
              ) -> list[tuple[pa.Table, str | None]]:
         """Run accepted reports' statements together within what is left of the time limit
         (counted from ``start``); without ``limit`` an answer past the caps raises."""
-        rows = self.max_rows if limit is None else max(0, min(int(limit), self.max_rows))
-        # The time limit covers the whole question: what the check took is not left to run.
-        left = self.timeout_s - (time.monotonic() - start)
-        if left <= 0:
-            raise QueryFailed(f"the query ran longer than {self.timeout_s:g} s (in the "
-                              f"checker) and was stopped", "ask a shorter, simpler question "
-                              "or raise the time limit (--timeout)")
-        out = self._questions.stream_selects([r.executable for r in reports], left, rows,
-                                             self.max_bytes, limit_s=self.timeout_s)
-        for table, cut in out:
-            if cut and limit is None:
-                raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query, or ask "
-                                  "for the first rows only (limit=N, 'argus query --limit N')")
+        out = checked.run_reports(self._questions, reports, start, self.timeout_s,
+                                  self.max_rows, self.max_bytes, limit)
+        for table, _ in out:
             _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
         return out
 
@@ -427,7 +419,7 @@ class Connection:
         kept = self._reports.get((gen, sql))
         if kept is not None:
             return kept
-        report = checker.analyse(sql, self._questions)
+        report = checker.analyse(sql, checked.metadata_of(self._questions))
         if not report.ok:
             raise QueryRefused(report.findings)
         _keep(self._reports, gen, sql, report)
@@ -448,7 +440,7 @@ class Connection:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
-        return checker.explain(valid_sql(sql), self._questions)
+        return checked.explain(valid_sql(sql), self._questions)
 
 
 def _keep(kept: dict[tuple[int, str], Any], gen: int, sql: str, value: Any) -> None:

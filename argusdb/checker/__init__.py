@@ -9,19 +9,20 @@ Pipeline (one module each, as sqlglot lays out its own)::
                    combinations they meet in, from a Metadata (metadata.py: a Protocol;
                    the store's implementation is argusdb/api/metadata.py)
     rules/ (names, compat phases)  one module per rule, stable codes AR01…
-    execute()      the SQL generated from the checked tree, on a locked-down cursor
 
-:func:`analyse` is a pure function of the text, the catalog and a Metadata: it never writes
-and never runs the query; given a Store it asks the store's metadata (kept on the Store).
+:func:`analyse` is a pure function of the text, the catalog and a Metadata: it never writes,
+never runs the query and imports no store. A store's Metadata, and running an accepted
+question on the store, are :mod:`argusdb.api.checked`'s (the layer above both).
 
 Evidence-aware constructs (``version_diff``, ``evidence_accepting``) are table macros of
 ``argusdb/queries/checked.sql``; :mod:`argusdb.checker.constructs` says what they mean to the
 checker.
 
 Example:
-    >>> from argusdb.store.embedded import Store
-    >>> with Store.open("argus.duckdb", read_only=True) as store:
-    ...     report = analyse("SELECT median(value) FROM evidence", store)
+    >>> from argusdb.api.checked import metadata_of
+    >>> from argusdb.store import open_store
+    >>> with open_store("argus.duckdb", read_only=True) as store:
+    ...     report = analyse("SELECT median(value) FROM evidence", metadata_of(store))
     >>> [f.code for f in report.findings][:1]
     ['AR01']
 """
@@ -32,22 +33,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import pyarrow as pa
 from sqlglot import exp
 
-from argusdb.api.metadata import StoreMetadata
-from argusdb.api.metadata import refresh as _refresh
 from argusdb.checker import statements
 from argusdb.checker.analysis import analyse as _analyse
 from argusdb.checker.context import Context, Props
 from argusdb.checker.metadata import MemoryMetadata, Metadata
 from argusdb.checker.parse import parse
 from argusdb.checker.rules import PHASES, all_rules
-from argusdb.errors import Finding, QueryFailed, QueryRefused
-from argusdb.store.embedded import Store
+from argusdb.errors import Finding, QueryFailed
 
-__all__ = ["MemoryMetadata", "Metadata", "Report", "analyse", "check", "execute", "explain",
-           "metadata_of", "refresh_metadata"]
+__all__ = ["TIMEOUT_S", "MemoryMetadata", "Metadata", "Report", "analyse", "check", "explain"]
 
 #: Default limits of one user query.
 TIMEOUT_S = 30.0
@@ -98,16 +94,9 @@ class Report:
                 "findings": [f.to_json() for f in self.findings]}
 
 
-def metadata_of(source: Store | Metadata | None) -> Metadata | None:
-    """The Metadata of a store (kept on the Store object), or ``source`` itself."""
-    if isinstance(source, Store):
-        return StoreMetadata.of(source)
-    return source
-
-
-def analyse(sql: str, store: Store | Metadata | None = None) -> Report:
-    """Parse and check ``sql`` against a store or any :class:`Metadata`; with none only the
-    static rules (sandbox, names) run.
+def analyse(sql: str, meta: Metadata | None = None) -> Report:
+    """Parse and check ``sql`` against a :class:`Metadata`; with none only the static rules
+    (sandbox, names) run.
 
     Never raises on bad input: every problem is a finding. A checker failure on input it
     cannot analyse refuses the query (AR99) rather than letting it run unchecked.
@@ -125,7 +114,6 @@ def analyse(sql: str, store: Store | Metadata | None = None) -> Report:
         report.findings = _run_phase("sandbox", ctx)
         if report.findings:
             return report
-        meta = metadata_of(store)
         full = _analyse(sql, ctx.statement, meta)
         full.statements = ctx.statements
         report.context = full
@@ -164,34 +152,12 @@ def _run_phase(phase: str, ctx: Context) -> list[Finding]:
     return sorted(out, key=lambda f: (f.line, f.col, f.code))
 
 
-def check(sql: str, store: Store | Metadata | None = None) -> list[Finding]:
+def check(sql: str, meta: Metadata | None = None) -> list[Finding]:
     """Findings for ``sql``; an empty list means it may run."""
-    return analyse(sql, store).findings
+    return analyse(sql, meta).findings
 
 
-def execute(sql: str, store: Store, timeout_s: float = TIMEOUT_S) -> pa.Table:
-    """Check ``sql`` and run it read-only; raises QueryRefused with the findings if refused."""
-    table, _ = execute_report(sql, store, timeout_s)
-    return table
-
-
-def execute_report(sql: str, store: Store, timeout_s: float = TIMEOUT_S
-                   ) -> tuple[pa.Table, Report]:
-    """Like :func:`execute`, also returning the report (provenance, constructs)."""
-    report = analyse(sql, store)
-    if not report.ok:
-        raise QueryRefused(report.findings)
-    return store.run_select(report.executable, timeout_s), report
-
-
-def refresh_metadata(store: Store, runs: list[str] | None = None) -> str:
-    """Bring the store's metadata summary of ``evidence`` up to date after an ingest (a write
-    path; checks never write), so later connections need not rebuild it in memory. With
-    ``runs`` (the runs just ingested) only their rows are summarised again."""
-    return _refresh(store, runs)
-
-
-def explain(sql: str, store: Store) -> dict[str, Any]:
+def explain(sql: str, meta: Metadata | None = None) -> dict[str, Any]:
     """Provenance of the answer ``sql`` would get: versions, runs, tasks, classes, signatures,
     passes, scopes, per source and in total, with constructs, acknowledgements and findings."""
-    return analyse(sql, store).provenance()
+    return analyse(sql, meta).provenance()

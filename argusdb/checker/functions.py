@@ -20,7 +20,7 @@ combination of evidence whatever sqlglot knows about it (``fsum``, ``geomean``, 
 
 Regenerate after a DuckDB upgrade (the test ``test_functions_catalogue`` fails until then)::
 
-    python -m argusdb.checker.functions > argusdb/checker/functions.csv
+    python -m tools.functions_csv > argusdb/checker/functions.csv
 
 Example:
     >>> catalogue()["fsum"].kind, catalogue()["fsum"].evidence
@@ -34,8 +34,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-import sys
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -82,6 +80,9 @@ _COUNTING = {"count", "count_star", "count_if", "countif", "approx_count_distinc
 #: Macros that aggregate (DuckDB lists them as macros).
 _AGGREGATE_MACROS = {"geomean", "geometric_mean", "wavg", "weighted_avg", "json_group_array",
                      "json_group_object", "json_group_structure"}
+#: information_schema views queries may read (documentation of the store, no evidence).
+INFORMATION_SCHEMA = frozenset({"tables", "columns", "views", "schemata"})
+
 #: Table functions that read nothing outside the query.
 SAFE_TABLES = frozenset({"range", "generate_series", "unnest"})
 _SIDE_EFFECTS = {
@@ -172,17 +173,6 @@ def generate(rows: list[tuple[str, str]]) -> str:
     return out.getvalue()
 
 
-def engine_functions() -> list[tuple[str, str]]:
-    """``(function_name, function_type)`` of every function the installed DuckDB lists."""
-    from argusdb.store.embedded import Store
-
-    with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "f.duckdb",
-                                                        create=True) as st:
-        return [(r["function_name"], r["function_type"]) for r in st.rows(
-            "SELECT DISTINCT function_name, function_type FROM duckdb_functions() "
-            "WHERE internal")]
-
-
 # -- use in a query --------------------------------------------------------------------------
 #: sqlglot nodes that are SQL syntax rather than a named function call.
 SYNTAX: tuple[type[exp.Expression], ...] = (
@@ -258,7 +248,3 @@ def evidence_of(node: exp.Func) -> str:
     if f is None:
         return "combine" if isinstance(node, exp.AggFunc) else "row"
     return f.evidence
-
-
-if __name__ == "__main__":  # pragma: no cover - regeneration tool
-    sys.stdout.write(generate(engine_functions()))

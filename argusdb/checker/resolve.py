@@ -30,9 +30,8 @@ from argusdb.checker.constructs import (
     Construct,
 )
 from argusdb.checker.context import Context
-from argusdb.checker.functions import SAFE_TABLES
+from argusdb.checker.functions import INFORMATION_SCHEMA, SAFE_TABLES
 from argusdb.checker.parse import position
-from argusdb.checker.statements import INFORMATION_SCHEMA
 from argusdb.schema import catalog
 
 #: Columns every DuckDB table has without declaring them.

@@ -20,9 +20,6 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-#: information_schema views queries may read (documentation of the store, no evidence).
-INFORMATION_SCHEMA = frozenset({"tables", "columns", "views", "schemata"})
-
 _SHOW_TABLES = r"""
 SELECT table_name AS name, table_type AS kind, table_comment AS description
 FROM information_schema.tables

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from argusdb.api.surface import copy_store
 from argusdb.cli.output import handle_errors, output_options, print_json
-from argusdb.store.copy import copy_store
 
 
 @click.command("copy")

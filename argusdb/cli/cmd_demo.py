@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from argusdb import checker, demo
-from argusdb.api import connect
+from argusdb.api import checked, connect
+from argusdb.api.surface import demo
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
 
@@ -23,7 +23,7 @@ def command(store: str, as_json: bool) -> None:
                              "the demo would mix its versions into them. pass a new path, "
                              "e.g. 'argus demo argus-demo.duckdb'")
         results = demo.build(db.store)
-        checker.refresh_metadata(db.store)  # a later 'argus query' reads the stored summary
+        checked.refresh_metadata(db.store)  # a later 'argus query' reads the stored summary
         answers = [(q, db.query(q)) for q in (demo.QUESTION, demo.REGION_BREAKDOWN)]
     if as_json:
         print_json({"runs": [r.to_json() for r in results], "answers": [

@@ -9,17 +9,17 @@ from typing import Any
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, output_options, print_json
-from argusdb.collectors.regions import ProgramSource
-from argusdb.errors import UsageError
-from argusdb.ingest import (
+from argusdb.api.surface import (
     INGEST_MEMORY_LIMIT,
     IngestResult,
+    ProgramSource,
+    VariantOf,
     expand_paths,
     parse_options,
     prepare,
 )
-from argusdb.observe.variants import VariantOf
+from argusdb.cli.output import handle_errors, output_options, print_json
+from argusdb.errors import UsageError
 
 
 @click.command("ingest")

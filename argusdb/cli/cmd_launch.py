@@ -9,8 +9,8 @@ import click
 from argusdb.answers.ranks import collective_diff, launch_trace
 from argusdb.answers.wire import dump
 from argusdb.api import connect
+from argusdb.api.surface import parse_options
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
-from argusdb.ingest import parse_options
 
 
 @click.group("launch")

@@ -31,7 +31,7 @@ def command(store: str, source_roots: tuple[Path, ...], timeout_s: float) -> Non
     """
     connect(store, read_only=True).close()  # fail early, with a message: missing or stale
     try:
-        from argusdb.answers.mcp_server import serve
+        from argusdb.agent.server import serve
     except ImportError as exc:
         raise UsageError(f"argus mcp needs the 'mcp' package ({exc}); install it with "
                          f"pip install 'argusdb[agent]'") from exc

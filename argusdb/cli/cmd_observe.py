@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
+from argusdb.api.surface import parse_options
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
-from argusdb.ingest import parse_options
 from argusdb.observe import observe, plan_json
 from argusdb.observe.planner.scope import parse_pairs
 

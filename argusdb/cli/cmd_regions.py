@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from argusdb.api.surface import ProgramSource, parse_regions
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
-from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.errors import InputError
 
 

@@ -11,9 +11,9 @@ import re
 
 import click
 
+from argusdb.api.surface import catalog
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
-from argusdb.schema import catalog
 
 
 @click.command("schema")

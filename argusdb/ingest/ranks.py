@@ -6,7 +6,7 @@ rank, world size, device and the launch group, all in one transaction; the ranks
 (each rank 0..N-1 once per artefact kind, one world size) before anything is written.
 
 Example:
-    >>> with Store.open("argus.duckdb", create=True) as st:
+    >>> with open_store("argus.duckdb", create=True) as st:
     ...     ingest_launch(st, "out/xl-overlap-events-1",  # doctest: +SKIP
     ...                   launch_group="xl-overlap-events-1")
 """

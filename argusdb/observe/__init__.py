@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
+from argusdb.observe.gpu import has_gpu
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,11 +48,6 @@ class Observation:
     report: dict[str, Any] = field(default_factory=dict)
 
 
-def has_gpu() -> bool:
-    """True when this machine shows an NVIDIA GPU (driver tool or device node)."""
-    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
-
-
 def observe(region: str, signals: str | list[str], scope: dict[str, str] | None = None, *,
             store: str | Path | Store | None = None, source: str | Path | None = None,
             run: Callable[[], Any] | Sequence[str] | None = None,
@@ -63,7 +59,7 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
 
     Args:
         region: region id ``<program>/<kernel>[/<name>]`` of ``source``.
-        signals: names, as a list or comma-separated (see :mod:`argusdb.observe.planner.signals`).
+        signals: names, as a list or comma-separated (see :mod:`argusdb.schema.signals`).
         scope: coordinate → value, e.g. ``{"warp": "each"}``; ``all`` where not given.
         store: store path (created when running) or an open Store; evidence already there is
             reused. A dry run without a store plans everything.
@@ -145,10 +141,10 @@ def observation_store(store: str | Path | Store | None, dry_run: bool
     if not isinstance(store, str | Path):
         yield store
         return
-    from argusdb.store.embedded import Store
+    from argusdb.store import open_store
 
     exists = str(store).startswith("ducklake:") or Path(store).exists()
-    st = Store.open(store, create=not dry_run) if exists or not dry_run else None
+    st = open_store(store, create=not dry_run) if exists or not dry_run else None
     try:
         yield st
     finally:
@@ -463,7 +459,7 @@ def replay_summary(p: Plan, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def _probe_notes(ev: Any) -> list[str]:
     """How to read each derived value whose forced-wait variant is not the parent plus the wait
     alone in machine code (or could not be compared): ``variants.footprint_note``."""
-    from argusdb.observe.variants import footprint_note
+    from argusdb.ingest.variants import footprint_note
 
     out = []
     for cls, region, value, lineage in zip(

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from argusdb.errors import StoreError
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from argusdb.store.versions import schema_tables
 
 
@@ -27,7 +27,7 @@ def copy_store(src: str, dst: str) -> dict[str, int]:
     if src == dst:
         raise StoreError(f"{src}: source and destination are the same store")
     counts: dict[str, int] = {}
-    with Store.open(src, read_only=True) as s, Store.open(dst, create=True) as d:
+    with open_store(src, read_only=True) as s, open_store(dst, create=True) as d:
         row = d.sql("SELECT count(*) FROM run").fetchone()
         if row and row[0]:
             raise StoreError(f"{dst}: already holds {row[0]} runs; copy into a new store "

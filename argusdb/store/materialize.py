@@ -16,7 +16,7 @@ readers (the API and the CLI call it before answering), so nothing reads rows bu
 inputs than the store now holds.
 
 Example:
-    >>> with Store.open("argus.duckdb") as st:
+    >>> with open_store("argus.duckdb") as st:
     ...     report = ensure_fresh(st)
     ...     report.rebuilt_versions
     []

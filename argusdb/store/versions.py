@@ -2,7 +2,7 @@
 
 A store records the version of ``argusdb/schema/`` it was written with in ``store_meta``. Opening a
 store of an older version migrates it inside the transaction that (re)creates the schema, so a
-migration commits whole or not at all; a newer one is refused (:meth:`Store.open`).
+migration commits whole or not at all; a newer one is refused (:func:`argusdb.store.open_store`).
 
 Versions:
     1. the releases before schema versions: no ``store_meta``, no ``store_snapshot``, and the
@@ -30,20 +30,32 @@ runs (a new mapping run, say) changed the live split. (A shared store reads Duck
 snapshots instead: :mod:`argusdb.store.shared`.)
 
 Example:
-    >>> with Store.open("argus.duckdb", as_of="3") as st:  # doctest: +SKIP
+    >>> with open_store("argus.duckdb", as_of="3") as st:  # doctest: +SKIP
     ...     st.sql("SELECT count(*) FROM run").fetchone()
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from argusdb.errors import StoreError
 from argusdb.schema import catalog
 
-if TYPE_CHECKING:
-    from argusdb.store.embedded import Store
+#: Version of ``argusdb/schema/`` this release writes. A store records its own in
+#: ``store_meta``; a store without that table but with ``run`` is version 1 (the first
+#: release). Bumped with a step in :func:`migrate`. 4: ``run.launch_replay`` (added by
+#: :meth:`add_missing_columns`, false for runs stored before).
+SCHEMA_VERSION = 4
+
+
+class Migrating(Protocol):
+    """What a migration needs of the store it runs in (:class:`argusdb.store.embedded.Store`)."""
+
+    path: str
+    con: Any
+
+    def add_missing_columns(self) -> list[str]: ...
 
 #: Tables rebuilt from the others (never copied into a snapshot; rebuilt there).
 DERIVED = ("attribution_split", "region_attribution", "derived_evidence", "materialization",
@@ -52,11 +64,9 @@ DERIVED = ("attribution_split", "region_attribution", "derived_evidence", "mater
 _BY_TIME = {"variant_check": "checked_at", "plan": "created_at"}
 
 
-def migrate(store: Store, version: int) -> None:
+def migrate(store: Migrating, version: int) -> None:
     """Bring a store of schema ``version`` (0: new) to the current one, in the caller's
     transaction, after the schema modules have created any missing table."""
-    from argusdb.store.embedded import SCHEMA_VERSION
-
     if version and version < SCHEMA_VERSION:
         store.add_missing_columns()
     if version == 1:
@@ -69,7 +79,7 @@ def migrate(store: Store, version: int) -> None:
                       [str(SCHEMA_VERSION)])
 
 
-def _recreate(store: Store, table: str) -> None:
+def _recreate(store: Migrating, table: str) -> None:
     """Copy ``table`` into a table the current DDL creates (constraints and indexes as the DDL
     now declares them), in the caller's transaction."""
     old = f"_{table}_migrating"
@@ -86,30 +96,6 @@ def schema_tables() -> list[str]:
     return [o.name for m in catalog.schema_modules() for o in m.objects if o.kind == "table"]
 
 
-def resolve_snapshot(store: Store, spec: str) -> dict[str, Any]:
-    """The ``store_snapshot`` row that ``spec`` (a number, or an ISO time in UTC) names.
-
-    Raises:
-        StoreError: no such snapshot, or none at or before the time.
-    """
-    spec = spec.strip()
-    if spec.isdigit():
-        rows = store.rows("SELECT * FROM store_snapshot WHERE snapshot_id = ?", [int(spec)])
-        if not rows:
-            last = store.sql("SELECT max(snapshot_id) FROM store_snapshot").fetchone()
-            raise StoreError(f"{store.path}: no snapshot {spec} (snapshots 1 to "
-                             f"{last[0] if last and last[0] else 0}; "
-                             f"'argus runs {store.path} --snapshots' lists them)")
-        return rows[0]
-    at = parse_time(spec)
-    rows = store.rows("SELECT * FROM store_snapshot WHERE committed_at <= ? "
-                      "ORDER BY snapshot_id DESC LIMIT 1", [at])
-    if not rows:
-        raise StoreError(f"{store.path}: no snapshot at or before {spec} (the first run landed "
-                         "later; 'argus runs --snapshots' lists the snapshots)")
-    return rows[0]
-
-
 def parse_time(spec: str) -> datetime:
     """An ISO time; without a zone it is UTC. Raises StoreError when it is not one."""
     try:
@@ -122,45 +108,3 @@ def parse_time(spec: str) -> datetime:
     return at
 
 
-def as_of(src: Store, spec: str) -> Store:
-    """An in-memory, read-only copy of embedded store ``src`` as it stood at snapshot ``spec``."""
-    from argusdb.store import materialize
-    from argusdb.store.embedded import Store
-
-    snap = resolve_snapshot(src, spec)
-    seq, at = int(snap["run_seq_max"]), snap["committed_at"]
-    mem = Store.in_memory(f"{src.path}@{snap['snapshot_id']}")
-    runs = "(SELECT run_id FROM run WHERE run_seq <= $seq)"
-    versions = ("(SELECT program_version FROM run WHERE run_seq <= $seq UNION "
-                "SELECT parent_version FROM program_version WHERE program_version IN "
-                "(SELECT program_version FROM run WHERE run_seq <= $seq))")
-    for table in schema_tables():
-        if table in DERIVED or table == "store_meta":
-            continue
-        cols = {c for (c,) in src.sql("SELECT column_name FROM duckdb_columns() "
-                                      "WHERE table_name = ?", [table]).fetchall()}
-        if table == "run":
-            where = "run_seq <= $seq"
-        elif table == "store_snapshot":
-            where = "snapshot_id <= $snap"
-        elif table == "task":
-            where = ("task_id IN (SELECT task_id FROM run WHERE run_seq <= $seq) "
-                     "OR finished_at <= $at")
-        elif "run_id" in cols:
-            where = f"run_id IN {runs}"
-        elif "program_version" in cols:
-            where = f"program_version IN {versions}"
-        elif table in _BY_TIME:
-            where = f"{_BY_TIME[table]} <= $at"
-        else:
-            where = "true"
-        data = src.con.execute(f"SELECT * FROM {table} WHERE {where}",
-                               {k: v for k, v in {"seq": seq, "at": at,
-                                                  "snap": snap["snapshot_id"]}.items()
-                                if f"${k}" in where}).to_arrow_table()
-        mem.load_arrow(table, data)
-    mem.reset_run_seq()
-    with mem.transaction():
-        materialize.refresh(mem)
-    mem.read_only = True
-    return mem

@@ -14,7 +14,7 @@ from argusdb import demo
 from argusdb.answers.dashboard import build
 from argusdb.answers.direction import better, step_class
 from argusdb.cli import main
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.answers.test_h200_versions import build_store
 
 
@@ -52,7 +52,7 @@ def test_h200_versions_colour_the_slowdown_red(tmp_path: Path) -> None:
 
 
 def test_one_version_page_shows_breakdown_and_hot_spots(tmp_path: Path) -> None:
-    st = Store.open(tmp_path / "demo.duckdb", create=True)
+    st = open_store(tmp_path / "demo.duckdb", create=True)
     demo.build(st)
     st.close()
     with argusdb.connect(tmp_path / "demo.duckdb", read_only=True) as db:
@@ -67,7 +67,7 @@ def test_one_version_page_shows_breakdown_and_hot_spots(tmp_path: Path) -> None:
 
 
 def test_misspelt_signal_is_refused_with_did_you_mean(tmp_path: Path) -> None:
-    st = Store.open(tmp_path / "demo.duckdb", create=True)
+    st = open_store(tmp_path / "demo.duckdb", create=True)
     demo.build(st)
     st.close()
     r = CliRunner().invoke(main, ["dashboard", str(tmp_path / "demo.duckdb"), "--out",

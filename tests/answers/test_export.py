@@ -23,6 +23,7 @@ from argusdb.answers.select import resolve_version
 from argusdb.api import Connection
 from argusdb.cli import main
 from argusdb.errors import QueryRefused
+from argusdb.store import open_store
 from tests.answers.chrome_trace import bind_flows, check_chrome_trace
 from tests.answers.conftest import MATMUL_TRACE
 from tests.conftest import DATA
@@ -195,10 +196,9 @@ def test_perfetto_trace_of_several_runs_with_host_ops(tmp_path: Path) -> None:
     its own group of processes, its kernels on device tracks and its torch ops, annotations
     and steps on host-thread tracks, each from its own first event."""
     from argusdb.ingest.ranks import ingest_launch
-    from argusdb.store.embedded import Store
 
     path = tmp_path / "xl.duckdb"
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         ingest_launch(st, DATA / "gpu" / "xlayer" / "xl-overlap-profiler-1")
         runs = [r["run_id"] for r in st.rows("SELECT run_id FROM run ORDER BY run_id")]
         want = {r["run_id"]: (r["k"], r["h"]) for r in st.rows(

@@ -15,7 +15,7 @@ import pytest
 from argusdb.answers.export import perfetto_trace
 from argusdb.api import connect
 from argusdb.ingest import ingest_path
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.answers.chrome_trace import bind_flows, check_chrome_trace
 from tests.conftest import DATA
 
@@ -29,7 +29,7 @@ def _store(tmp: Path, what: str) -> tuple[Path, list[str]]:
     """A store holding the recording ``what``; the runs to export (timeline runs left out:
     the export of a program's run includes them)."""
     path = tmp / f"{what}.duckdb"
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         if what == "kineto-2-ranks":
             from argusdb.ingest.ranks import ingest_launch
 
@@ -44,7 +44,7 @@ def _store(tmp: Path, what: str) -> tuple[Path, list[str]]:
 
 def _stored_calls(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     """(run, correlation) → the stored launching call of each kernel that has one."""
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         rows = st.rows("SELECT run_id, kernel, correlation_id, launch_api, api_start_ns, "
                        "api_dur_ns, api_pid, api_tid FROM kernel_launch "
                        "WHERE api_start_ns IS NOT NULL")
@@ -144,7 +144,7 @@ def test_the_export_reads_back_with_its_calls_through_the_kineto_collector(
     art = detect(out).read(out)
     back = [r for t, b in art.batches() if t == "kernel_launch" for r in b.to_pylist()]
     stored = sorted(_stored_calls(path).values(), key=lambda r: r["correlation_id"])
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         starts = {r["correlation_id"]: r["start_ns"] for r in st.rows(
             "SELECT correlation_id, start_ns FROM kernel_launch")}
     assert len(back) == len(stored) == 1312
@@ -162,7 +162,7 @@ def test_launch_trace_of_both_ranks_draws_each_call_to_its_kernel(tmp_path: Path
     from argusdb.answers.ranks import launch_trace
 
     path, _ = _store(tmp_path, "kineto-2-ranks")
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         (group,) = [r["launch_group"] for r in st.rows(
             "SELECT DISTINCT launch_group FROM run WHERE launch_group IS NOT NULL")]
         stored = st.rows(

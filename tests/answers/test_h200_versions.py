@@ -38,7 +38,7 @@ from argusdb.cli import main
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import QueryRefused
 from argusdb.ingest import ingest_path
-from argusdb.observe.variants import VariantOf, record_check
+from argusdb.ingest.variants import VariantOf, record_check
 from tests.conftest import DATA, GPU_KERNELS
 
 GPU = DATA / "gpu"

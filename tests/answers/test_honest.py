@@ -16,16 +16,16 @@ import pytest
 from click.testing import CliRunner
 
 import argusdb
+from argusdb.agent.server import build_server
 from argusdb.answers.dashboard import collect
 from argusdb.answers.diff import diff
-from argusdb.answers.mcp_server import build_server
 from argusdb.answers.report import report
 from argusdb.answers.trajectory import trajectory
 from argusdb.api import Connection
 from argusdb.cli import main
 from argusdb.errors import NoEvidence, UsageError
 from argusdb.ingest import ingest_path
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")
@@ -187,7 +187,7 @@ def test_a_scope_asked_but_not_delivered_is_insufficient(observed: str, tmp_path
     values came back loop_iter='all'."""
     copy = tmp_path / "scope.duckdb"
     copy.write_bytes(Path(observed).read_bytes())
-    with Store.open(copy) as st:
+    with open_store(copy) as st:
         st.sql("UPDATE plan SET scope = '{\"loop_iter\": \"each\"}'")
     with argusdb.connect(copy) as db:
         (claim,) = report(db, REDUCE, signals=["inst_executed"], max_unattributed=1.0).claims
@@ -225,7 +225,7 @@ def test_mcp_tools_return_the_same_verdicts_and_no_evidence(observed: str) -> No
 
 def test_dashboard_of_a_store_without_region_evidence_is_no_evidence(tmp_path: Path) -> None:
     path = tmp_path / "unbound.duckdb"
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         ingest_path(st, DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite")
     with argusdb.connect(path) as db, pytest.raises(NoEvidence, match="no region evidence"):
         collect(db)

@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import entropy
 
 from argusdb.collectors.regions import ProgramSource
-from argusdb.store import materialize
+from argusdb.store import materialize, open_store
 from argusdb.store.embedded import Store
 from tests.attribution import seed
 from tests.conftest import KERNELS
@@ -178,7 +178,7 @@ def test_read_only_store_refuses_to_serve_stale_rows(seeded: Store, tmp_path) ->
     seed.run(seeded, "r3", "v1")
     path = seeded.path
     seeded.close()
-    ro = Store.open(path, read_only=True)
+    ro = open_store(path, read_only=True)
     try:
         with pytest.raises(Exception, match="stale"):
             materialize.ensure_fresh(ro)

@@ -10,7 +10,7 @@ import pytest
 
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.observe.variants import VariantOf, record_check
+from argusdb.ingest.variants import VariantOf, record_check
 from argusdb.store.embedded import Store
 from tests.conftest import DATA, GPU_KERNELS
 

@@ -8,7 +8,7 @@ import pytest
 
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import UsageError
-from argusdb.observe.variants import VariantOf, bind, record_check
+from argusdb.ingest.variants import VariantOf, bind, record_check
 from argusdb.store import materialize
 from argusdb.store.embedded import Store
 from tests.attribution import seed

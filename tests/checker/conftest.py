@@ -37,7 +37,7 @@ from argusdb.api.metadata import StoreMetadata, _source_sql
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.store import materialize
+from argusdb.store import materialize, open_store
 from argusdb.store.embedded import Store
 from tests.conftest import DEMO, KERNELS
 
@@ -47,7 +47,7 @@ SOFTMAX = "softmax/softmax_fwd"
 def build_demo(path: Path) -> dict[str, str]:
     """Ingest the real artefacts; returns the ids tests refer to by name."""
     ids: dict[str, str] = {}
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         sm = ProgramSource.from_path(KERNELS / "softmax.py")
         mm = ProgramSource.from_path(KERNELS / "matmul.py")
         r1 = ingest_path(st, DEMO / "softmax" / "softmax.cupti.jsonl", sm, dict(demo.OPTIONS))
@@ -92,7 +92,7 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
     v1 = ids["V1"]
     ids.update(RN="seed0ncu00000001", RP="seed0proton00001", RF="seed0forcedwait1",
                VF="seedvariant00001", RR="seed0replay00001")
-    with Store.open(path) as st, st.transaction():
+    with open_store(path) as st, st.transaction():
         _seed_run(st, ids["RN"], v1, counter_replay=True, replay_passes=3, section_set="full",
                   device="NVIDIA H200",
                   signature="replay(3 passes, full)+clock:none", timing_clean=False,
@@ -162,7 +162,7 @@ def _demo_versions(st: Store) -> dict[str, str]:
 def build_argus_demo(path: Path) -> dict[str, str]:
     """The store ``argus demo`` builds: every demo recording of softmax and matmul, one
     program version per kernel, so that each region is of one version (V1, VM)."""
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         return _demo_versions(st)
 
 
@@ -170,9 +170,9 @@ def build_full(path: Path) -> dict[str, str]:
     """Every demo artefact (CUPTI, Nsight Compute source and raw pages, SASS, TTGIR) of
     softmax and matmul, and softmax's again under ``num_warps=8``: three program versions with
     per-instruction, per-region and kernel-wide evidence, attributed (real recordings only)."""
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         ids = _demo_versions(st)
-        prog = ProgramSource.from_path(DEMO / "kernels" / "softmax.py")
+        prog = ProgramSource.from_path(KERNELS / "softmax.py")
         for a in demo.artefacts("softmax"):
             ids["V2"] = ingest_path(st, a, prog, {**demo.OPTIONS, "num_warps": "8"}
                                     ).program_version
@@ -191,7 +191,7 @@ def build_dist(path: Path) -> dict[str, str]:
     xl = Path(__file__).resolve().parents[1] / "data" / "gpu" / "xlayer"
     src = ProgramSource.from_path(xl.parents[3] / "tools" / "h200" / "xlayer" / "tp_block.py")
     ids: dict[str, str] = {}
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         for version, modes in DIST_LAUNCHES:
             for mode in modes:
                 launch = ingest_launch(st, xl / f"xl-{version}-{mode}-1", src,
@@ -209,7 +209,7 @@ def _build(factory: pytest.TempPathFactory, name: str,
 
 
 def _read_only(path: Path) -> Iterator[Store]:
-    st = Store.open(path, read_only=True)
+    st = open_store(path, read_only=True)
     yield st
     st.close()
 

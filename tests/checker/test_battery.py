@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from argusdb import checker
+from argusdb.api import checked
 from argusdb.checker.functions import catalogue
 from argusdb.errors import QueryFailed
 from argusdb.store.embedded import Store
@@ -95,7 +95,7 @@ def test_battery_score(battery: list[dict[str, str]], full_store: Store, dist_st
     for q in battery:
         store = {"full": full_store, "dist": dist_store,
                  "demo": argus_demo_store}[q.get("store", "full")]
-        findings = checker.check(q["sql"], store)
+        findings = checked.check(q["sql"], store)
         if q["verdict"] == "refuse" and not findings:
             false_accepts.append(q["sql"])
         elif q["verdict"] == "accept":
@@ -105,7 +105,7 @@ def test_battery_score(battery: list[dict[str, str]], full_store: Store, dist_st
                     known.append(f"{q['known']}: {q['sql']}")
             else:
                 try:
-                    checker.execute(q["sql"], store)
+                    checked.execute(q["sql"], store)
                 except QueryFailed as exc:
                     false_refusals.append(f"{q['sql']} -> runs into {exc}")
     n_acc = sum(q["verdict"] == "accept" for q in battery)
@@ -131,7 +131,7 @@ def test_fuzz_random_functions_are_refused_or_declared(full_store: Store) -> Non
         if not name.replace("_", "").isalnum():
             continue  # operators
         sql = f"SELECT {name}(value) FROM evidence WHERE signal = 'duration'"
-        findings = checker.check(sql, full_store)
+        findings = checked.check(sql, full_store)
         f = catalogue().get(name.lower())
         assert f is not None, name
         if not findings:

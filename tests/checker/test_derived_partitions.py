@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from argusdb import checker
+from argusdb.api import checked
 from argusdb.checker.metadata import MemoryMetadata
 from argusdb.store.embedded import Store
 
@@ -33,8 +33,8 @@ def _sorted(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("sql", [TOP2, PER_REGION])
 def test_one_version_per_region_is_answered(argus_demo_store: Store, sql: str) -> None:
-    assert checker.check(sql, argus_demo_store) == []
-    got = checker.execute(sql, argus_demo_store).to_pylist()
+    assert checked.check(sql, argus_demo_store) == []
+    got = checked.execute(sql, argus_demo_store).to_pylist()
     # the same SQL straight on the store, without the checker's rewrite
     cur = argus_demo_store.sql(sql)
     cols = [d[0] for d in cur.description]
@@ -48,7 +48,7 @@ def test_a_region_of_two_versions_is_refused_by_name(full_store: Store,
                                                      full_built: tuple[Any, dict[str, str]],
                                                      sql: str) -> None:
     ids = full_built[1]
-    findings = checker.check(sql, full_store)
+    findings = checked.check(sql, full_store)
     assert [f.code for f in findings] == ["AR01"]
     msg = findings[0].message
     assert "in group region_id='softmax/softmax_fwd/" in msg
@@ -58,7 +58,7 @@ def test_a_region_of_two_versions_is_refused_by_name(full_store: Store,
 def test_an_expression_key_stays_static(argus_demo_store: Store) -> None:
     sql = STALLS + ("SELECT region_id, v, rank() OVER (PARTITION BY upper(region_id) "
                     "ORDER BY v DESC) FROM s")
-    findings = checker.check(sql, argus_demo_store)
+    findings = checked.check(sql, argus_demo_store)
     assert [f.code for f in findings] == ["AR01"]
     assert "in group" not in findings[0].message
 
@@ -116,7 +116,7 @@ GROUPED = ("WITH s AS (SELECT region_id, kernel, signal, sum(value) AS v FROM ev
      "GROUP BY region_id", ""),
 ])
 def test_tracing_on_an_in_memory_metadata(sql: str, group: str | None) -> None:
-    findings = checker.check(sql, FAKE)
+    findings = checked.check(sql, FAKE)
     if group is None:
         assert findings == []
         return

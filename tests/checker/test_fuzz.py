@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from argusdb import checker
+from argusdb.api import checked
 from argusdb.errors import Finding
 from argusdb.store.embedded import Store
 
@@ -27,7 +27,7 @@ WORDS = ["SELECT", "FROM", "WHERE", "GROUP", "BY", "JOIN", "ON", "evidence", "ru
 @FAST
 @given(st.text(max_size=300))
 def test_random_text_gives_findings_never_exceptions(text: str) -> None:
-    out = checker.check(text)
+    out = checked.check(text)
     assert isinstance(out, list) and all(isinstance(f, Finding) for f in out)
 
 
@@ -35,7 +35,7 @@ def test_random_text_gives_findings_never_exceptions(text: str) -> None:
 @given(st.lists(st.sampled_from(WORDS), max_size=40))
 def test_garbled_sql_gives_findings_never_exceptions(demo_store: Store,
                                                      words: list[str]) -> None:
-    out = checker.check(" ".join(words), demo_store)
+    out = checked.check(" ".join(words), demo_store)
     assert isinstance(out, list) and all(isinstance(f, Finding) for f in out)
 
 
@@ -67,11 +67,11 @@ def compatible_query(draw: st.DrawFn) -> str:
 @given(compatible_query())
 def test_generated_compatible_queries_are_accepted_and_answered(seeded_store: Store,
                                                                  sql: str) -> None:
-    assert checker.check(sql, seeded_store) == []
-    assert checker.execute(sql, seeded_store).num_rows > 0
+    assert checked.check(sql, seeded_store) == []
+    assert checked.execute(sql, seeded_store).num_rows > 0
 
 
 @pytest.mark.parametrize("sql", ["SELECT median(value) FROM evidence",
                                  "SELECT sum(value) FROM evidence WHERE signal = 'duration'"])
 def test_generator_baseline_is_refused_without_grouping(seeded_store: Store, sql: str) -> None:
-    assert checker.check(sql, seeded_store)
+    assert checked.check(sql, seeded_store)

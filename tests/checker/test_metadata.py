@@ -9,7 +9,7 @@ import pytest
 import sqlglot
 
 from argusdb import checker, demo
-from argusdb.api import connect
+from argusdb.api import checked, connect
 from argusdb.api.metadata import StoreMetadata
 from argusdb.checker.metadata import MemoryMetadata, declared_relations
 from argusdb.checker.predicates import Pred
@@ -49,16 +49,16 @@ def test_refresh_is_incremental_and_read_only_connections_reuse_it(tmp_path: Pat
         r1 = ingest_path(db.store, DEMO / "softmax" / "softmax.cupti.jsonl", softmax,
                          dict(demo.OPTIONS))
         # the read-write open summarised the empty store: the first run is added to it
-        assert checker.refresh_metadata(db.store) == "incremental"
-        assert checker.refresh_metadata(db.store, [r1.run_id]) == "fresh"
+        assert checked.refresh_metadata(db.store) == "incremental"
+        assert checked.refresh_metadata(db.store, [r1.run_id]) == "fresh"
         r2 = ingest_path(db.store, DEMO / "softmax" / "softmax.cupti.jsonl", softmax,
                          {**demo.OPTIONS, "num_warps": "8"})
-        assert checker.refresh_metadata(db.store, [r2.run_id]) == "incremental"
+        assert checked.refresh_metadata(db.store, [r2.run_id]) == "incremental"
         inc = db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL")
-        assert checker.refresh_metadata(db.store) == "fresh"
+        assert checked.refresh_metadata(db.store) == "fresh"
     with connect(path) as db:  # a full rebuild gives the same rows
         db.store.sql("DELETE FROM _argus_meta_stamp")
-        assert checker.refresh_metadata(db.store) == "rebuilt"
+        assert checked.refresh_metadata(db.store) == "rebuilt"
         assert db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL") == inc
     with connect(path, read_only=True) as db:
         assert StoreMetadata.of(db.store).summary("evidence")[0] == "main._argus_meta_evidence"
@@ -79,9 +79,9 @@ def test_memory_metadata_is_a_metadata() -> None:
              "_granularity": "kernel", "_scope": "kernel", "_standing": "clean",
              "evidence_class": "observed", "region_id": "k/k", "_rows": 5} for v in "ab"]
     meta = MemoryMetadata({"evidence": rows})
-    assert [f.code for f in checker.check("SELECT median(value) FROM evidence", meta)] == \
+    assert [f.code for f in checked.check("SELECT median(value) FROM evidence", meta)] == \
         ["AR01"]
-    assert checker.check("SELECT median(value) FROM evidence WHERE program_version = 'a'",
+    assert checked.check("SELECT median(value) FROM evidence WHERE program_version = 'a'",
                          meta) == []
 
 
@@ -90,7 +90,7 @@ def test_stale_summary_on_a_read_only_store_is_rebuilt_in_memory(tmp_path: Path)
     with connect(path, create=True) as db:
         db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", KERNELS / "softmax.py",
                   dict(demo.OPTIONS))
-        checker.refresh_metadata(db.store)
+        checked.refresh_metadata(db.store)
     with connect(path) as db:  # a writer that never refreshes the checker's summaries
         ingest_path(db.store, DEMO / "softmax" / "softmax.cupti.jsonl",
                     ProgramSource.from_path(KERNELS / "softmax.py"),
@@ -114,12 +114,12 @@ def test_refresh_after_ingests_reads_new_runs_and_whole_rebuilds_only(tmp_path: 
             ingest_path(db.store, page_copy(tmp_path, i), PROG, OPTS)
             whole = db.store.rows("SELECT program_version FROM materialization "
                                   "WHERE name = 'rebuilt'")
-            states.append((len(whole), checker.refresh_metadata(db.store)))
+            states.append((len(whole), checked.refresh_metadata(db.store)))
             assert not db.store.rows("SELECT * FROM materialization WHERE name = 'rebuilt'")
         assert states[0] == (1, "incremental") and states[-1] == (0, "incremental")
         inc = db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL")
         db.store.sql("DELETE FROM _argus_meta_stamp")
-        assert checker.refresh_metadata(db.store) == "rebuilt"
+        assert checked.refresh_metadata(db.store) == "rebuilt"
         assert db.store.rows("SELECT * FROM _argus_meta_evidence ORDER BY ALL") == inc
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from argusdb import checker, demo
+from argusdb import demo
+from argusdb.api import checked
 from argusdb.store.embedded import Store
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -24,11 +25,11 @@ def test_readme_and_demo_queries_are_sound_on_a_multi_version_store(full_store: 
     examples = [*_examples(), demo.QUESTION, demo.REGION_BREAKDOWN]
     assert len(examples) >= 5
     for sql in examples:
-        assert checker.check(sql, full_store) == [], sql
-        checker.execute(sql, full_store)
+        assert checked.check(sql, full_store) == [], sql
+        checked.execute(sql, full_store)
 
 
 def test_the_old_demo_breakdown_is_refused(full_store: Store) -> None:
     old = demo.REGION_BREAKDOWN.replace("PARTITION BY kernel, program_version",
                                         "PARTITION BY kernel")
-    assert [f.code for f in checker.check(old, full_store)] == ["AR01"]
+    assert [f.code for f in checked.check(old, full_store)] == ["AR01"]

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from argusdb import checker
+from argusdb.api import checked
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.conftest import DATA
 
@@ -25,18 +26,18 @@ def proton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, di
     path = tmp_path_factory.mktemp("proton") / "p.duckdb"
     program = ProgramSource.from_path(PROTON / "proton_probe.py")
     ids = {}
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         for key, name in (("RT", "instr_trace.chrome_trace"), ("RH", "instr_tree.hatchet"),
                           ("RC", "trace.chrome_trace")):
             ids[key] = ingest_path(st, PROTON / name, program, {"target": "sm_90"}).run_id
-    st = Store.open(path, read_only=True)
+    st = open_store(path, read_only=True)
     yield st, ids
     st.close()
 
 
 def codes(sql: str, proton: tuple[Store, dict[str, str]]) -> list[str]:
     st, ids = proton
-    return [f.code for f in checker.check(sql.format(**ids), st)]
+    return [f.code for f in checked.check(sql.format(**ids), st)]
 
 
 def test_per_warp_scope_values_against_proton_totals_are_refused(
@@ -59,7 +60,7 @@ def test_per_warp_values_averaged_per_scope_first_are_accepted(
            "AND h.evidence_class = 'observed'")
     assert codes(sql, proton) == []
     st, ids = proton
-    rows = checker.execute(sql.format(**ids), st).to_pylist()
+    rows = checked.execute(sql.format(**ids), st).to_pylist()
     assert sorted(r["scope_path"] for r in rows) == ["k2/load", "k2/store"]
 
 

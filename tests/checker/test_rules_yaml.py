@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from argusdb import checker
+from argusdb.api import checked
 from argusdb.checker.rules import all_rules
 from argusdb.store.embedded import Store
 
@@ -56,11 +56,11 @@ def test_case(code: str, which: str, case: dict[str, Any], seeded_store: Store,
              "dist": dist_store, "none": None}[kind]
     sql = (case.get("fail_str") or case["pass_str"]).format(
         **(full_built[1] if kind == "full" else dist_built[1] if kind == "dist" else ids))
-    findings = checker.check(sql, store)
+    findings = checked.check(sql, store)
     if "pass_str" in case:
         assert findings == [], [str(f) for f in findings]
         if store is not None:
-            table = checker.execute(sql, store)
+            table = checked.execute(sql, store)
             assert table.num_columns >= 1
         return
     mine = [f for f in findings if f.code == code]
@@ -84,7 +84,7 @@ def test_case_on_an_in_memory_metadata(code: str, which: str, case: dict[str, An
         return
     sql = (case.get("fail_str") or case["pass_str"]).format(
         **(full_built[1] if kind == "full" else dist_built[1] if kind == "dist" else ids))
-    findings = checker.check(sql, memory_stores[kind])
+    findings = checked.check(sql, memory_stores[kind])
     if "pass_str" in case:
         assert findings == [], [str(f) for f in findings]
     else:

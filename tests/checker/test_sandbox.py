@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from argusdb import checker
-from argusdb.api import connect
+from argusdb.api import checked, connect
 from argusdb.errors import ArgusError, QueryFailed, QueryRefused
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 ESCAPES = yaml.safe_load((Path(__file__).parent / "escapes.yaml").read_text())
@@ -19,7 +19,7 @@ ESCAPES = yaml.safe_load((Path(__file__).parent / "escapes.yaml").read_text())
 
 @pytest.mark.parametrize("case", ESCAPES, ids=[c["sql"][:40] for c in ESCAPES])
 def test_escape_is_refused_with_a_clear_reason(case: dict[str, Any]) -> None:
-    findings = checker.check(case["sql"])
+    findings = checked.check(case["sql"])
     assert findings, case
     assert findings[0].code == case["code"], [str(f) for f in findings]
     assert findings[0].message and findings[0].remedy
@@ -35,7 +35,7 @@ def test_escape_is_refused_with_a_clear_reason(case: dict[str, Any]) -> None:
 ])
 def test_locked_connection_is_a_second_layer(tmp_path: Path, sql: str) -> None:
     """Bypass the checker: the engine itself refuses (defence in depth)."""
-    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+    with open_store(tmp_path / "s.duckdb", create=True) as st:
         st.lock_down()
         cur = st.cursor()
         with pytest.raises(Exception) as err:
@@ -51,7 +51,7 @@ def test_locked_connection_is_a_second_layer(tmp_path: Path, sql: str) -> None:
                                  "DELETE FROM run"])
 def test_engine_layer_runs_only_one_select(tmp_path: Path, sql: str) -> None:
     """DuckDB's own parser must see exactly one SELECT, else nothing runs."""
-    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+    with open_store(tmp_path / "s.duckdb", create=True) as st:
         with pytest.raises(QueryFailed, match="other than one SELECT"):
             st.run_select(sql, 5.0)
         assert st.has_table("run") and not st.has_table("stolen")
@@ -98,7 +98,7 @@ def test_hostile_queries_on_a_read_write_connection_change_no_rows(tmp_path: Pat
                                  "SELECT * FROM evidence WHERE signal = 1",
                                  "x" * 200_000])
 def test_malformed_input_is_a_finding_never_an_exception(sql: str, demo_store: Store) -> None:
-    findings = checker.check(sql, demo_store)
+    findings = checked.check(sql, demo_store)
     assert findings and all(f.code.startswith("AR") for f in findings)
 
 
@@ -107,7 +107,7 @@ def test_statements_run_side_by_side_each_under_the_sandbox(tmp_path: Path) -> N
     fetches that each wait for the other finish only when both run at once."""
     import threading
 
-    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+    with open_store(tmp_path / "s.duckdb", create=True) as st:
         both = threading.Barrier(2)
 
         def meet(cur: Any) -> tuple[Any, set[str]]:
@@ -136,7 +136,7 @@ def test_a_question_asked_again_runs_from_its_kept_plan(tmp_path: Path) -> None:
     """A statement that ran once in a store write generation is prepared when asked again
     and its cursor kept with the plan; a write drops every kept plan (DuckDB plans from the
     data's statistics: the kept plan of a filter the statistics rule out answers nothing)."""
-    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+    with open_store(tmp_path / "s.duckdb", create=True) as st:
         st.sql("CREATE TABLE t AS SELECT range AS x FROM range(10)")
         sql = "SELECT count(*) AS n FROM t WHERE x > 100"
         kept = st._kept
@@ -169,7 +169,7 @@ def test_a_question_asked_again_runs_from_its_kept_plan(tmp_path: Path) -> None:
 def test_a_quick_kept_question_alone_runs_on_the_callers_thread(tmp_path: Path) -> None:
     """A question alone whose kept plan ran quickly runs without a worker thread; side by
     side, or before its plan is kept, each question has a thread of its own."""
-    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+    with open_store(tmp_path / "s.duckdb", create=True) as st:
         sql = "SELECT count(*) AS n FROM range(1000)"
         real, started = st._start, []
 
@@ -199,7 +199,7 @@ def test_only_a_nearer_deadline_wakes_the_watchdog() -> None:
     import threading
     import time
 
-    from argusdb.store.embedded import _Watchdog
+    from argusdb.store.guard import Watchdog as _Watchdog
 
     class Cursor:
         def __init__(self) -> None:

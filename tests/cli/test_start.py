@@ -32,7 +32,7 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 
 def test_query_loads_no_heavy_module(tmp_path: Path) -> None:
     from argusdb.api import connect
-    from argusdb.checker import refresh_metadata
+    from argusdb.api.checked import refresh_metadata
     from argusdb.demo import QUESTION, build
 
     store = tmp_path / "demo.duckdb"

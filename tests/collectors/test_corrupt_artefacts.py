@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from argusdb.cli import main
 from argusdb.collectors import detect
 from argusdb.errors import InputError
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.collectors.corrupt_cases import BAD_OPTIONS, CASES, CUPTI, VALID, Case
 from tests.conftest import DATA, DEMO, KERNELS
 
@@ -41,7 +41,7 @@ def _digest(db: Path) -> dict[str, str]:
 
 
 def _counts(db: Path) -> dict[str, int]:
-    with Store.open(db, read_only=True) as st:
+    with open_store(db, read_only=True) as st:
         return {t: st.rows(f"SELECT count(*) AS n FROM {t}")[0]["n"] for t in _TABLES}
 
 

@@ -10,14 +10,14 @@ import pytest
 import argusdb
 from argusdb.errors import QueryRefused
 from argusdb.ingest.ranks import ingest_launch
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "gpu" / "xlayer"
 
 
 def test_profiled_step_timing_is_not_mixed_with_clean(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         for name in ("xl-overlap-events-1", "xl-overlap-profiler-1"):
             ingest_launch(st, DATA / name, options={"version": "overlap", "target": "sm_90"})
     with argusdb.connect(str(path)) as db:

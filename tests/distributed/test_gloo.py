@@ -13,6 +13,7 @@ import pytest
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest.ranks import ingest_launch
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
-    st = Store.open(tmp_path / "s.duckdb", create=True)
+    st = open_store(tmp_path / "s.duckdb", create=True)
     yield st
     st.close()
 

@@ -13,6 +13,7 @@ import pytest
 from argusdb.answers.ranks import collective_diff, launch_trace
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest.ranks import ingest_launch
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +27,7 @@ LAUNCHES = ("xl-serial-events-1", "xl-serial-events-2", "xl-serial-events-3",
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    st = Store.open(tmp_path_factory.mktemp("xl") / "s.duckdb", create=True)
+    st = open_store(tmp_path_factory.mktemp("xl") / "s.duckdb", create=True)
     prog = ProgramSource.from_path(PROGRAM)
     for name in LAUNCHES:
         v = name.split("-")[1]

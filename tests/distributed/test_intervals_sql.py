@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.attribution import seed
 
@@ -30,7 +31,7 @@ def _coll(st: Store, run: str, rank: int, seq: int, a: int, b: int, op: str = "a
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
-    st = Store.open(tmp_path / "s.duckdb", create=True)
+    st = open_store(tmp_path / "s.duckdb", create=True)
     st.insert_row("program_version", {"program_version": "v1", "program": "p"})
     for rank, run in enumerate(("r0", "r1")):
         seed.run(st, run, "v1", collector="torchdist", timing_clean=True, signature="none")
@@ -151,34 +152,34 @@ def test_the_identity_of_each_run_passes_through(store: Store) -> None:
 def test_checked_queries_over_the_macros(store: Store) -> None:
     """A checked span join over the runs of one version with one standing is answered; one
     more version, or a profiled run beside the clean ones, is refused with its rule."""
-    from argusdb import checker
+    from argusdb.api import checked
     from argusdb.errors import QueryRefused
 
     q = ("SELECT a_name, b_name, sum(dur_ns) AS ns FROM interval_span_join('collective', "
          "'span') GROUP BY ALL")
-    assert checker.execute(q, store).to_pylist() == [
+    assert checked.execute(q, store).to_pylist() == [
         {"a_name": "allreduce", "b_name": "mlp", "ns": 80}]
     store.insert_row("program_version", {"program_version": "v2", "program": "p"})
     seed.run(store, "r2", "v2", collector="torchdist", timing_clean=True, signature="none")
     _span(store, "r2", "span", "compute", "mlp", 0, 100, 0, 0)
     _coll(store, "r2", 0, 0, 50, 150, step=0)
     with pytest.raises(QueryRefused) as refused:
-        checker.execute(q, store)
+        checked.execute(q, store)
     f = refused.value.findings[0]
     assert f.code == "AR01" and "interval_span_join" in f.message and "argus diff" in f.remedy
-    assert checker.execute(q.replace("GROUP BY ALL", "WHERE program_version = 'v1' GROUP BY "
+    assert checked.execute(q.replace("GROUP BY ALL", "WHERE program_version = 'v1' GROUP BY "
                                      "ALL"), store).num_rows == 1
     seed.run(store, "r3", "v1", collector="kineto", timing_clean=False,
              signature="torch_profiler+activity_tracing")
     _span(store, "r3", "span", "compute", "mlp", 0, 100, 0, 0)
     _coll(store, "r3", 0, 0, 50, 150, step=0)
     with pytest.raises(QueryRefused) as refused:
-        checker.execute(q.replace("GROUP BY ALL", "WHERE program_version = 'v1' GROUP BY "
+        checked.execute(q.replace("GROUP BY ALL", "WHERE program_version = 'v1' GROUP BY "
                                   "ALL"), store)
     f = refused.value.findings[0]
     assert f.code == "AR02" and "torch_profiler" in f.message and "timing_clean" in f.remedy
     ok = q.replace("GROUP BY ALL", "WHERE program_version = 'v1' AND timing_clean GROUP BY ALL")
-    assert checker.execute(ok, store).to_pylist()[0]["ns"] == 80
+    assert checked.execute(ok, store).to_pylist()[0]["ns"] == 80
 
 
 def test_clock_offset_is_derived_evidence_with_its_error(store: Store) -> None:

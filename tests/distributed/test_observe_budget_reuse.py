@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.distributed.test_observe_torchrun import XL, observe, replay_dir, torchrun
 
 KERNEL = "tp_block/bias_gelu_kernel"
@@ -70,7 +70,7 @@ def test_budget_drops_the_timeline_launch_then_signals_by_recorded_costs(
     assert {t["action"]: t["estimate"]["same_world_size"] for t in full["tasks"]} == {
         "torchrun_command": True, "dist_events": True, "collectives_forced_sync": None,
         "dist_profiler": True, "dist_forced": True, "dist_cupti": True, "dist_overlap": None}
-    with Store.open(store, read_only=True) as st:  # the estimates are the recorded costs
+    with open_store(store, read_only=True) as st:  # the estimates are the recorded costs
         rec = {r["action"]: r["wall_s"] for r in st.rows(
             "SELECT action, wall_s FROM plan_cost_task WHERE status = 'done'")}
     assert cost == {a: rec[a] for a in cost}
@@ -118,7 +118,7 @@ def test_the_same_request_reuses_every_launch_and_stores_nothing_new(
         observed: dict[str, Any], tmp_path: Path) -> None:
     store = tmp_path / "s.duckdb"
     shutil.copy(observed["store"], store)
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         runs = st.rows("SELECT count(*) AS n FROM run")[0]["n"]
     code, out = observe(["--region", KERNEL, "--signals", "duration,exposed_communication",
                          "--store", str(store), *SERIAL, "--json"], torchrun(2))
@@ -139,7 +139,7 @@ def test_the_same_request_reuses_every_launch_and_stores_nothing_new(
     for sig in ("duration", "exposed_communication"):
         assert rep["distributed"]["signals"][sig]["per_rank"] == \
             first["distributed"]["signals"][sig]["per_rank"]
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run")[0]["n"] == runs
         assert st.rows("SELECT count(*) AS n FROM plan_cost_task WHERE status = 'reused'"
                        )[0]["n"] == 4

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 XL = ROOT / "tools" / "h200" / "xlayer"
@@ -102,7 +102,7 @@ def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
     assert all(v["verdict"] == "sufficient" for v in d.values())
     assert [r["rank"] for r in d["duration"]["per_rank"]] == [0, 1]
     assert all(r["n"] == 5 for r in d["duration"]["per_rank"])  # steps 1..5 (0 is warm-up)
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         runs = st.rows("SELECT r.rank, r.launch_group, r.timing_clean, r.forced_wait, "
                        "r.torch_profiler, t.plan_id FROM run AS r JOIN task AS t "
                        "USING (task_id) ORDER BY r.launch_group, r.rank")
@@ -157,7 +157,7 @@ def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
     assert {t["reuse"]["launch_group"] for t in collect} == {
         f"{plan}.{m}" for m in ("events", "forced", "profiler")}
     assert again["distributed"]["signals"]["duration"] == d["duration"]
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run")[0]["n"] == len(runs)
 
 
@@ -184,7 +184,7 @@ def test_four_ranks_live_kernel_duration_is_insufficient_without_cuda(tmp_path: 
     assert [r["rank"] for r in sig["step_time"]["per_rank"]] == [0, 1, 2, 3]
     crit = [r for r in rep["distributed"]["critical_rank"] if r["is_critical"]]
     assert len(crit) == 1
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM kernel_launch") == [{"n": 0}]
         assert st.rows("SELECT status FROM task WHERE task_id LIKE '%dist_cupti'") == [
             {"status": "insufficient"}]
@@ -203,7 +203,7 @@ def test_a_failing_program_stores_nothing(tmp_path: Path) -> None:
     rep = json.loads(out[out.index('{"ok"'):])
     assert rep["failed"][0]["action"] == "dist_events"
     assert "torchrun exited" in rep["failed"][0]["error"]
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
 
 
@@ -301,7 +301,7 @@ def test_a_replay_of_another_world_size_is_refused_and_nothing_stored(
     assert code == 1, out
     rep = json.loads(out[out.index('{"ok"'):])
     assert "launched with 2 ranks, not 4" in rep["failed"][0]["error"]
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
 
 
@@ -330,7 +330,7 @@ def test_a_launch_past_its_time_limit_is_stopped_with_its_ranks(
     for pid in pids:  # ... and none of them is left running
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
 
 

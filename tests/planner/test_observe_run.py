@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import argusdb
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")
@@ -47,7 +47,7 @@ def test_second_observe_reuses_what_the_first_collected(tmp_path: Path) -> None:
     assert statuses(second) == [("find_launch", "done"), ("cupti_timing", "reused"),
                                 ("forced_wait", "reused"), ("cupti_timing", "reused"),
                                 ("derive_exposed_latency", "done")]
-    with Store.open(store) as st:
+    with open_store(store) as st:
         collected = {r["task_id"].split(".", 1)[1]: r["run_id"] for r in st.rows(
             "SELECT task_id, run_id FROM run WHERE task_id LIKE ?", [first.plan.plan_id + "%"])}
         derived = st.rows("SELECT value FROM evidence WHERE evidence_class = 'derived'")
@@ -79,7 +79,7 @@ def test_observe_returns_the_regions_evidence(tmp_path: Path) -> None:
                             store=tmp_path / "s.duckdb", source=SOFTMAX, workdir=tmp_path / "w2")
     timing = later.plan.by_action("cupti_timing")[0]
     assert timing.reuse is not None
-    with Store.open(tmp_path / "s.duckdb") as st:
+    with open_store(tmp_path / "s.duckdb") as st:
         assert timing.reuse["run_id"] == st.rows(
             "SELECT run_id FROM run WHERE task_id = ?", [obs.plan.tasks[1].id])[0]["run_id"]
         assert st.rows("SELECT region_id, n_tasks, n_reused FROM plan ORDER BY created_at") == [
@@ -92,7 +92,7 @@ def test_a_dry_run_after_a_run_estimates_its_cost_from_it(tmp_path: Path) -> Non
     store = tmp_path / "s.duckdb"
     argusdb.observe("softmax/softmax_fwd/load", ["exposed_latency", "inst_executed"],
                     store=store, source=SOFTMAX, workdir=tmp_path / "w")
-    with Store.open(store) as st:
+    with open_store(store) as st:
         spent = st.rows("SELECT action, gpu_s FROM plan_cost_action WHERE gpu_s > 0 "
                         "ORDER BY action")
     # The recorded device seconds of the ncu replay and of the variant's timing.

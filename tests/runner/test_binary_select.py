@@ -31,7 +31,7 @@ from argusdb.observe.runner.command import (
     discovery,
     program_binaries,
 )
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tools.h200.program_figures import figures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,7 +116,7 @@ def test_replayed_observation_is_exact_and_names_the_binaries(
     (note,) = [n for n in rep["notes"] if "launched 2 binaries" in n]
     assert f"Measured binary={NARROW[:12]}, picked by the program's last launch" in note
     assert "constexpr.BLOCK=4096 (12 launches)" in note
-    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
+    with open_store(tmp_path / "s.duckdb", read_only=True) as st:
         (opts,) = st.rows("SELECT options FROM program_version WHERE program = 'rms' AND "
                           "parent_version IS NULL")
         assert json.loads(opts["options"])["constexpr.BLOCK"] == "1024"

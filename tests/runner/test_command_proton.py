@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.runner.replay import PROGRAMS, RECORDED, replay_observe
 
@@ -44,7 +45,7 @@ def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region:
              *cmd: str) -> tuple[dict[str, Any], Store]:
     code, rep = _replay(tmp_path, monkeypatch, name, region, *cmd)
     assert code == 0 and rep["ok"], rep
-    return rep, Store.open(tmp_path / "s.duckdb", read_only=True)
+    return rep, open_store(tmp_path / "s.duckdb", read_only=True)
 
 
 def _refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
@@ -54,7 +55,7 @@ def _refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region:
     assert code == 1 and not rep["ok"]
     (failed,) = rep["failed"]
     assert failed["action"] == "proton_instr"
-    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
+    with open_store(tmp_path / "s.duckdb", read_only=True) as st:
         assert st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'scope_cycles'") == [
             {"n": 0}]
     return str(failed["error"])

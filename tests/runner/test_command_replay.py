@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tools.h200.program_figures import figures
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +57,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         reports = {n: observe(mp, n, store) for n in CASES}
     finally:
         mp.undo()
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         figs = {n: figures(st, CASES[n][0]) for n in CASES}
     return {"store": store, "reports": reports, "figures": figs}
 

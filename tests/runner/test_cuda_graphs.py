@@ -19,7 +19,7 @@ import pytest
 
 from argusdb.observe.launch.hooks import State
 from argusdb.observe.runner.command import CommandFailed, discovery
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.runner.replay import SIGNALS, replay_observe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,7 +132,7 @@ def test_replayed_observation_is_exact(tmp_path: Path, monkeypatch: pytest.Monke
     for sig in ("inst_executed", "warp_stall_samples"):
         v = rep["attribution"][sig]
         assert v["verdict"] == "sufficient" and v["attributed"] == v["observed"] > 0
-    with Store.open(tmp_path / "s.duckdb", read_only=True) as st:
+    with open_store(tmp_path / "s.duckdb", read_only=True) as st:
         timing = st.rows(
             "SELECT r.program_version, count(*) AS n, count(*) FILTER (WHERE "
             "k.launch_api = 'cudaGraphLaunch') AS graph FROM evidence e JOIN run r "

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from argusdb.cli import main
 from argusdb.observe.runner import execute
 from argusdb.observe.runner.backends import LiveBackend
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import DATA, GPU_KERNELS
 
 observe_mod = importlib.import_module("argusdb.observe")
@@ -36,7 +36,7 @@ def test_observe_cli_replays_the_recorded_runs(monkeypatch: pytest.MonkeyPatch,
         ("derive_exposed_latency", "done")]
     assert doc["evidence"]["exposed_latency"] == {"derived": 1}
     assert doc["evidence"]["inst_executed"]["attributed"] == 1
-    with Store.open(store) as st:
+    with open_store(store) as st:
         v = st.rows("SELECT value FROM evidence WHERE evidence_class = 'derived'")
     # attention causal: forced wait on K 518.2 us vs 474.3 us (medians of the recordings)
     assert 40e3 < v[0]["value"] < 50e3
@@ -46,8 +46,8 @@ def test_observe_cli_replays_the_recorded_runs(monkeypatch: pytest.MonkeyPatch,
 def test_live_observe_of_softmax_load_on_this_gpu(tmp_path: Path) -> None:
     from argusdb.observe.planner import plan as make_plan
 
-    src = Path(__file__).resolve().parents[2] / "tools" / "h200" / "kernels" / "softmax.py"
-    with Store.open(tmp_path / "live.duckdb", create=True) as st:
+    src = Path(__file__).resolve().parents[2] / "argusdb" / "demo" / "kernels" / "softmax.py"
+    with open_store(tmp_path / "live.duckdb", create=True) as st:
         p = make_plan(src, "softmax/softmax_fwd/load", ["exposed_latency"], None, st).to_json()
         res = execute(p, st, src, tmp_path / "work", False, LiveBackend())
         assert [r.status for r in res] == ["done"] * len(res)
@@ -70,7 +70,7 @@ def test_observe_of_a_region_duration_replays_the_proton_instrumentation(
     # 512 rows x 4 warps: one scope instance per warp; the kernel's clean timing alongside
     assert doc["evidence"]["scope_cycles"]["attributed"] == 2048
     assert doc["evidence"]["duration"] == {"observed": 50}
-    with Store.open(store) as st:
+    with open_store(store) as st:
         bound = st.rows("SELECT transform, transform_task_id FROM program_version "
                         "WHERE parent_version IS NOT NULL ORDER BY transform")
         runs = st.rows("SELECT kind, instrumentation FROM run ORDER BY run_seq")

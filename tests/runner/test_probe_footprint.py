@@ -24,7 +24,8 @@ import pytest
 
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.observe.variants import VariantOf, footprint_note, record_check
+from argusdb.ingest.variants import VariantOf, footprint_note, record_check
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.attribution.test_derivation_h200 import GPU, PARENTS, PROBES
 from tests.runner.replay import RECORDED, SIGNALS, replay_observe
@@ -48,7 +49,7 @@ def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region:
              *cmd: str) -> tuple[dict[str, Any], Store]:
     code, rep = replay_observe(tmp_path, monkeypatch, name, region, SIGNALS, *cmd)
     assert code == 0 and rep["ok"], rep
-    return rep, Store.open(tmp_path / "s.duckdb", read_only=True)
+    return rep, open_store(tmp_path / "s.duckdb", read_only=True)
 
 
 def test_tma_tiles_through_registers_make_the_probe_an_upper_bound(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 DEFAULT_PG = "host=127.0.0.1 port=55432 user=postgres dbname=postgres"
@@ -58,6 +59,6 @@ def shared_uri(pg: str, tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def shared(shared_uri: str) -> Iterator[Store]:
-    st = Store.open(shared_uri, create=True)
+    st = open_store(shared_uri, create=True)
     yield st
     st.close()

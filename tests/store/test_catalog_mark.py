@@ -15,7 +15,7 @@ import duckdb
 from argusdb.api import connect
 from argusdb.api.metadata import _fingerprint, _stamp
 from argusdb.schema import catalog
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import DEMO
 
 
@@ -49,25 +49,30 @@ def test_a_store_another_release_wrote_is_brought_up_to_date_by_a_read_only_open
     with connect(str(path), create=True) as db:
         db.ingest(DEMO / "softmax" / "softmax.cupti.jsonl")
     _as_another_release_left_it(path)
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         assert st.catalog_current()  # re-created through a short read-write opening
         assert st.rows("SELECT count(*) AS n FROM derivation_input_state") == [{"n": 0}]
-        # ... which also stamped the checker's summaries: questions read the stored ones
-        assert _stamp(st.con, st, "evidence") == _fingerprint(st.con)
+        # the store layer knows nothing of the checker: its summaries are still the old ones
+        assert _stamp(st.con, st, "evidence") != _fingerprint(st.con)
+    _as_another_release_left_it(path)
     with connect(str(path), read_only=True) as db:
+        st = db.store
+        assert st.catalog_current()
+        # argusdb.connect's upgrade also stamped the checker's summaries: questions read them
+        assert _stamp(st.con, st, "evidence") == _fingerprint(st.con)
         assert db.query("SELECT count(*) AS n FROM run").column("n").to_pylist() == [1]
 
 
 def test_a_current_catalog_is_not_re_created(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
-    Store.open(path, create=True).close()
+    open_store(path, create=True).close()
     con = duckdb.connect(str(path))
     con.execute("DROP VIEW derivation_input_state")  # by hand, the mark left in place
     con.close()
-    Store.open(path).close()
+    open_store(path).close()
     assert not _has_view(path, "derivation_input_state")  # the mark said current: skipped
     _as_another_release_left_it(path)
-    Store.open(path).close()
+    open_store(path).close()
     assert _has_view(path, "derivation_input_state")
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         assert st.catalog_current()

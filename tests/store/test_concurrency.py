@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import ROOT
 from tests.store.worker import BASE_LAUNCHES, recording
 
@@ -47,7 +47,7 @@ def _exercise(store: str, tmp_path: Path, reopen: bool) -> dict[str, float]:
     folder.mkdir()
     for k in range(1, WRITERS * RUNS + 1):
         recording(k, folder)
-    Store.open(store, create=True).close()
+    open_store(store, create=True).close()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ARGUS_LOCK_TIMEOUT": "600"}
     stop = tmp_path / "stop"
     reader = subprocess.Popen([sys.executable, "-c", READER, store, str(stop)], cwd=ROOT,
@@ -67,7 +67,7 @@ def _exercise(store: str, tmp_path: Path, reopen: bool) -> dict[str, float]:
     landed = [ln.split() for o, _ in outs for ln in o.splitlines()]
     assert len(landed) == WRITERS * RUNS
     assert all(kind == "landed" for kind, _, _ in landed)
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         rows = st.rows("SELECT r.run_id, r.run_seq, count(k.run_id) AS launches FROM run r "
                        "LEFT JOIN kernel_launch k USING (run_id) GROUP BY ALL")
         dup = st.sql("SELECT count(*) - count(DISTINCT artefact_sha256) FROM run").fetchone()
@@ -98,7 +98,7 @@ def test_same_bytes_from_many_writers_land_once(shared_uri: str, tmp_path: Path)
     folder.mkdir()
     for k in range(1, 5):
         recording(k, folder)
-    Store.open(shared_uri, create=True).close()
+    open_store(shared_uri, create=True).close()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-m", "tests.store.worker", shared_uri, "1", "4",
                                str(folder)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -108,7 +108,7 @@ def test_same_bytes_from_many_writers_land_once(shared_uri: str, tmp_path: Path)
     lines = [ln.split() for o, _ in outs for ln in o.splitlines()]
     assert sum(1 for kind, _, _ in lines if kind == "landed") == 4
     assert len({run for _, _, run in lines}) == 4
-    with Store.open(shared_uri, read_only=True) as st:
+    with open_store(shared_uri, read_only=True) as st:
         assert st.sql("SELECT count(*), count(DISTINCT run_id), count(DISTINCT run_seq) "
                       "FROM run").fetchone() == (4, 4, 4)
         assert st.sql("SELECT count(*) FROM kernel_launch").fetchone() == (

@@ -20,6 +20,7 @@ from argusdb.cli import main
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import StoreError
 from argusdb.ingest import ingest_path
+from argusdb.store import open_store
 from argusdb.store.embedded import SCHEMA_VERSION, Store
 from tests.conftest import DEMO, KERNELS, ROOT
 
@@ -39,7 +40,7 @@ def _hold(db: Path, seconds: float) -> subprocess.Popen[str]:
 
 def test_writer_waits_for_the_lock_then_lands(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
-    Store.open(db, create=True).close()
+    open_store(db, create=True).close()
     proc = _hold(db, 1.5)
     t0 = time.monotonic()
     res = CliRunner().invoke(main, ["ingest", str(db), str(CUPTI), "--program", str(SOFTMAX)])
@@ -48,13 +49,13 @@ def test_writer_waits_for_the_lock_then_lands(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "locked by" in res.output and "waiting up to" in res.output
     assert waited >= 0.5
-    with Store.open(db, read_only=True) as st:   # the program's run + the timeline run of
+    with open_store(db, read_only=True) as st:   # the program's run + the timeline run of
         assert st.sql("SELECT count(*) FROM run").fetchone() == (2,)  # torch's own kernels
 
 
 def test_writer_gives_up_after_the_timeout_with_a_message(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
-    Store.open(db, create=True).close()
+    open_store(db, create=True).close()
     proc = _hold(db, 3)
     try:
         res = CliRunner().invoke(main, ["ingest", str(db), str(CUPTI), "--lock-timeout", "0.3"])
@@ -69,7 +70,7 @@ def test_writer_gives_up_after_the_timeout_with_a_message(tmp_path: Path) -> Non
 
 def test_reader_waits_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "r.duckdb"
-    with Store.open(db, create=True) as st:
+    with open_store(db, create=True) as st:
         ingest_path(st, CUPTI, ProgramSource.from_path(SOFTMAX))
     proc = _hold(db, 1.0)
     monkeypatch.setenv("ARGUS_LOCK_TIMEOUT", "30")
@@ -83,9 +84,10 @@ def _committed_in_wal(db: Path) -> list[str]:
     """Ingest in a process that dies after COMMIT and before the checkpoint: the runs (the
     program's, and the timeline run of torch's kernels) are only in the WAL, and the pending
     marker names them."""
-    Store.open(db, create=True).close()
+    open_store(db, create=True).close()
     code = (
-        "import os\nfrom argusdb.store.embedded import Store\n"
+        "import os\nfrom argusdb.store import open_store\n"
+        "from argusdb.store.embedded import Store\n"
         "from argusdb.ingest import ingest_path\n"
         "from argusdb.collectors.regions import ProgramSource\n"
         "Store._after_commit_orig = Store._after_commit\n"
@@ -96,7 +98,7 @@ def _committed_in_wal(db: Path) -> list[str]:
         "    open(p, 'w').write('\\n'.join(runs))\n"
         "    print(' '.join(runs), flush=True); os._exit(0)\n"
         "Store._after_commit = dying\n"
-        f"st = Store.open({str(db)!r})\n"
+        f"st = open_store({str(db)!r})\n"
         "st.con.execute(\"SET checkpoint_threshold = '10GB'\")\n"
         f"ingest_path(st, {str(CUPTI)!r}, ProgramSource.from_path({str(SOFTMAX)!r}))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
@@ -118,7 +120,7 @@ def test_a_wal_that_loses_a_committed_run_is_refused(tmp_path: Path, damage: str
         os.truncate(wal, 0)
     for ro in (True, False):
         with pytest.raises(StoreError, match=f"committed run.*{run}.*did not replay"):
-            Store.open(db, read_only=ro)
+            open_store(db, read_only=ro)
     res = CliRunner().invoke(main, ["runs", str(db)])
     assert res.exit_code == 2 and "write-ahead log" in res.output
 
@@ -134,23 +136,23 @@ def test_a_corrupt_wal_is_named(tmp_path: Path) -> None:
         fh.seek(n // 2)
         fh.write(bytes([b[0] ^ 0xFF]))
     with pytest.raises(StoreError, match=r"write-ahead log \S*c\.duckdb\.wal is damaged"):
-        Store.open(db)
+        open_store(db)
 
 
 def test_an_intact_wal_replays_and_is_checkpointed(tmp_path: Path) -> None:
     db = tmp_path / "i.duckdb"
     runs = _committed_in_wal(db)
     assert len(runs) == 2
-    with Store.open(db) as st:
+    with open_store(db) as st:
         assert all(st.run_exists(r) for r in runs)
     assert not (db.parent / (db.name + ".argus-pending")).exists()
-    with Store.open(db, read_only=True) as st:
+    with open_store(db, read_only=True) as st:
         assert sorted(st.snapshots()[-1]["run_ids"]) == sorted(runs)
 
 
 def test_each_ingest_is_checkpointed(tmp_path: Path) -> None:
     db = tmp_path / "k.duckdb"
-    with Store.open(db, create=True) as st:
+    with open_store(db, create=True) as st:
         ingest_path(st, CUPTI, ProgramSource.from_path(SOFTMAX))
         wal = db.parent / (db.name + ".wal")
         assert not wal.exists() or wal.stat().st_size == 0
@@ -160,9 +162,9 @@ def test_each_ingest_is_checkpointed(tmp_path: Path) -> None:
 def test_duckdb_draws_no_progress_bar(tmp_path: Path) -> None:
     """DuckDB draws its own bar on stdout, also into a file or a pipe, for any statement past
     2 s: a long ingest's ``--json`` answer came back with it in front."""
-    with Store.open(tmp_path / "p.duckdb", create=True) as st:
+    with open_store(tmp_path / "p.duckdb", create=True) as st:
         assert st.sql("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
-    with Store.open(tmp_path / "p.duckdb", read_only=True) as st:
+    with open_store(tmp_path / "p.duckdb", read_only=True) as st:
         assert st.sql("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
     assert Store.in_memory("m").sql("SELECT current_setting('enable_progress_bar')"
                                     ).fetchone() == (False,)
@@ -173,7 +175,7 @@ def test_two_readers_of_one_store_in_one_process(tmp_path: Path) -> None:
     configuration the first question locked: the second still opens and answers (turning the
     progress bar off there was refused, and the open with it)."""
     db = tmp_path / "two.duckdb"
-    Store.open(db, create=True).close()
+    open_store(db, create=True).close()
     with connect(db, read_only=True) as a:
         a.query("SELECT count(*) AS n FROM run")
         with connect(db, read_only=True) as b:
@@ -200,9 +202,9 @@ def test_not_a_store(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello\n" * 10)
     with pytest.raises(StoreError, match="not a DuckDB database"):
-        Store.open(text, create=True)
+        open_store(text, create=True)
     with pytest.raises(StoreError, match="is a directory"):
-        Store.open(tmp_path, create=True)
+        open_store(tmp_path, create=True)
     other = tmp_path / "other.duckdb"
     con = duckdb.connect(str(other))
     con.execute("CREATE TABLE sales (x INTEGER)")
@@ -210,7 +212,7 @@ def test_not_a_store(tmp_path: Path) -> None:
     before = other.read_bytes()
     for kw in ({"create": True}, {"read_only": True}, {}):
         with pytest.raises(StoreError, match="not an argusdb store"):
-            Store.open(other, **kw)  # type: ignore[arg-type]
+            open_store(other, **kw)  # type: ignore[arg-type]
     assert other.read_bytes() == before
     res = CliRunner().invoke(main, ["ingest", str(text), str(CUPTI)])
     assert res.exit_code == 2 and "not a DuckDB database" in res.output
@@ -218,7 +220,7 @@ def test_not_a_store(tmp_path: Path) -> None:
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "n.duckdb"
-    Store.open(db, create=True).close()
+    open_store(db, create=True).close()
     con = duckdb.connect(str(db))
     con.execute("UPDATE store_meta SET value = ? WHERE key = 'schema_version'",
                 [str(SCHEMA_VERSION + 1)])
@@ -226,7 +228,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     for ro in (True, False):
         with pytest.raises(StoreError, match=f"newer argusdb \\(store schema "
                                              f"{SCHEMA_VERSION + 1}"):
-            Store.open(db, read_only=ro)
+            open_store(db, read_only=ro)
 
 
 def _answers(path: str | Path) -> list[list[dict[str, object]]]:
@@ -246,7 +248,7 @@ def test_v1_store_migrates_and_answers_identically(tmp_path: Path) -> None:
     con.close()
     assert "run" in tables and "store_meta" not in tables and n_rows
     got = _answers(old)   # a read-only opening migrates through a short writable one
-    with Store.open(old, read_only=True) as st:
+    with open_store(old, read_only=True) as st:
         assert st.schema_version() == SCHEMA_VERSION
         # schema 3: observed_evidence copied into a table without the key index, every row kept
         assert st.sql("SELECT index_count FROM duckdb_tables() WHERE table_name = "
@@ -257,8 +259,8 @@ def test_v1_store_migrates_and_answers_identically(tmp_path: Path) -> None:
     assert [s["run_ids"] for s in snaps] == [[r] for (r,) in runs]
     assert {s["kind"] for s in snaps} == {"migrated"}
     fresh = tmp_path / "fresh.duckdb"
-    with Store.open(fresh, create=True) as st:
-        prog = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
+    with open_store(fresh, create=True) as st:
+        prog = ProgramSource.from_path(demo.KERNELS_DIR / "softmax.py")
         for p in demo.artefacts("softmax"):
             ingest_path(st, p, prog, dict(demo.OPTIONS))
     assert got == _answers(fresh)
@@ -280,7 +282,7 @@ def test_failed_migration_leaves_the_old_store(tmp_path: Path,
 
     monkeypatch.setattr(store_versions, "migrate", broken)
     with pytest.raises(StoreError, match="migration step failed"):
-        Store.open(old)
+        open_store(old)
     con = duckdb.connect(str(old), read_only=True)
     assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'store_meta'"
                        ).fetchone() == (0,)
@@ -297,18 +299,18 @@ def test_v2_store_gains_the_launch_call_columns(tmp_path: Path) -> None:
     """A schema-2 store (kernel_launch without the api_* columns) migrates on opening: the
     columns arrive NULL for the launches it holds, and the next ingest fills them."""
     db = tmp_path / "v2.duckdb"
-    with Store.open(db, create=True) as st:
+    with open_store(db, create=True) as st:
         ingest_path(st, CUPTI)
     con = duckdb.connect(str(db))
     for c in API_COLUMNS:
         con.execute(f"ALTER TABLE kernel_launch DROP COLUMN {c}")
     con.execute("UPDATE store_meta SET value = '2' WHERE key = 'schema_version'")
     con.close()
-    with Store.open(db, read_only=True) as st:   # migrates through a short writable opening
+    with open_store(db, read_only=True) as st:   # migrates through a short writable opening
         assert st.schema_version() == SCHEMA_VERSION == 3
         held = st.rows("SELECT count(*) AS n, count(api_start_ns) AS api FROM kernel_launch")
         assert held[0]["n"] > 0 and held[0]["api"] == 0
-    with Store.open(db) as st:
+    with open_store(db) as st:
         ingest_path(st, TIMING)
         got = st.rows("SELECT count(*) AS n, count(api_start_ns) AS api, count(api_tid) AS tid "
                       "FROM kernel_launch WHERE launch_api IS NOT NULL")
@@ -329,12 +331,12 @@ def test_a_store_never_tries_fsst(tmp_path: Path) -> None:
            "'VARCHAR'"
     assert {"FSST", "DICT_FSST"} & {c for (c,) in plain.execute(used).fetchall()}
     plain.close()
-    with Store.open(tmp_path / "s.duckdb", create=True) as st:
+    with open_store(tmp_path / "s.duckdb", create=True) as st:
         st.con.execute(f"CREATE TABLE t AS {names}")
         st.con.execute("CHECKPOINT")
         got = {c for (c,) in st.con.execute(used).fetchall()}
         assert got and not {"FSST", "DICT_FSST"} & got
-        with Store.open(tmp_path / "s.duckdb") as again:
+        with open_store(tmp_path / "s.duckdb") as again:
             assert again.con.execute("SELECT value FROM duckdb_settings() WHERE name = "
                                      "'disabled_compression_methods'").fetchone() == \
                 ("FSST,DICT_FSST",)

@@ -20,6 +20,7 @@ from argusdb.cli import main
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import StoreError
 from argusdb.ingest import ingest_path
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from argusdb.store.versions import schema_tables
 from tests.conftest import DATA, ROOT
@@ -34,7 +35,7 @@ SPLIT = ("SELECT region_id, signal, sum(value) AS value, max(association_entropy
 
 
 def _demo(store: Store, kernel: str = "softmax") -> None:
-    prog = ProgramSource.from_path(demo.DATA / "kernels" / f"{kernel}.py")
+    prog = ProgramSource.from_path(demo.KERNELS_DIR / f"{kernel}.py")
     for p in demo.artefacts(kernel):
         ingest_path(store, p, prog, dict(demo.OPTIONS))
 
@@ -42,7 +43,7 @@ def _demo(store: Store, kernel: str = "softmax") -> None:
 def test_commands_take_a_store_uri(shared_uri: str, tmp_path: Path) -> None:
     cli = CliRunner()
     assert cli.invoke(main, ["init", shared_uri]).exit_code == 0
-    prog = demo.DATA / "kernels" / "softmax.py"
+    prog = demo.KERNELS_DIR / "softmax.py"
     paths = [str(p) for p in demo.artefacts("softmax")]
     opts = [a for k, v in demo.OPTIONS.items() for a in ("--option", f"{k}={v}")]
     res = cli.invoke(main, ["ingest", shared_uri, *paths, "--program", str(prog), *opts,
@@ -77,7 +78,7 @@ def test_commands_take_a_store_uri(shared_uri: str, tmp_path: Path) -> None:
 
 def test_shared_answers_equal_embedded(shared: Store, tmp_path: Path) -> None:
     emb = tmp_path / "e.duckdb"
-    with Store.open(emb, create=True) as st:
+    with open_store(emb, create=True) as st:
         _demo(st)
     _demo(shared)
     with connect(emb, read_only=True) as a, connect(shared.path, read_only=True) as b:
@@ -88,12 +89,12 @@ def test_shared_answers_equal_embedded(shared: Store, tmp_path: Path) -> None:
 def test_errors_name_the_problem(pg: str, tmp_path: Path) -> None:
     uri = lake_uri(pg, tmp_path)
     with pytest.raises(StoreError, match="no argusdb store there yet"):
-        Store.open(uri)
+        open_store(uri)
     no_data = uri.split(" data_path=")[0]
     with pytest.raises(StoreError, match="add data_path=DIR"):
-        Store.open(no_data, create=True)
+        open_store(no_data, create=True)
     with pytest.raises(StoreError, match="check that PostgreSQL is running"):
-        Store.open("ducklake:postgres:host=127.0.0.1 port=1 dbname=x data_path=/tmp/x",
+        open_store("ducklake:postgres:host=127.0.0.1 port=1 dbname=x data_path=/tmp/x",
                    create=True)
     res = CliRunner().invoke(main, ["runs", uri])
     assert res.exit_code == 2 and "argus init" in res.output and "Traceback" not in res.output
@@ -101,7 +102,7 @@ def test_errors_name_the_problem(pg: str, tmp_path: Path) -> None:
 
 def _time_travel(path: str) -> None:
     prog = ProgramSource.from_path(LN / "kernels" / "layernorm.py")
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         for p in ("layernorm.ttgir", "layernorm.sass", "layernorm.source.csv"):
             ingest_path(st, LN / p, prog, {"target": "sm_90"})
         snap = str(st.snapshots()[-1]["snapshot_id"])
@@ -109,7 +110,7 @@ def _time_travel(path: str) -> None:
         before = db.query(SPLIT).to_pylist()
     stamp = time.time()
     time.sleep(0.05)
-    with Store.open(path) as st:     # the independent mapping run: shared lines split anew
+    with open_store(path) as st:     # the independent mapping run: shared lines split anew
         ingest_path(st, LN / "layernorm.counts.source.csv", prog, {"target": "sm_90"})
     with connect(path, read_only=True) as db:
         after = db.query(SPLIT).to_pylist()
@@ -133,7 +134,7 @@ def test_time_travel_shared(shared_uri: str) -> None:
 
 def test_as_of_errors(tmp_path: Path) -> None:
     db = tmp_path / "a.duckdb"
-    with Store.open(db, create=True) as st:
+    with open_store(db, create=True) as st:
         _demo(st)
     for bad, msg in (("99", "no snapshot 99"), ("yesterday", "neither a snapshot number"),
                      ("2000-01-01", "no snapshot at or before")):
@@ -142,14 +143,14 @@ def test_as_of_errors(tmp_path: Path) -> None:
 
 
 def _tables(path: str) -> dict[str, list[tuple[object, ...]]]:
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         return {t: sorted(st.sql(f"SELECT * FROM {t}").fetchall(), key=repr)
                 for t in schema_tables() if t != "store_meta"}
 
 
 def test_copy_round_trip_is_lossless(pg: str, tmp_path: Path) -> None:
     emb = str(tmp_path / "src.duckdb")
-    with Store.open(emb, create=True) as st:
+    with open_store(emb, create=True) as st:
         _demo(st)
         prog = ProgramSource.from_path(LN / "kernels" / "layernorm.py")
         for p in ("layernorm.ttgir", "layernorm.sass", "layernorm.source.csv",
@@ -178,7 +179,7 @@ def test_kill_9_during_shared_ingests(shared_uri: str, tmp_path: Path) -> None:
     """Writers killed at random points: no partial run, nothing committed before is lost."""
     folder = tmp_path / "rec"
     folder.mkdir()
-    Store.open(shared_uri, create=True).close()
+    open_store(shared_uri, create=True).close()
     rng = random.Random(14)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     committed: dict[str, int] = {}
@@ -196,7 +197,7 @@ def test_kill_9_during_shared_ingests(shared_uri: str, tmp_path: Path) -> None:
             _, kk, run = line.split()
             committed[run] = int(kk)
         k += 4
-    with Store.open(shared_uri, read_only=True) as st:
+    with open_store(shared_uri, read_only=True) as st:
         rows = {r["run_id"]: r["launches"] for r in st.rows(
             "SELECT r.run_id, count(k.run_id) AS launches FROM run r "
             "LEFT JOIN kernel_launch k USING (run_id) GROUP BY ALL")}
@@ -221,7 +222,7 @@ def test_v2_lake_migrates_on_a_writable_open(shared_uri: str) -> None:
 
     forced = TIMING.parents[1] / "cupti_timing.forced_wait" / "timing.818.cupti.jsonl"
 
-    with Store.open(shared_uri, create=True) as st:
+    with open_store(shared_uri, create=True) as st:
         ingest_path(st, TIMING)
     lake = _lake_connect(LakeUri.parse(shared_uri), read_only=False)
     for c in API_COLUMNS:
@@ -230,13 +231,13 @@ def test_v2_lake_migrates_on_a_writable_open(shared_uri: str) -> None:
     lake.close()
     count = ("SELECT count(*) AS n, count(api_start_ns) AS api FROM kernel_launch "
              "WHERE launch_api IS NOT NULL")
-    with Store.open(shared_uri, read_only=True) as st:
+    with open_store(shared_uri, read_only=True) as st:
         assert st.rows(count) == [{"n": 135, "api": 0}]
-    with Store.open(shared_uri) as st:   # writable: migrates, then ingests with the calls
+    with open_store(shared_uri) as st:   # writable: migrates, then ingests with the calls
         version = st.lake.execute("SELECT value FROM lake.store_meta "  # type: ignore[attr-defined]
                                   "WHERE key = 'schema_version'").fetchone()
         assert version == (str(SCHEMA_VERSION),)
         ingest_path(st, forced)
-    with Store.open(shared_uri, read_only=True) as st:
+    with open_store(shared_uri, read_only=True) as st:
         assert st.rows(count) == [{"n": 135 + 177, "api": 177}]
         assert "migrate" in {s["kind"] for s in st.snapshots()}

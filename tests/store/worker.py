@@ -16,7 +16,7 @@ from pathlib import Path
 
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.conftest import DEMO, KERNELS
 
 BASE = DEMO / "softmax" / "softmax.cupti.jsonl"
@@ -58,10 +58,10 @@ def main(argv: list[str]) -> None:
     reopen = "--reopen" in argv
     program = ProgramSource.from_path(KERNELS / "softmax.py")
     paths = [recording(k, folder) for k in range(first, first + count)]
-    st = None if reopen else Store.open(store, create=True)
+    st = None if reopen else open_store(store, create=True)
     for k, p in zip(range(first, first + count), paths, strict=True):
         if reopen:
-            with Store.open(store, create=True) as s:
+            with open_store(store, create=True) as s:
                 r = ingest_path(s, p, program)
         else:
             assert st is not None

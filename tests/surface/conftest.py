@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import argusdb
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 from tests.answers.conftest import MATMUL_TRACE, SOFTMAX_TRACE
 from tests.conftest import KERNELS
 
@@ -28,7 +28,7 @@ def hostile_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def fingerprint(path: str | Path) -> dict[str, Any]:
     """Everything a write could change: sequence values, and each table's rows (count and a
     hash of every row), the views, macros and sequences that exist."""
-    with Store.open(path, read_only=True) as st:
+    with open_store(path, read_only=True) as st:
         out: dict[str, Any] = {"sequences": st.sql(
             "SELECT sequence_name, last_value FROM duckdb_sequences() ORDER BY 1").fetchall()}
         out["objects"] = st.sql(

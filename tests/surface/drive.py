@@ -52,7 +52,7 @@ def _cli(store: str, timeout_s: float) -> dict[str, object]:
 
     import argusdb.cli.output
     from argusdb.cli import main
-    from argusdb.store.embedded import set_overrun_handler
+    from argusdb.store.guard import set_overrun_handler
     from tests.surface.corpus import corpus
 
     # A query that ignores its interrupt ends the real CLI process at the overrun

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 import argusdb
 from argusdb.cli import main
 from argusdb.errors import QueryFailed, StoreError, UsageError
+from argusdb.store import open_store
 from tests.conftest import ROOT
 from tests.surface.conftest import fingerprint
 
@@ -95,7 +96,7 @@ def test_read_only_never_reopens_read_write(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     with argusdb.connect(path, create=True) as db:
         db.ingest(Path(__file__).parents[2] / "argusdb/demo/h200/softmax/softmax.cupti.jsonl",
-                  Path(__file__).parents[2] / "argusdb/demo/h200/kernels/softmax.py")
+                  Path(__file__).parents[2] / "argusdb/demo/h200/sources/softmax.py")
         # Inputs change behind the materializations' back (no refresh): the store is stale.
         db.store.sql("DELETE FROM materialization")
     before = fingerprint(path)
@@ -128,7 +129,7 @@ def test_a_damaged_wal_names_the_log_and_the_fix(hostile_store: str, tmp_path: P
     path.write_bytes(Path(hostile_store).read_bytes())
     # A writer killed before its checkpoint leaves its last transaction in the log only.
     subprocess.run([sys.executable, "-c", (
-        "import os; from argusdb.store.embedded import Store; st = Store.open(os.environ['S']); "
+        "import os; from argusdb.store import open_store; st = open_store(os.environ['S']); "
         "st.sql(\"SET checkpoint_threshold = '1TB'\"); "
         "st.sql(\"CREATE TABLE wal_probe AS SELECT range AS a FROM range(10000)\"); "
         "os._exit(0)")],
@@ -185,10 +186,11 @@ def test_api_answers_in_time_when_an_operator_ignores_its_interrupt(hostile_stor
     """An operator that does not stop at its interrupt (here: a fetch that sleeps through it)
     costs the API caller at most the limit + grace + abandon wait; the store then closes after
     the operator ends, and no query thread is left behind."""
-    from argusdb.store.embedded import ABANDON_S, Store, _Watchdog
+    from argusdb.store.guard import ABANDON_S
+    from argusdb.store.guard import Watchdog as _Watchdog
 
     before = threading.active_count()
-    st = Store.open(hostile_store, read_only=True)
+    st = open_store(hostile_store, read_only=True)
     t0 = time.monotonic()
     with pytest.raises(QueryFailed, match=r"ran longer than 0\.5 s"):
         st._guarded("SELECT 42", 0.5, lambda cur: time.sleep(2.5))

@@ -19,6 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 SIGNALS = ("inst_executed", "warp_stall_samples")
@@ -85,7 +86,7 @@ def figures(st: Store, region: str) -> dict[str, Any]:
 
 def main() -> None:
     store, region = sys.argv[1], sys.argv[2]
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         print(json.dumps(figures(st, region), indent=1, default=str))
 
 

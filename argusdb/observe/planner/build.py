@@ -11,7 +11,7 @@ runs of the plan it is kept apart from and for what reason (:mod:`.interference`
 
 Example:
     >>> from tests.conftest import ROOT
-    >>> p = plan(ROOT / "argusdb/demo/h200/kernels/softmax.py", "softmax/softmax_fwd",
+    >>> p = plan(ROOT / "argusdb/demo/h200/sources/softmax.py", "softmax/softmax_fwd",
     ...          ["duration"])
     >>> [(t.kind, t.action) for t in p.tasks]
     [('control', 'find_launch'), ('collect', 'cupti_timing')]
@@ -37,7 +37,7 @@ from argusdb.observe.planner.recipes.context import LAUNCHES_MEASURED, LAUNCHES_
 from argusdb.observe.planner.recipes.context import fmt_scope as _fmt_scope
 from argusdb.observe.planner.recipes.source import SECTIONS as SOURCE_SECTIONS
 from argusdb.observe.planner.scope import intra_kernel, parse_scope
-from argusdb.observe.planner.signals import Signal, parse_signals
+from argusdb.schema.signals import Signal, parse_signals
 from argusdb.store.embedded import Store
 
 __all__ = ["LAUNCHES_MEASURED", "LAUNCHES_WARMUP", "SOURCE_SECTIONS", "plan"]
@@ -71,7 +71,7 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     Args:
         source_path: Triton kernel source with ``# region`` markers.
         region_id: ``<program>/<kernel>[/<name>]`` (see ``argus regions``).
-        signals: signal names (see :mod:`argusdb.observe.planner.signals`).
+        signals: signal names (see :mod:`argusdb.schema.signals`).
         scope: coordinate → value (``launch``, ``cta``, ``warp``, ...); ``all`` when not given.
         store: a store to reuse evidence from and to take cost estimates from.
         options: compile options and ``target`` of the program version, as ingest takes them;

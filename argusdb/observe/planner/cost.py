@@ -10,7 +10,7 @@ command plan's task with no such past task gets the median recorded on the H200
 
 Example:
     >>> from argusdb.store.embedded import Store
-    >>> with Store.open("argus.duckdb", read_only=True) as store:
+    >>> with open_store("argus.duckdb", read_only=True) as store:
     ...     estimates(store)   # the demo store ran no planned task
     {}
 """

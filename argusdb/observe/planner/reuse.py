@@ -9,7 +9,7 @@ stored variant made from the parent by the same transform (``program_version.tra
 
 Example:
     >>> from argusdb.store.embedded import Store
-    >>> with Store.open("argus.duckdb", read_only=True) as store:
+    >>> with open_store("argus.duckdb", read_only=True) as store:
     ...     versions = parent_versions(store, ProgramSource.from_path("softmax.py"), None)
     >>> versions.ids
     ['ee0369be2e320607']

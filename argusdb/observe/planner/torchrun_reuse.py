@@ -21,7 +21,7 @@ qualifying launch group wins.
 
 Example:
     >>> from argusdb.store.embedded import Store
-    >>> with Store.open("argus.duckdb", read_only=True) as store:  # doctest: +SKIP
+    >>> with open_store("argus.duckdb", read_only=True) as store:  # doctest: +SKIP
     ...     hit, notes = find(store, task, versions, target, 2, "step")
 """
 

@@ -28,7 +28,7 @@ a terminal, plain lines otherwise.
 Example:
     >>> from argusdb.observe.runner.backends import ReplayBackend
     >>> results = execute(plan.to_json(), store,  # doctest: +SKIP
-    ...                   Path("tools/h200/kernels/softmax.py"), Path("work"), progress=False,
+    ...                   Path("argusdb/demo/kernels/softmax.py"), Path("work"), progress=False,
     ...                   backend=ReplayBackend(Path("tests/data/gpu")))
     >>> [(r.action, r.status) for r in results][:2]  # doctest: +SKIP
     [('find_launch', 'done'), ('cupti_timing', 'done')]
@@ -47,10 +47,10 @@ from typing import Any
 from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.errors import ArgusError, InputError, VariantMismatch
 from argusdb.ingest import ingest_path, program_version_id
+from argusdb.ingest.variants import VariantOf, record_check
 from argusdb.observe.runner.backends import Backend, Collected, Job, LiveBackend, default_backend
 from argusdb.observe.runner.harness import Harness
 from argusdb.observe.transforms import apply as apply_transform
-from argusdb.observe.variants import VariantOf, record_check
 from argusdb.store import materialize
 from argusdb.store.embedded import Store
 

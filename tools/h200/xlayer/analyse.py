@@ -22,6 +22,7 @@ from pathlib import Path
 from argusdb.answers.ranks import collective_diff, critical_ranks, launch_trace
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest.ranks import ingest_launch
+from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 PROGRAM = Path(__file__).with_name("tp_block.py")
@@ -45,7 +46,7 @@ def main() -> None:
     a = ap.parse_args()
     path = a.store or Path(tempfile.mkdtemp()) / "xlayer.duckdb"
     t0 = time.perf_counter()
-    with Store.open(path, create=True) as st:
+    with open_store(path, create=True) as st:
         versions = build(st, a.data)
         print(f"ingest: {time.perf_counter() - t0:.1f} s, versions {versions}")
         print("\n## exposed communication per step (observed, timing-clean runs, steps >= 1)")

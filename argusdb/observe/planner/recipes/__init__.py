@@ -1,6 +1,6 @@
 """Planner recipes: one module per signal family, applied in the order of :data:`RECIPES`.
 
-A recipe is a module with ``FAMILY`` (a key of :data:`argusdb.observe.planner.signals.FAMILIES`) and
+A recipe is a module with ``FAMILY`` (a key of :data:`argusdb.schema.signals.FAMILIES`) and
 ``add(ctx, signals)``, which adds the tasks that collect its family's signals to the plan
 (:class:`~argusdb.observe.planner.recipes.context.PlanContext`). A new family of collection is a new
 module and a row here, not an edit of ``plan()``.
@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from argusdb.observe.planner.recipes import derived, metric, pcsampling, source, timing
 from argusdb.observe.planner.recipes.context import PlanContext
-from argusdb.observe.planner.signals import Signal
+from argusdb.schema.signals import Signal
 
 Recipe = Callable[[PlanContext, list[Signal]], None]
 

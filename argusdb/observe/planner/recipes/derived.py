@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from argusdb.errors import PlanError
 from argusdb.observe.planner.recipes.context import PlanContext
-from argusdb.observe.planner.signals import Signal
+from argusdb.schema.signals import Signal
 
 FAMILY = "derived"
 

@@ -8,7 +8,7 @@ Example:
 from __future__ import annotations
 
 from argusdb.observe.planner.recipes.context import PlanContext
-from argusdb.observe.planner.signals import Signal
+from argusdb.schema.signals import Signal
 
 FAMILY = "pcsampling"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from argusdb.observe.planner import ncu_passes
 from argusdb.observe.planner.recipes.context import PlanContext
-from argusdb.observe.planner.signals import Signal
+from argusdb.schema.signals import Signal
 
 FAMILY = "source"
 

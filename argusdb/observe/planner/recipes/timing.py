@@ -17,7 +17,7 @@ from __future__ import annotations
 from argusdb.collectors.regions import parse_regions
 from argusdb.errors import PlanError
 from argusdb.observe.planner.recipes.context import PlanContext, fmt_scope
-from argusdb.observe.planner.signals import Signal
+from argusdb.schema.signals import Signal
 
 FAMILY = "timing"
 

@@ -14,7 +14,7 @@ Tools:
   ``source`` must be a ``.py`` file under the server's source roots (``--source-root``).
 
 Every call is answered by one long-lived worker process holding one read-only connection
-(:mod:`argusdb.answers.mcp_worker`: bounds on time, memory and threads per call). Every failure
+(:mod:`argusdb.agent.worker`: bounds on time, memory and threads per call). Every failure
 comes back as a tool error whose text is the CLI's JSON envelope
 ``{"ok": false, "errors": [{"code", "message", ...}]}``, so agents see the same rule codes;
 arguments of the wrong type get that envelope too (code ``E001``). A line on stdin that is not
@@ -46,7 +46,7 @@ from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from argusdb.answers.mcp_worker import Limits, Worker, _envelope
+from argusdb.agent.worker import Limits, Worker, _envelope
 from argusdb.answers.report import MAX_ENTROPY_BITS
 from argusdb.answers.wire import dumps
 from argusdb.errors import UsageError

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from argusdb import checker
-from argusdb.api import Connection, connect
+from argusdb.api import Connection, checked, connect
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_paths
-from argusdb.observe.variants import VariantOf, record_check
+from argusdb.ingest.variants import VariantOf, record_check
 
 #: Above this share of a kernel's instructions with no region, the static evidence is
 #: insufficient (the threshold ``argus report --max-unattributed`` uses by default).
@@ -90,7 +89,7 @@ class EvidenceStore:
         variant = VariantOf(parent, transform) if parent and transform else None
         res = ingest_paths(self.conn.store, [str(p) for p in paths], program or self.src,
                            options, variant)
-        checker.refresh_metadata(self.conn.store)
+        checked.refresh_metadata(self.conn.store)
         versions = {r.program_version for r in res}
         assert len(versions) == 1, versions
         #: The run of each artefact ingested last (a timing's run is its own measurement).

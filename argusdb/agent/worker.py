@@ -165,7 +165,7 @@ def worker_main(pipe: Pipe, store: str, limits: Limits) -> None:
     """The worker process: answer calls from ``pipe`` until it closes."""
     os.dup2(2, 1)  # stray output of anything in here must never reach the MCP wire
     from argusdb.api import Connection, cap_process_memory, connect, deadline
-    from argusdb.store.embedded import set_overrun_handler
+    from argusdb.store.guard import set_overrun_handler
 
     set_overrun_handler(lambda: os._exit(OVERRUN_EXIT))
     cap_process_memory(WORKER_MEMORY)
