@@ -160,3 +160,16 @@ def test_views_are_rebuilt_with_their_offsets_strides_and_dtype(tmp_path: Path) 
 def test_capture_limits_read_units() -> None:
     assert limit_bytes("4G") == 4 << 30 and limit_bytes("512MiB") == 512 << 20
     assert limit_bytes(None) == 4 << 30 and limit_bytes("1000") == 1000
+
+
+def test_the_in_context_duration_is_printed_from_the_control_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from argusdb.observe.runner.replayed import first_evidence
+
+    f = tmp_path / "timing.1.cupti.jsonl"
+    recs = [{"kind": "CONCURRENT_KERNEL", "name": "k", "start": 0, "end": d}
+            for d in (7000, 7400, 9000)]
+    recs.append({"kind": "CONCURRENT_KERNEL", "name": "other", "start": 0, "end": 1})
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert first_evidence(f, "k") == 7.4
+    assert "k in the program: median 7.40 us over 3 launches" in capsys.readouterr().err

@@ -1,8 +1,7 @@
 """The launcher's in-process side: Triton hooks installed before the program imports its kernels.
 
-Loaded by the bootstrap ``sitecustomize`` (``argusdb/observe/launch/boot``) in every Python process
-of
-an observed command (``torchrun`` ranks and subprocesses too), when ``ARGUS_LAUNCH_SPEC`` names
+Loaded by the bootstrap ``sitecustomize`` (``argusdb/observe/launch/boot``) in every Python
+process of an observed command (``torchrun`` ranks and subprocesses too), when ``ARGUS_LAUNCH_SPEC`` names
 a spec file. Nothing of the user's files is edited. What it does in the process:
 
 - wraps ``JITFunction.run`` (and the interpreter's ``InterpretedFunction.run``) to see every
@@ -16,8 +15,12 @@ a spec file. Nothing of the user's files is edited. What it does in the process:
   variant's kernel in place of the target on every launch, and on the checked launch runs the
   parent on copies of the same inputs and records the largest relative difference of outputs;
 - with ``overrides`` (``{"num_stages": 1}``: pipelining off) passes them to every launch;
-- in ``time`` mode, cupti-python activity tracing from start to exit (all kernels, the target's
-  launches of other binaries or of warm-up written apart, never mixed into the evidence file);
+- in ``time`` mode (or a control run with ``time``), cupti-python activity tracing from start
+  to exit (all kernels, the target's launches of other binaries or of warm-up written apart,
+  never mixed into the evidence file);
+- with ``capture`` (a control run of a plan that replays), the arguments of the launch the plan
+  measures, copied before it runs (:mod:`argusdb.observe.launch.capture`; that launch is kept
+  apart from the timing), written to ``capture/`` at exit;
 - in ``proton`` mode (a ``proton_scopes`` variant), a Proton instrumentation session around the
   checked launch of the variant only, written to ``instr.chrome_trace``; in ``pcsampling``
   mode, Proton's PC sampling of ``sample_launches`` launches of the target from its

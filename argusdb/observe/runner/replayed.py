@@ -50,6 +50,26 @@ _ACTION = {"cupti_timing": "time", "ncu_source": "plain", "proton_instr": "proto
 _WORKER = [sys.executable, "-m", "argusdb.observe.runner.replay"]
 
 
+def first_evidence(timing: Path, kernel: str) -> float | None:
+    """Print the in-context duration of ``kernel`` (median of its kept launches in the control
+    run's timing file) as soon as the control run has it; returns it, in µs."""
+    import statistics
+
+    durs = []
+    with open(timing) as fh:
+        for line in fh:
+            rec = json.loads(line)
+            if rec.get("kind") == "CONCURRENT_KERNEL" and rec.get("name") == kernel:
+                durs.append((rec["end"] - rec["start"]) / 1e3)
+    if not durs:
+        return None
+    med = statistics.median(durs)
+    print(f"argus: {kernel} in the program: median {med:.2f} us over {len(durs)} launches "
+          "(in-context duration; the other collections follow on replays)", file=sys.stderr,
+          flush=True)
+    return med
+
+
 class ReplayFailed(Exception):
     """The replay worker could not answer a job (the message says why)."""
 
@@ -163,7 +183,9 @@ class ReplayedCommandBackend:
         job.workdir.mkdir(parents=True, exist_ok=True)
         for f in files:
             shutil.copy(Path(control["folder"]) / f, job.workdir / f)
+        median = first_evidence(job.workdir / files[0], str(job.params.get("kernel")))
         doc = {"files": files, "gpu_s": 0.0, "binary": job.params.get("binary"),
+               "in_context_median_us": median,
                "from_control": True, "pid": timing.get("pid"),
                "launches_of_binary": split.get("of_binary"),
                "launches_kept": split.get("kept"),
