@@ -81,13 +81,19 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
             return
         click.echo(f"plan {obs.plan.plan_id}: {len(obs.plan.tasks)} tasks", err=True)
         prefix = obs.plan.plan_id + "."
-        print_table(["task", "kind", "run", "runs_program", "est_wall_s", "depends_on",
-                     "reuse"],
+        # runs_program: the command form's; est_wall_s: where some task has an estimate
+        tasks = obs.plan.tasks
+        command = any(t.runs_program is not None for t in tasks)
+        costed = any(t.estimate for t in tasks)
+        print_table(["task", "kind", "run", *(["runs_program"] if command else []),
+                     *(["est_wall_s"] if costed else []), "depends_on", "reuse"],
                     [(t.id.removeprefix(prefix), t.kind, t.run or "",
-                      "" if t.runs_program is None else str(t.runs_program).lower(),
-                      "" if not t.estimate else f"{t.estimate['wall_s'] or 0:.3g}",
+                      *([] if not command else
+                        ["" if t.runs_program is None else str(t.runs_program).lower()]),
+                      *([] if not costed else
+                        ["" if not t.estimate else f"{t.estimate['wall_s'] or 0:.3g}"]),
                       ",".join(d.removeprefix(prefix) for d in t.depends_on),
-                      (t.reuse or {}).get("run_id", "")) for t in obs.plan.tasks])
+                      (t.reuse or {}).get("run_id", "")) for t in tasks])
         click.echo("")
         for t in obs.plan.tasks:
             click.echo(f"{t.id.removeprefix(prefix)}: {t.why}")

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from argusdb.api import connect
 from argusdb.cli import main
-from argusdb.store.embedded import Store
+from argusdb.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "data" / "gpu" / "replay"
@@ -64,7 +64,7 @@ def test_exactness_is_unchanged_and_the_split_is_the_per_run_path_s(
         v = rep["attribution"]["inst_executed"]
         assert v["verdict"] == "sufficient" and v["unattributed_share"] == 0.0
         assert v["attributed"] == v["observed"] == 3014656
-        with Store.open(store, read_only=True) as st:
+        with open_store(store, read_only=True) as st:
             splits[mode] = st.rows(
                 "SELECT region_id, sum(value) AS v FROM region_attribution WHERE signal = "
                 "'inst_executed' GROUP BY region_id ORDER BY region_id")
@@ -79,7 +79,7 @@ def test_replayed_timing_has_a_standing_of_its_own(
         "in-context (the program's launches)",
         "replay (the captured launch, isolated: launch_replay)",
         "replay (the captured launch, isolated: launch_replay)"]
-    with Store.open(store, read_only=True) as st:
+    with open_store(store, read_only=True) as st:
         runs = st.rows("SELECT r.signature, r.launch_replay, r.timing_clean, count(*) AS n "
                        "FROM evidence e JOIN run r USING (run_id) WHERE e.signal = 'duration' "
                        "AND e.kernel = 'layernorm_fwd' AND r.collector = 'cupti' "
