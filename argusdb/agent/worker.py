@@ -95,8 +95,8 @@ def source_under_roots(source: str, roots: list[str]) -> Path:
     refused = UsageError(
         "source must name a Python source file (.py, at most "
         f"{MAX_SOURCE_BYTES // 1024} KiB) under the server's source roots "
-        f"({', '.join(roots) or 'none configured'}); start 'argus mcp' with --source-root "
-        "to allow another folder")
+        f"({', '.join(Path(r).name + '/' for r in roots) or 'none configured'}); start "
+        "'argus mcp' with --source-root to allow another folder")
     if not isinstance(source, str) or not source or "\x00" in source or not roots:
         raise refused
     try:
@@ -147,11 +147,13 @@ def _tools(limits: Limits) -> dict[str, Callable[..., dict[str, Any]]]:
                     signals: list[str] | None = None) -> dict[str, Any]:
         return trajectory(c, regions, list(versions), signals).to_json()
 
-    def observe_plan(c: Connection, region: str, signals: list[str], source: str,
+    def observe_plan(c: Connection, region: str, signals: list[str] | str, source: str,
                      scope: dict[str, str] | None = None,
                      options: dict[str, str] | None = None) -> dict[str, Any]:
         from argusdb.observe import observe
 
+        if isinstance(signals, str):  # "a,b", as the CLI and the Python API take it
+            signals = [s.strip() for s in signals.split(",") if s.strip()]
         path = source_under_roots(source, limits.roots)
         obs = observe(region, signals, scope, store=c.store, source=str(path), dry_run=True,
                       options=options)
