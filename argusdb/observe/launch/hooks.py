@@ -2,7 +2,8 @@
 
 Loaded by the bootstrap ``sitecustomize`` (``argusdb/observe/launch/boot``) in every Python
 process of an observed command (``torchrun`` ranks and subprocesses too), when
-``ARGUS_LAUNCH_SPEC`` names a spec file. Nothing of the user's files is edited. What it does in the process:
+``ARGUS_LAUNCH_SPEC`` names a spec file. Nothing of the user's files is edited. What it does
+in the process:
 
 - wraps ``JITFunction.run`` (and the interpreter's ``InterpretedFunction.run``) to see every
   launch of the JIT function the spec names (``kernel`` defined in a module ``program``), with
