@@ -591,7 +591,8 @@ def _run_row(pending: _Pending, pl: _Planned, run_id: str, seq: int, version: st
         "section_set": itf.section_set, "pc_sampling": itf.pc_sampling,
         "instrumentation": itf.instrumentation, "forced_wait": itf.forced_wait,
         "serialized": itf.serialized, "clock_control": itf.clock_control,
-        "cache_control": itf.cache_control, "device": device.get("name"),
+        "cache_control": itf.cache_control, "launch_replay": itf.launch_replay,
+        "device": device.get("name"),
         "device_info": device, "meta": meta, "ingested_at": now,
         **{k: pl.place.get(k) for k in LAUNCH_KEYS}})
 
