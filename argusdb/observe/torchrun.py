@@ -56,9 +56,9 @@ class LaunchOutcome:
 
 
 def _has_gpu() -> bool:
-    from argusdb.observe import has_gpu
+    from argusdb.observe import gpu
 
-    return has_gpu()
+    return gpu.has_gpu()
 
 
 def _env(task: Task, out: Path) -> dict[str, str]:
@@ -250,7 +250,12 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
     the plan to that many estimated wall seconds by recorded costs (:func:`plan.trim`).
     """
     from argusdb.answers.ranks import observation
-    from argusdb.observe import Observation, _plan_report, mark_work_folder, observation_store
+    from argusdb.observe.observation import (
+        Observation,
+        _plan_report,
+        mark_work_folder,
+        observation_store,
+    )
     from argusdb.observe.planner.torchrun import plan_torchrun, trim
 
     if timeout_s is None and os.environ.get("ARGUS_DIST_TIMEOUT_S"):

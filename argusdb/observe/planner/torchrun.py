@@ -352,8 +352,8 @@ def trim(p: Plan, budget_s: float, replan: Any) -> Plan:
     Raises:
         PlanError: a task has no recorded cost, or even the smallest plan is over the budget.
     """
-    from argusdb.observe import estimate
-    from argusdb.observe import trim as trim_signals
+    from argusdb.observe.observation import estimate
+    from argusdb.observe.observation import trim as trim_signals
 
     signals = list(p.request["signals"])
     est = estimate(p)
