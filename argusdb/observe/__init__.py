@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
-from argusdb.store import open_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -134,6 +133,8 @@ def observation_store(store: str | Path | Store | None, dry_run: bool
         return
 
     exists = str(store).startswith("ducklake:") or Path(store).exists()
+    from argusdb.store import open_store  # not at import: 'import argusdb' stays light
+
     st = open_store(store, create=not dry_run) if exists or not dry_run else None
     try:
         yield st

@@ -36,9 +36,24 @@ READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMM
 #: Seconds a caller waits, past its time limit and the watchdog's grace, for an interrupted
 #: query to unwind before it gets the time-limit error and the query finishes in the background.
 ABANDON_S = 0.4
+#: A time limit passes once both its wall seconds and this process's CPU seconds have: on a
+#: busy machine a question gets less CPU per second, so it is slowed, never refused for it (at
+#: load 18 on 2 cores, a 6 s CPU diff took over 30 s wall). Past this many times the limit in
+#: wall seconds it stops anyway (a statement that waits, using no CPU).
+WALL_BACKSTOP = 10.0
+#: Longest sleep of the watchdog while a limit's wall time has passed but its CPU time not.
+CPU_POLL_S = 1.0
 #: Caps of one user answer: rows, and bytes of its Arrow batches.
 MAX_ROWS = 1_000_000
 MAX_BYTES = 256 * 2**20
+
+
+def spent_s(wall0: float, cpu0: float) -> float:
+    """Seconds of a time limit used since ``wall0`` (``time.monotonic()``) and ``cpu0``
+    (``time.process_time()``): the lesser of wall and process CPU seconds (see
+    :data:`WALL_BACKSTOP`), or the wall seconds over the backstop factor when that is more."""
+    wall = time.monotonic() - wall0
+    return max(min(wall, time.process_time() - cpu0), wall / WALL_BACKSTOP)
 
 
 def first_line(exc: BaseException) -> str:
@@ -46,7 +61,9 @@ def first_line(exc: BaseException) -> str:
 
 
 class Watchdog:
-    """One daemon thread per process that interrupts cursors past their deadline.
+    """One daemon thread per process that interrupts cursors past their deadline: once the
+    limit's wall seconds and the process's CPU seconds since it began have both passed it
+    (:func:`spent_s`).
 
     Shared by every store of the process (a thread per store leaked one per connection).
     It sleeps until the nearest deadline, so it costs nothing while no query runs; a new
@@ -65,6 +82,9 @@ class Watchdog:
         self._cond = threading.Condition()
         #: key -> (deadline, cursor, interrupted already)
         self._deadlines: dict[int, tuple[float, Any, bool]] = {}
+        #: key -> (wall start, CPU start, limit seconds): what decides whether a deadline
+        #: whose wall time has come is due (:func:`spent_s`).
+        self._began: dict[int, tuple[float, float, float]] = {}
         self._thread: threading.Thread | None = None
         self._next_key = 0
         #: When the thread wakes next unless notified (monotonic seconds; inf: not before).
@@ -75,8 +95,10 @@ class Watchdog:
         with self._cond:
             self._next_key += 1
             key = self._next_key
-            due = time.monotonic() + timeout_s
+            now = time.monotonic()
+            due = now + timeout_s
             self._deadlines[key] = (due, cur, False)
+            self._began[key] = (now, time.process_time(), timeout_s)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="argus-query-watchdog")
@@ -89,12 +111,23 @@ class Watchdog:
         finally:
             with self._cond:
                 self._deadlines.pop(key, None)
+                self._began.pop(key, None)
+
+    def _left(self, key: int) -> float:
+        """Seconds the limit of ``key`` has still to spend (see :func:`spent_s`)."""
+        wall0, cpu0, limit = self._began.get(key, (0.0, 0.0, 0.0))
+        return limit - spent_s(wall0, cpu0)
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 now = time.monotonic()
                 due = [(k, c, hit) for k, (d, c, hit) in self._deadlines.items() if d <= now]
+                for k, c, hit in list(due):
+                    left = self._left(k)
+                    if not hit and left > 0:  # wall time passed, CPU time not: look again
+                        self._deadlines[k] = (now + min(left, CPU_POLL_S), c, False)
+                        due.remove((k, c, hit))
                 for k, c, hit in due:
                     if hit:
                         del self._deadlines[k]
@@ -268,8 +301,12 @@ class Guarded:
         self.cur = held or cur or store.con.cursor()
         self.outcome: dict[str, Any] = {}
         self.thread: threading.Thread | None = None
-        #: When the caller stops waiting (monotonic seconds).
-        self.give_up = time.monotonic() + timeout_s + Watchdog.GRACE_S + ABANDON_S
+        #: When the caller stops waiting (monotonic seconds): :data:`ABANDON_S` after the
+        #: watchdog's grace from the interrupt, or past the wall backstop of the limit.
+        self.give_up = time.monotonic() + timeout_s * WALL_BACKSTOP + Watchdog.GRACE_S \
+            + ABANDON_S
+        #: When the statement was interrupted (monotonic seconds; None: not yet).
+        self.interrupted_at: float | None = None
 
     def stopped(self, exc: BaseException | None = None) -> QueryFailed:
         err = QueryFailed(f"the query ran longer than {self.shown:g} s and was stopped",
@@ -283,7 +320,7 @@ class Guarded:
         done, began = False, time.monotonic()
         try:
             cur.execute("BEGIN TRANSACTION READ ONLY")
-            with self.store._watchdog.limit(cur, self.timeout_s):
+            with self.store._watchdog.limit(self, self.timeout_s):
                 try:
                     out = self.fetch(cur.execute(self._statement(cur)))
                 except duckdb.InterruptException as exc:
@@ -328,14 +365,23 @@ class Guarded:
         self.thread.start()
 
     def interrupt(self) -> None:
+        if self.interrupted_at is None:
+            self.interrupted_at = time.monotonic()
         with suppress(Exception):
             self.cur.interrupt()
+
+    def _waited(self) -> float:
+        """When the caller stops waiting for the worker thread (monotonic seconds)."""
+        if self.interrupted_at is not None:
+            return min(self.give_up, self.interrupted_at + Watchdog.GRACE_S + ABANDON_S)
+        return self.give_up
 
     def result(self) -> Any:
         thread = self.thread
         assert thread is not None, "start() first"
         try:
-            thread.join(max(self.give_up - time.monotonic(), 0.0))
+            while thread.is_alive() and (wait := self._waited() - time.monotonic()) > 0:
+                thread.join(min(wait, CPU_POLL_S / 4))  # the watchdog may interrupt it
         except BaseException:  # KeyboardInterrupt while waiting: stop the query too
             self.interrupt()
             raise

@@ -1,0 +1,58 @@
+"""Time limits count CPU seconds as well as wall seconds (argusdb.store.guard): a question
+slowed by a busy machine is not stopped for it; one that works past its limit is."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from argusdb.store import guard
+
+
+class _Cursor:
+    def __init__(self) -> None:
+        self.interrupted_at: float | None = None
+
+    def interrupt(self) -> None:
+        self.interrupted_at = self.interrupted_at or time.monotonic()
+
+
+def _burn(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_wall_time_alone_does_not_stop_a_question() -> None:
+    dog, cur = guard.Watchdog(), _Cursor()
+    with dog.limit(cur, 0.2):
+        time.sleep(0.6)  # waiting for the CPU, as on a busy machine: no CPU used
+        assert cur.interrupted_at is None
+        began = time.monotonic()
+        _burn(0.3)  # now it has worked past its limit
+        deadline = time.monotonic() + 3.0
+        while cur.interrupted_at is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert cur.interrupted_at is not None
+    assert cur.interrupted_at - began < 0.3 + guard.CPU_POLL_S + 0.5
+
+
+def test_the_wall_backstop_stops_a_question_that_waits(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    monkeypatch.setattr(guard, "WALL_BACKSTOP", 3.0)
+    dog, cur = guard.Watchdog(), _Cursor()
+    began = time.monotonic()
+    with dog.limit(cur, 0.1):
+        while cur.interrupted_at is None and time.monotonic() < began + 3.0:
+            time.sleep(0.01)
+    assert cur.interrupted_at is not None
+    assert 0.3 <= cur.interrupted_at - began < 0.3 + guard.CPU_POLL_S + 0.5
+
+
+def test_spent_is_the_lesser_of_wall_and_cpu() -> None:
+    wall0, cpu0 = time.monotonic(), time.process_time()
+    time.sleep(0.2)
+    assert guard.spent_s(wall0, cpu0) < 0.1
+    _burn(0.2)
+    assert 0.2 <= guard.spent_s(wall0, cpu0) <= time.monotonic() - wall0
