@@ -42,7 +42,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -53,6 +52,7 @@ from typing import Any
 import duckdb
 
 from argusdb.errors import StoreConflict, StoreError
+from argusdb.schema.sqltext import literal as _q
 from argusdb.store.connect import SHARED_PREFIX
 from argusdb.store.embedded import SCHEMA_VERSION, Store
 from argusdb.store.versions import parse_time, schema_tables
@@ -94,9 +94,6 @@ class LakeUri:
                              "data_path=/srv/argus/lake'.")
         return cls(uri, catalog, own.get("data_path"), own.get("metadata_schema"))
 
-
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 def extension_files() -> list[Path]:
@@ -451,7 +448,3 @@ class SharedStore(Store):
                         "kind": message or "schema", "run_ids": runs})
         return out
 
-
-def is_shared(path: str) -> bool:
-    """Whether ``path`` names a shared store."""
-    return bool(re.match(re.escape(SHARED_PREFIX), str(path)))
