@@ -6,9 +6,9 @@ A kept entry holds what running and explaining an accepted question needs: the S
 checker generated and its provenance. It is found under a key made of
 
 - the question's text;
-- the code that judged it (:func:`code_fingerprint`: argusdb's version, and the size and
-  modification time of every file of the checker, the API, the schema, the SQL modules and
-  sqlglot's version file);
+- the code that judged it (:func:`code_fingerprint`: the size and modification time of
+  argusdb's ``__init__.py``, which names its version, of every file of the checker, the API,
+  the schema and the SQL modules, and of sqlglot's version file);
 - the store file as it stands (:func:`store_identity`: device, inode, size and modification
   time of the file and of its write-ahead log).
 
@@ -99,15 +99,15 @@ def _usable(folder: Path, create: bool) -> bool:
 
 @cache
 def code_fingerprint() -> str:
-    """A digest of the code that judges a question: argusdb's version, and the path, size
-    and modification time of every file of the checker, the API, the schema and the SQL
-    modules, and of sqlglot's version file (the executable SQL is sqlglot's output)."""
-    from argusdb import __version__
-
+    """A digest of the code that judges a question: the path, size and modification time of
+    argusdb's ``__init__.py`` (which names its version), of every file of the checker, the
+    API, the schema and the SQL modules, and of sqlglot's version file (the executable SQL is
+    sqlglot's output)."""
     root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256(f"argusdb {__version__}\n".encode())
-    files = [p for part in _JUDGING for p in sorted((root / part).rglob("*"))
-             if p.suffix in (".py", ".sql", ".csv", ".yaml", ".json")]
+    h = hashlib.sha256(b"argusdb kept checks 1\n")
+    files = [root / "__init__.py"] + [
+        p for part in _JUDGING for p in sorted((root / part).rglob("*"))
+        if p.suffix in (".py", ".sql", ".csv", ".yaml", ".json")]
     spec = find_spec("sqlglot")
     if spec is not None and spec.origin:
         files += [Path(spec.origin).with_name(n) for n in ("_version.py", "__init__.py")]
