@@ -129,10 +129,7 @@ class Connection:
         read_only: open the file read-only (DuckDB then refuses every write itself, and other
             read-only processes may open it too). A store whose materializations are stale is
             refused: open it read-write once (``argus conserve STORE``) to refresh them.
-        timeout_s: time limit of one query, seconds (a positive finite number); it passes
-            once both its wall seconds and the process's CPU seconds have, so a busy
-            machine slows a question but does not refuse it
-            (:data:`argusdb.store.guard.WALL_BACKSTOP`).
+        timeout_s: time limit of one query, seconds (a positive finite number).
         max_rows: the most rows one answer may have (:meth:`query` raises beyond it).
         max_bytes: the most bytes one answer may have.
         as_of: answer as the store stood at this snapshot (number) or time (ISO, UTC);
@@ -147,6 +144,10 @@ class Connection:
             to the store file once they pass it). With it, what a statement holds beyond it
             spills to ``STORE.tmp`` beside an embedded store (a question's connection never
             spills).
+        cpu_time: the time limit passes once both its wall seconds and the process's CPU
+            seconds have (:data:`argusdb.store.guard.WALL_BACKSTOP`), so a busy machine
+            slows an answer and does not refuse it: what ``argus diff``, ``report``,
+            ``trajectory`` and ``export`` open. Default: wall seconds only.
         threads: DuckDB's threads for this connection (default ``Store``'s, 2): ``argus
             ingest`` appends on one while it parses beside the appends, on more where every
             row was parsed ahead (:attr:`argusdb.ingest.Prepared.append_threads`).
@@ -156,8 +157,10 @@ class Connection:
                  timeout_s: float = TIMEOUT_S, max_rows: int = MAX_ROWS,
                  max_bytes: int = MAX_BYTES, as_of: str | None = None,
                  lock_timeout: float | None = None, require_fresh: bool = True,
-                 memory_limit: str | None = None, threads: int | None = None) -> None:
+                 memory_limit: str | None = None, threads: int | None = None,
+                 cpu_time: bool = False) -> None:
         self.timeout_s = valid_timeout(timeout_s)
+        self.cpu_time = bool(cpu_time)
         self.max_rows = int(max_rows)
         self.max_bytes = int(max_bytes)
         if read_only and create:
@@ -189,6 +192,7 @@ class Connection:
         #: What questions run on: the store itself when read-only, else a read-only view of
         #: it (no check or query writes, not even the checker's metadata summaries).
         self._questions = self.store if read_only else self.store.reader()
+        self.store.count_cpu = self._questions.count_cpu = self.cpu_time
         #: Accepted reports by (store write generation, query text): see :meth:`_checked`;
         #: answers to questions over facts only: see :meth:`facts`.
         self._reports: dict[tuple[int, str], checker.Report | KeptCheck] = {}
@@ -432,7 +436,8 @@ class Connection:
         from argusdb.api.checked import run_reports
 
         out = run_reports(self._questions, reports, start, self.timeout_s, self.max_rows,
-                          self.max_bytes, limit, as_rows=as_rows, start_cpu=start_cpu)
+                          self.max_bytes, limit, as_rows=as_rows,
+                          start_cpu=start_cpu if self.cpu_time else None)
         for table, _ in out:
             _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
         return out
@@ -514,14 +519,15 @@ def connect(path: str | Path, create: bool = False, read_only: bool = False,
             timeout_s: float = TIMEOUT_S, max_rows: int = MAX_ROWS,
             max_bytes: int = MAX_BYTES, as_of: str | None = None,
             lock_timeout: float | None = None, require_fresh: bool = True,
-            memory_limit: str | None = None, threads: int | None = None) -> Connection:
+            memory_limit: str | None = None, threads: int | None = None,
+            cpu_time: bool = False) -> Connection:
     """Open the store at ``path`` (a DuckDB file or a ``ducklake:`` URI; ``create=True`` makes
     it when missing; ``as_of`` a snapshot number or time opens it as it stood then; see
     :class:`Connection` for the rest)."""
     return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
                       max_rows=max_rows, max_bytes=max_bytes, as_of=as_of,
                       lock_timeout=lock_timeout, require_fresh=require_fresh,
-                      memory_limit=memory_limit, threads=threads)
+                      memory_limit=memory_limit, threads=threads, cpu_time=cpu_time)
 
 
 def _frame(library: str, table: pa.Table) -> Any:

@@ -23,9 +23,7 @@ DEFAULT_LIMIT = 10_000
 @click.argument("store")
 @click.argument("sql")
 @click.option("--timeout", "timeout_s", type=Seconds(), default=30.0, show_default=True,
-              help="Stop the query once it has run this many seconds of wall time and "
-                   "of CPU time both (a positive number): a busy machine slows it, and does "
-                   "not stop it.")
+              help="Stop the query after this many seconds (a positive number).")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT,
               show_default=True, help="Print at most this many rows (the answer says when "
               "it was cut).")

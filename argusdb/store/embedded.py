@@ -83,6 +83,9 @@ class Store:
         self.read_only = read_only
         self._lock = threading.Lock()
         self._locked = False
+        #: Whether its statements' time limits count CPU as well as wall seconds
+        #: (:data:`argusdb.store.guard.WALL_BACKSTOP`): the built-in answers' do.
+        self.count_cpu = False
         #: Bumped by every write path of this object; readers cache metadata against it.
         #: (DuckDB locks the file: no other process writes while this one has it open.)
         self.generation = 0

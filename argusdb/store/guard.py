@@ -36,10 +36,11 @@ READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMM
 #: Seconds a caller waits, past its time limit and the watchdog's grace, for an interrupted
 #: query to unwind before it gets the time-limit error and the query finishes in the background.
 ABANDON_S = 0.4
-#: A time limit passes once both its wall seconds and this process's CPU seconds have: on a
-#: busy machine a question gets less CPU per second, so it is slowed, never refused for it (at
-#: load 18 on 2 cores, a 6 s CPU diff took over 30 s wall). Past this many times the limit in
-#: wall seconds it stops anyway (a statement that waits, using no CPU).
+#: A limit that counts CPU (a store's ``count_cpu``: the built-in answers') passes once both
+#: its wall seconds and this process's CPU seconds have: on a busy machine such an answer gets
+#: less CPU per second, so it is slowed, never refused for it (at load 18 on 2 cores, a 6 s CPU
+#: diff took over 30 s wall). Past this many times the limit in wall seconds it stops anyway
+#: (a statement that waits, using no CPU). Other limits count wall seconds.
 WALL_BACKSTOP = 10.0
 #: Longest sleep of the watchdog while a limit's wall time has passed but its CPU time not.
 CPU_POLL_S = 1.0
@@ -61,9 +62,9 @@ def first_line(exc: BaseException) -> str:
 
 
 class Watchdog:
-    """One daemon thread per process that interrupts cursors past their deadline: once the
-    limit's wall seconds and the process's CPU seconds since it began have both passed it
-    (:func:`spent_s`).
+    """One daemon thread per process that interrupts cursors past their deadline (for a
+    limit that counts CPU, once its wall seconds and the process's CPU seconds since it began
+    have both passed it: :func:`spent_s`).
 
     Shared by every store of the process (a thread per store leaked one per connection).
     It sleeps until the nearest deadline, so it costs nothing while no query runs; a new
@@ -91,14 +92,15 @@ class Watchdog:
         self._until = math.inf
 
     @contextmanager
-    def limit(self, cur: Any, timeout_s: float) -> Iterator[None]:
+    def limit(self, cur: Any, timeout_s: float, cpu: bool = False) -> Iterator[None]:
         with self._cond:
             self._next_key += 1
             key = self._next_key
             now = time.monotonic()
             due = now + timeout_s
             self._deadlines[key] = (due, cur, False)
-            self._began[key] = (now, time.process_time(), timeout_s)
+            if cpu:
+                self._began[key] = (now, time.process_time(), timeout_s)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="argus-query-watchdog")
@@ -301,10 +303,12 @@ class Guarded:
         self.cur = held or cur or store.con.cursor()
         self.outcome: dict[str, Any] = {}
         self.thread: threading.Thread | None = None
+        #: Whether the limit counts CPU as well as wall seconds (the store's ``count_cpu``).
+        self.cpu = bool(getattr(store, "count_cpu", False))
         #: When the caller stops waiting (monotonic seconds): :data:`ABANDON_S` after the
-        #: watchdog's grace from the interrupt, or past the wall backstop of the limit.
-        self.give_up = time.monotonic() + timeout_s * WALL_BACKSTOP + Watchdog.GRACE_S \
-            + ABANDON_S
+        #: watchdog's grace from the interrupt, or past the (wall backstop of the) limit.
+        self.give_up = time.monotonic() + timeout_s * (WALL_BACKSTOP if self.cpu else 1.0) \
+            + Watchdog.GRACE_S + ABANDON_S
         #: When the statement was interrupted (monotonic seconds; None: not yet).
         self.interrupted_at: float | None = None
 
@@ -320,7 +324,7 @@ class Guarded:
         done, began = False, time.monotonic()
         try:
             cur.execute("BEGIN TRANSACTION READ ONLY")
-            with self.store._watchdog.limit(self, self.timeout_s):
+            with self.store._watchdog.limit(self, self.timeout_s, cpu=self.cpu):
                 try:
                     out = self.fetch(cur.execute(self._statement(cur)))
                 except duckdb.InterruptException as exc:
