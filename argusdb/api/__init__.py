@@ -51,8 +51,8 @@ KEPT_REPORTS = 128
 #: ``argus -v`` shows each query's size and time (``-vv`` its text).
 _log = logging.getLogger("argusdb.api")
 
-__all__ = ["Connection", "cap_process_memory", "connect", "deadline", "set_overrun_handler",
-           "valid_sql", "valid_timeout"]
+__all__ = ["MAX_TIMEOUT_S", "Connection", "cap_process_memory", "connect", "deadline",
+           "set_overrun_handler", "valid_sql", "valid_timeout"]
 
 
 def cap_process_memory(max_bytes: int) -> None:
@@ -74,19 +74,27 @@ def cap_process_memory(max_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
+#: Longest time limit of a question, seconds (a day): past it, waits overflow the platform's
+#: clock arithmetic (``--timeout 99999999999`` ended in an OverflowError traceback).
+MAX_TIMEOUT_S = 86_400.0
+
+
 def valid_timeout(value: Any, name: str = "timeout") -> float:
-    """``value`` as a time limit in seconds: a positive finite number.
+    """``value`` as a time limit in seconds: a positive finite number, at most
+    :data:`MAX_TIMEOUT_S`.
 
     Raises:
-        UsageError: anything else (``nan``, ``inf``, ``1e309``, zero, negative, text).
+        UsageError: anything else (``nan``, ``inf``, ``1e309``, ``99999999999``, zero,
+            negative, text).
     """
     try:
         seconds = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         seconds = math.nan
-    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"{name} must be a positive, finite number of seconds, not {value!r}; "
-                         f"e.g. 30")
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0 \
+            or seconds > MAX_TIMEOUT_S:
+        raise UsageError(f"{name} must be a positive, finite number of seconds, at most "
+                         f"{MAX_TIMEOUT_S:g} (a day), not {value!r}; e.g. 30")
     return seconds
 
 
@@ -375,9 +383,8 @@ class Connection:
                               ) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
-        start, start_cpu = time.monotonic(), time.process_time()
-        report = self._checked(valid_sql(sql), across=True)
-        ((table, cut),) = self._run(start, start_cpu, [report], limit)
+        report, check_s = self._checked_within(valid_sql(sql))
+        ((table, cut),) = self._run(check_s, [report], limit)
         prov = report.provenance()
         prov["truncated"] = cut
         _log.debug("query: %s", sql)
@@ -388,9 +395,8 @@ class Connection:
         (:class:`~argusdb.store.embedded.Rows`: ``columns`` and ``rows``): what ``argus query``
         prints. Neither Arrow nor, for a question kept across processes
         (:mod:`argusdb.api.kept`), the checker is loaded."""
-        start, start_cpu = time.monotonic(), time.process_time()
-        report = self._checked(valid_sql(sql), across=True)
-        ((rows, cut),) = self._run(start, start_cpu, [report], limit, as_rows=True)
+        report, check_s = self._checked_within(valid_sql(sql))
+        ((rows, cut),) = self._run(check_s, [report], limit, as_rows=True)
         prov = report.provenance()
         prov["truncated"] = cut
         _log.debug("query: %s", sql)
@@ -409,38 +415,67 @@ class Connection:
             UsageError: a question named in ``facts`` reads evidence.
             QueryFailed: as :meth:`query`, for any of them.
         """
-        start, start_cpu = time.monotonic(), time.process_time()
         gen = self._questions.generation
         answers = {s: self._facts[(gen, s)] for s in sqls
                    if s in facts and (gen, s) in self._facts}
         todo = list(dict.fromkeys(s for s in sqls if s not in answers))
-        reports = [self._checked(valid_sql(s)) for s in todo]
+        from argusdb.api import checked
+
+        with checked.check_budget(self.timeout_s) as spent:
+            reports = [self._checked(valid_sql(s)) for s in todo]
         for s, report in zip(todo, reports, strict=True):
             if s in facts and (report.context is None
                                or any(st.base for st in report.context.streams)):
                 raise UsageError("Connection.facts answers questions over facts only (run, "
                                  "task, plan, program_version ...); ask about evidence with "
                                  "query()")
-        for s, (table, _) in zip(todo, self._run(start, start_cpu, reports, None),
-                                 strict=True):
+        for s, (table, _) in zip(todo, self._run(spent.seconds, reports, None), strict=True):
             answers[s] = table
             if s in facts:
                 _keep(self._facts, gen, s, table)
         return [answers[s] for s in sqls]
 
-    def _run(self, start: float, start_cpu: float,
-             reports: Sequence[checker.Report | KeptCheck], limit: int | None,
-             as_rows: bool = False) -> list[tuple[Any, str | None]]:
+    def _run(self, check_cpu_s: float, reports: Sequence[checker.Report | KeptCheck],
+             limit: int | None, as_rows: bool = False) -> list[tuple[Any, str | None]]:
         """Run accepted reports' statements together within what is left of the time limit
-        (counted from ``start``); without ``limit`` an answer past the caps raises."""
-        from argusdb.api.checked import run_reports
+        once the checks' CPU seconds are taken off it (:func:`checked.run_reports`); without
+        ``limit`` an answer past the caps raises."""
+        from argusdb.api import checked
 
-        out = run_reports(self._questions, reports, start, self.timeout_s, self.max_rows,
-                          self.max_bytes, limit, as_rows=as_rows,
-                          start_cpu=start_cpu if self.cpu_time else None)
+        start = time.monotonic()
+        out = checked.run_reports(self._questions, reports, check_cpu_s, self.timeout_s,
+                                  self.max_rows, self.max_bytes, limit, as_rows=as_rows)
         for table, _ in out:
             _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
         return out
+
+    def _kept(self, sql: str, across: bool = False) -> checker.Report | KeptCheck | None:
+        """The accepted check of ``sql`` kept by this connection for the store's generation,
+        or (with ``across``) by an earlier process (:mod:`argusdb.api.kept`); None if none."""
+        from argusdb.api import kept as across_processes
+
+        gen = self._questions.generation
+        kept = self._reports.get((gen, sql))
+        if kept is not None and (across or not isinstance(kept, across_processes.KeptCheck)):
+            return kept
+        identity = across_processes.store_identity(self.store.path) \
+            if across and self._kept_across else None
+        if identity is not None and (hit := across_processes.load(identity, sql)) is not None:
+            _keep(self._reports, gen, sql, hit)
+            return hit
+        return None
+
+    def _checked_within(self, sql: str) -> tuple[checker.Report | KeptCheck, float]:
+        """:meth:`_checked` with ``across``, and the CPU seconds the check used: a kept check
+        none (the checker does not load); a new one runs within the time limit in CPU seconds
+        (:func:`argusdb.api.checked.check_budget`)."""
+        if (hit := self._kept(sql, across=True)) is not None:
+            return hit, 0.0
+        from argusdb.api import checked
+
+        with checked.check_budget(self.timeout_s) as spent:
+            report = self._checked(sql, across=True)
+        return report, spent.seconds
 
     def _checked(self, sql: str, across: bool = False) -> checker.Report | KeptCheck:
         """The checker's report of ``sql``, accepted, or QueryRefused with its findings.
@@ -457,15 +492,11 @@ class Connection:
         judged afresh. :meth:`check` and :meth:`explain` always analyse."""
         from argusdb.api import kept as across_processes
 
+        if (hit := self._kept(sql, across)) is not None:
+            return hit
         gen = self._questions.generation
-        kept = self._reports.get((gen, sql))
-        if kept is not None and (across or not isinstance(kept, across_processes.KeptCheck)):
-            return kept
         identity = across_processes.store_identity(self.store.path) \
             if across and self._kept_across else None
-        if identity is not None and (hit := across_processes.load(identity, sql)) is not None:
-            _keep(self._reports, gen, sql, hit)
-            return hit
         from argusdb import checker
         from argusdb.api import checked
 

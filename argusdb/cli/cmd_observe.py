@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from argusdb.api.surface import parse_options
-from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+from argusdb.cli.output import Number, handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
 from argusdb.observe import observe, plan_json
 from argusdb.observe.planner.scope import parse_pairs
@@ -56,7 +56,8 @@ def _signals_epilog() -> str:
 @click.option("--store", default=None, help="Store to reuse evidence from and write to.")
 @click.option("--program", default=None, help="The kernel's module file (default: found by "
               "the region's module name from the command's directory).")
-@click.option("--budget-s", "budget_s", type=float, default=None, metavar="SECONDS",
+@click.option("--budget-s", "budget_s", type=Number(0, 10**9, min_open=True), default=None,
+              metavar="SECONDS",
               help="Trim the plan to this many estimated wall seconds (recorded task costs); "
                    "the notes say which signals were dropped.")
 @click.option("--option", "option", multiple=True, metavar="KEY=VALUE",

@@ -8,11 +8,13 @@ from argusdb.answers.report import MAX_ENTROPY_BITS, report
 from argusdb.answers.sufficiency import MAX_UNATTRIBUTED_SHARE
 from argusdb.api import connect
 from argusdb.cli.output import (
+    Number,
     check_output_path,
     handle_errors,
     output_options,
     print_json,
     print_table,
+    timeout_option,
 )
 from argusdb.errors import NoEvidence, UsageError
 
@@ -23,10 +25,10 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--version", "versions", multiple=True,
               help="Version selector (repeatable); default every version with evidence.")
 @click.option("--signal", "signals", multiple=True, help="Signal (repeatable); default all.")
-@click.option("--max-entropy", type=float, default=MAX_ENTROPY_BITS, show_default=True,
+@click.option("--max-entropy", type=Number(0, 64), default=MAX_ENTROPY_BITS, show_default=True,
               help="Association entropy (bits) above which an attributed claim is "
                    "insufficient.")
-@click.option("--max-unattributed", type=float, default=MAX_UNATTRIBUTED_SHARE,
+@click.option("--max-unattributed", type=Number(0, 1), default=MAX_UNATTRIBUTED_SHARE,
               show_default=True, help="Share (0..1) of a kernel's total in _unattributed above "
               "which attributed claims about its regions are insufficient.")
 @click.option("--launch-group", default=None, help="Distributed programs: show this launch "
@@ -44,12 +46,13 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--scope", "scopes", multiple=True, metavar="KEY=VALUE",
               help="Only claims of this scope coordinate, e.g. cta=0 (repeatable; implies "
                    "--detail).")
+@timeout_option
 @output_options
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
             max_entropy: float, max_unattributed: float, launch_group: str | None,
             timeline: str | None, perfetto: str | None, all_rows: bool, detail: bool,
-            scopes: tuple[str, ...], as_json: bool, as_csv: bool) -> None:
+            scopes: tuple[str, ...], timeout_s: float, as_json: bool, as_csv: bool) -> None:
     """Report the claims about REGION: value with its unit, evidence class, cohort, verdict.
 
     The default view fits a screen: one line per version and signal, signals measured per
@@ -71,7 +74,8 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
         if out is not None:
             check_output_path(out)
     program = region.split("/", 1)[0]
-    with connect(store, read_only=True, cpu_time=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s,
+                 cpu_time=True) as db:
         ranks = views.rank_section(db.store, program, launch_group)
         try:
             rep = report(db, region, list(versions) or None, signals=list(signals) or None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -22,7 +23,6 @@ from argusdb.answers.format import cell, is_number
 from argusdb.answers.wire import dumps
 from argusdb.api import (
     cap_process_memory,
-    deadline,
     set_overrun_handler,
     valid_sql,
     valid_timeout,
@@ -75,6 +75,40 @@ class Seconds(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class Number(click.ParamType):
+    """A finite number within bounds (``nan``, ``inf`` and values outside refused, with the
+    range in the message): every numeric option of the CLI that is not a time limit.
+
+    Example:
+        >>> Number(0, 1, min_open=True).convert("0.05", None, None)
+        0.05
+    """
+
+    name = "number"
+
+    def __init__(self, low: float | None = None, high: float | None = None,
+                 min_open: bool = False, max_open: bool = False) -> None:
+        self.low, self.high, self.min_open, self.max_open = low, high, min_open, max_open
+
+    def _range(self) -> str:
+        lo = "" if self.low is None else f"{self.low:g} {'<' if self.min_open else '<='} "
+        hi = "" if self.high is None else f" {'<' if self.max_open else '<='} {self.high:g}"
+        return f"{lo}x{hi}"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError, OverflowError):
+            x = math.nan
+        bad = not math.isfinite(x) or (
+            self.low is not None and (x <= self.low if self.min_open else x < self.low)) or (
+            self.high is not None and (x >= self.high if self.max_open else x > self.high))
+        if bad:
+            self.fail(f"{value!r} is not a finite number with {self._range()}", param, ctx)
+        return x
+
+
 def sql_text(sql: str) -> str:
     """The query of a command: the argument, or stdin when it is ``-``; valid UTF-8 only.
 
@@ -91,12 +125,23 @@ def sql_text(sql: str) -> str:
     return valid_sql(sql)
 
 
+def timeout_option(func: F) -> F:
+    """The ``--timeout`` option (``timeout_s``) of a command that asks checked questions."""
+    return click.option("--timeout", "timeout_s", type=Seconds(), default=30.0,
+                        show_default=True,
+                        help="Time limit, seconds: of each question's run (wall time) and of "
+                             "its check (CPU time).")(func)
+
+
 @contextmanager
 def hard_time_limit(timeout_s: float, as_json: bool = False) -> Iterator[None]:
-    """End this process with the time-limit error when the command runs past ``timeout_s``
-    and the watchdog's grace (a single DuckDB operator checks for interrupts only between
-    vectors; the checker's Python has none): the CLI answers one question, read-only, so
-    nothing is lost, and no question outlives ``--timeout`` by more than a second."""
+    """End this process with the time-limit error when a statement runs past its limit and
+    the watchdog's grace (a single DuckDB operator checks for interrupts only between
+    vectors): the CLI answers one question, read-only, so nothing is lost, and no run outlives
+    ``--timeout`` by more than a second. The check is bounded in CPU seconds instead
+    (:mod:`argusdb.checker.budget`), so that a busy machine does not refuse it: there is no
+    wall-time deadline over the whole command, only over each statement it runs (opening
+    waits for a lock at most ARGUS_LOCK_TIMEOUT)."""
     exc = QueryFailed(f"the query ran longer than {timeout_s:g} s and was stopped",
                       "narrow it (filter by region, run or signal) or raise the time limit "
                       "(--timeout)")
@@ -112,8 +157,7 @@ def hard_time_limit(timeout_s: float, as_json: bool = False) -> Iterator[None]:
 
     previous = set_overrun_handler(stop)
     try:
-        with deadline(timeout_s):  # the whole command: open, check, run, print
-            yield
+        yield
     finally:
         set_overrun_handler(previous)
 

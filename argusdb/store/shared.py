@@ -55,7 +55,7 @@ from argusdb.errors import StoreConflict, StoreError
 from argusdb.schema.sqltext import literal as _q
 from argusdb.store.connect import SHARED_PREFIX
 from argusdb.store.embedded import SCHEMA_VERSION, Store
-from argusdb.store.versions import parse_time, schema_tables
+from argusdb.store.versions import parse_time, parse_version, schema_tables
 
 #: Extension wheels (package, extension name) loaded from their files, in load order.
 EXTENSIONS = (("duckdb_extension_postgres_scanner", "postgres_scanner"),
@@ -220,7 +220,7 @@ class SharedStore(Store):
                                      "metadata_schema= or database.")
                 row = self.lake.execute("SELECT value FROM lake.store_meta "
                                         "WHERE key = 'schema_version'").fetchone()
-                version = int(row[0]) if row else 0
+                version = parse_version(self.path, row[0]) if row else 0
                 if version > SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: written by a newer argusdb (store schema "
                                      f"{version}; this release reads schema {SCHEMA_VERSION}). "
