@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +19,6 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol
 
 import duckdb
-import pyarrow as pa
 
 from argusdb.errors import QueryFailed
 
@@ -340,9 +340,14 @@ class Guarded:
                     raise QueryFailed(f"DuckDB could not run the query: "
                                       f"{first_line(exc)}", "fix the query; 'argus "
                                       "explain' shows what it reads") from exc
-                except (OSError, pa.ArrowException) as exc:
+                except Exception as exc:
                     # DuckDB's Arrow export raises OSError for a column type Arrow has no
-                    # form of (get_type(...) is TYPE, variant_normalize(...) VARIANT)
+                    # form of (get_type(...) is TYPE, variant_normalize(...) VARIANT). Arrow
+                    # is looked up, not imported: an answer read as rows never loads it.
+                    arrow = sys.modules.get("pyarrow")
+                    if not isinstance(exc, OSError) and not (
+                            arrow is not None and isinstance(exc, arrow.ArrowException)):
+                        raise
                     raise QueryFailed(f"the answer cannot be handed over: "
                                       f"{first_line(exc)}", "cast that column to a plain "
                                       "type, e.g. CAST(... AS VARCHAR)") from exc
