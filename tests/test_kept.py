@@ -13,7 +13,7 @@ from argusdb.api import connect, kept
 from argusdb.errors import QueryRefused
 
 SQL = ("SELECT region_id, count(*) AS n FROM evidence WHERE signal = 'duration' "
-       "AND region_id IS NOT NULL GROUP BY region_id, program_version ORDER BY region_id")
+       "AND region_id IS NOT NULL GROUP BY region_id, program_version ORDER BY region_id, n")
 
 
 @pytest.fixture
