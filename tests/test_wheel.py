@@ -63,9 +63,10 @@ def run(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_installed_package_is_the_wheel(venv: Path, tmp_path: Path) -> None:
     p = subprocess.run([str(venv / "bin" / "python"), "-c",
-                        "import argusdb, argusdb.observe.launch, "
-                        "argusdb.observe.runner.worker; print(argusdb.__file__); "
-                        "print(argusdb.observe.launch.boot_dir())"], cwd=tmp_path,
+                        "import argusdb, argusdb.observe.runner.worker, "
+                        "argusdb.observe.runner.replay; "
+                        "import argusdb.observe.launch as launch; print(argusdb.__file__); "
+                        "print(launch.boot_dir())"], cwd=tmp_path,
                        capture_output=True, text=True, check=True,
                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     where, boot = p.stdout.split()
@@ -89,5 +90,7 @@ def test_observe_dry_run_of_a_command_from_the_wheel(venv: Path, tmp_path: Path)
     doc = json.loads(p.stdout)
     assert doc["request"]["command"] == ["python", "model.py"]
     assert doc["tasks"][0]["action"] == "find_launch"
-    assert len(doc["tasks"]) == 9
+    # with replay: the program runs once, the parent is also timed on replays
+    assert len(doc["tasks"]) == 10
     assert "proton_instr" in [t["action"] for t in doc["tasks"]]
+    assert sum(1 for t in doc["tasks"] if t["runs_program"]) == 1

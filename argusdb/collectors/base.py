@@ -58,7 +58,11 @@ class Interference:
 
     A clean timing run has only ``activity_tracing`` set. Anything else perturbs timing:
     torch.profiler's host-op tracing too (seen on 2 H200s: an overlapped tensor-parallel step
-    ran 38 times slower under it while the serial version did not change).
+    ran 38 times slower under it while the serial version did not change). ``launch_replay``:
+    the kernel ran as a replay of a captured launch, out of its program (restored inputs, other
+    caches, no neighbouring kernels; :mod:`argusdb.observe.runner.replay`): its durations are
+    not the program's, a standing of their own (``timing_clean`` is False; a derivation pairs
+    replays with replays of the same signature).
     """
 
     activity_tracing: bool = False
@@ -72,13 +76,14 @@ class Interference:
     serialized: bool = False
     clock_control: str | None = None
     cache_control: str | None = None
+    launch_replay: bool = False
 
     def signature(self) -> str:
         """A canonical, human-readable signature, e.g. ``replay(38 passes, full)+clock:none``."""
         parts: list[str] = []
         if self.counter_replay:
             parts.append(f"replay({self.replay_passes or '?'} passes, {self.section_set or '?'})")
-        for flag in ("instrumentation", "forced_wait", "pc_sampling", "serialized",
+        for flag in ("launch_replay", "instrumentation", "forced_wait", "pc_sampling", "serialized",
                      "torch_profiler", "activity_tracing"):
             if getattr(self, flag):
                 parts.append(flag)
@@ -91,7 +96,8 @@ class Interference:
     def timing_clean(self) -> bool:
         """True when durations from this run reflect unperturbed execution."""
         return not (self.counter_replay or self.instrumentation or self.forced_wait
-                    or self.pc_sampling or self.serialized or self.torch_profiler)
+                    or self.pc_sampling or self.serialized or self.torch_profiler
+                    or self.launch_replay)
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,9 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,6 +23,7 @@ import duckdb
 from argusdb.errors import QueryFailed, StoreError
 from argusdb.schema import catalog
 from argusdb.schema.sqltext import literal
+from argusdb.store import integrity, pending
 from argusdb.store import versions as store_versions
 from argusdb.store.connect import (
     CONFIG,
@@ -46,6 +44,7 @@ from argusdb.store.guard import (
     one_select,
     results,
 )
+from argusdb.store.rows import RowWriter
 from argusdb.store.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:  # loaded where Arrow is read or written: a question printed as rows needs none
@@ -66,87 +65,12 @@ class Rows(NamedTuple):
         return len(self.rows)
 
 
-def _pending_path(path: Path) -> Path:
-    """Marker of runs committed, or being committed, and not yet checkpointed from the WAL
-    into the store file (see :meth:`Store.transaction`)."""
-    return path.with_name(path.name + ".argus-pending")
-
-
-def _wal_state(path: Path) -> str:
-    """What the store's write-ahead log holds now: 'absent', or its size and SHA-256.
-
-    Written into the pending marker just before a COMMIT, and taken again before the store
-    is next opened: a log that is still byte for byte what it was before the COMMIT proves
-    that the COMMIT never reached it (the runs were not committed); any other log may have
-    held them. The log is at most a few MiB (every commit is checkpointed); past 64 MiB only
-    its first and last MiB are hashed.
-    """
-    wal = path.with_name(path.name + ".wal")
-    try:
-        with wal.open("rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            digest = hashlib.sha256()
-            if size <= 64 * 2**20:
-                for chunk in iter(lambda: fh.read(2**20), b""):
-                    digest.update(chunk)
-            else:
-                digest.update(fh.read(2**20))
-                fh.seek(size - 2**20)
-                digest.update(fh.read(2**20))
-    except FileNotFoundError:
-        return "absent"
-    return f"{size}:{digest.hexdigest()}"
-
-
-def _with_pending_runs(p: Path, exc: StoreError) -> StoreError:
-    """``exc`` (the store could not be opened), naming the runs the pending marker holds when
-    it is the write-ahead log that DuckDB could not replay."""
-    marker = _pending_path(p)
-    if "write-ahead log" not in str(exc) or not marker.exists():
-        return exc
-    record = _read_marker(marker)
-    runs = record["committed"] + record["committing"]
-    return StoreError(f"{exc} It held run(s) {', '.join(runs)}, named in {marker.name}.")
-
-
-def _write_marker(marker: Path, record: dict[str, Any]) -> None:
-    """Write the pending marker durably (the file and its directory entry)."""
-    tmp = marker.with_name(marker.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(json.dumps(record, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, marker)
-    with suppress(OSError):
-        fd = os.open(marker.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _read_marker(marker: Path) -> dict[str, Any]:
-    """The pending marker: runs ``committed`` (their COMMIT returned), runs ``committing``
-    (their COMMIT was under way) and ``wal`` (:func:`_wal_state` before that COMMIT). A marker
-    of an older release is a list of committed run ids, one a line."""
-    text = marker.read_text(errors="replace")
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return {"committed": text.split(), "committing": [], "wal": None}
-    if not isinstance(record, dict):
-        return {"committed": text.split(), "committing": [], "wal": None}
-    return {"committed": [str(r) for r in record.get("committed") or []],
-            "committing": [str(r) for r in record.get("committing") or []],
-            "wal": record.get("wal")}
-
-
 def _catalog_mark() -> str:
     """The end of ``store_meta``'s comment in a store whose catalog this release wrote."""
     return f" [catalog {catalog.fingerprint()}]"
 
 
-class Store:
+class Store(RowWriter):
     """An argusdb store (DuckDB file)."""
 
     def __init__(self, path: str, con: duckdb.DuckDBPyConnection,
@@ -215,13 +139,13 @@ class Store:
         wal: list[str | None] = [None]
 
         def note_wal() -> None:  # the log as it is just before DuckDB replays it
-            wal[0] = _wal_state(p) if _pending_path(p).exists() else None
+            wal[0] = pending.wal_state(p) if pending.pending_path(p).exists() else None
 
         try:
             con = connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
                                   else lock_timeout, before=note_wal)
         except StoreError as exc:
-            raise _with_pending_runs(p, exc) from exc.__cause__
+            raise pending.with_pending_runs(p, exc) from exc.__cause__
         st = cls(str(p), con, read_only)
         try:
             st._check_pending(wal[0])
@@ -309,10 +233,10 @@ class Store:
         ``wal`` is the log's state before this opening replayed it. Runs the marker names as
         committing count as committed unless that state is still the one recorded before
         their COMMIT (then the COMMIT never reached the log: the writer stopped before it)."""
-        marker = _pending_path(Path(self.path))
+        marker = pending.pending_path(Path(self.path))
         if not marker.exists():
             return
-        record = _read_marker(marker)
+        record = pending.read_marker(marker)
         held = self.has_table("run")
         missing = [r for r in record["committed"] if not (held and self.run_exists(r))]
         unsure = [r for r in record["committing"] if not (held and self.run_exists(r))]
@@ -391,47 +315,8 @@ class Store:
         return bool(row and row[0] and str(row[0]).endswith(_catalog_mark()))
 
     def _check_structure(self) -> bool:
-        """Check a store of this schema against ``argusdb/schema/``: every table and column
-        its DDL declares must be there (a dropped or renamed one means lost rows or values:
-        refused). Returns whether a view, macro, derived table or the run sequence is missing
-        (code and counters argusdb re-creates: :meth:`ensure_schema` with ``rebuild``).
-
-        Raises:
-            StoreError: a table or column of the schema is missing, naming each one.
-        """
-        have: dict[str, set[str]] = {}
-        for table, column in self.con.execute(
-                "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
-                "current_database() AND schema_name = 'main' AND NOT internal").fetchall():
-            have.setdefault(str(table), set()).add(str(column))
-        lost: list[str] = []
-        extra: list[str] = []
-        for mod in catalog.schema_modules():
-            for obj in mod.objects:
-                if obj.kind != "table":
-                    continue
-                if obj.name not in have:
-                    lost.append(f"table {obj.name}")
-                    continue
-                lost += [f"column {obj.name}.{c}" for c in obj.columns if c not in have[obj.name]]
-                extra += [f"{obj.name}.{c}" for c in sorted(have[obj.name] - set(obj.columns))]
-        if lost:
-            also = f" (and has column(s) it does not declare: {', '.join(extra[:5])})" \
-                if extra else ""
-            raise StoreError(
-                f"{self.path}: damaged: {', '.join(lost[:8])}{' ...' if len(lost) > 8 else ''} "
-                f"of store schema {SCHEMA_VERSION} {'is' if len(lost) == 1 else 'are'} "
-                f"missing{also}; the rows or values held there are gone, so argusdb does not "
-                "open it. Restore the store from a copy, or create a new store ('argus init "
-                "NEW.duckdb') and ingest the artefacts again.")
-        code = {str(n) for (n,) in self.con.execute(
-            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = "
-            "current_database() UNION SELECT function_name FROM duckdb_functions() WHERE "
-            "function_type IN ('macro', 'table_macro') AND NOT internal AND database_name = "
-            "current_database() UNION SELECT sequence_name FROM duckdb_sequences() WHERE "
-            "database_name = current_database()").fetchall()} | set(have)
-        wanted = {o.name for m in catalog.query_modules() for o in m.objects} | {"run_seq_gen"}
-        return bool(wanted - code)
+        """:func:`argusdb.store.integrity.check_structure` of this store."""
+        return integrity.check_structure(self.con, self.path)
 
     def ensure_schema(self, version: int = SCHEMA_VERSION, rebuild: bool = False) -> None:
         """Create missing tables, (re)create views and macros, and copy the docs in; a store of
@@ -733,9 +618,9 @@ class Store:
         if not self._new_runs or not Path(self.path).is_file():
             return None
         p = Path(self.path)
-        marker = _pending_path(p)
-        earlier = _read_marker(marker) if marker.exists() else {}
-        wal = _wal_state(p)
+        marker = pending.pending_path(p)
+        earlier = pending.read_marker(marker) if marker.exists() else {}
+        wal = pending.wal_state(p)
         if wal == "absent" or wal.startswith("0:"):
             cur = self.con.cursor()
             try:
@@ -743,18 +628,18 @@ class Store:
                             [" ".join(self._new_runs)])
             finally:
                 cur.close()
-            wal = _wal_state(p)
+            wal = pending.wal_state(p)
         committed = [*earlier.get("committed", []), *earlier.get("committing", [])]
-        _write_marker(marker, {"committed": committed, "committing": list(self._new_runs),
+        pending.write_marker(marker, {"committed": committed, "committing": list(self._new_runs),
                                "wal": wal})
         return earlier
 
     def _restore_marker(self, earlier: dict[str, Any]) -> None:
         """Put the pending marker back as it was before a COMMIT that failed."""
-        marker = _pending_path(Path(self.path))
+        marker = pending.pending_path(Path(self.path))
         runs = [*earlier.get("committed", []), *earlier.get("committing", [])]
         if runs:
-            _write_marker(marker, {"committed": runs, "committing": [], "wal": None})
+            pending.write_marker(marker, {"committed": runs, "committing": [], "wal": None})
         else:
             marker.unlink(missing_ok=True)
 
@@ -765,12 +650,12 @@ class Store:
         runs, self._new_runs = self._new_runs, []
         if not runs or not Path(self.path).is_file():
             return
-        marker = _pending_path(Path(self.path))
+        marker = pending.pending_path(Path(self.path))
         try:
             self.con.execute("CHECKPOINT")
         except duckdb.Error:   # another cursor's open transaction: the next one does
-            record = _read_marker(marker) if marker.exists() else {}
-            _write_marker(marker, {"committed": sorted({*record.get("committed", []),
+            record = pending.read_marker(marker) if marker.exists() else {}
+            pending.write_marker(marker, {"committed": sorted({*record.get("committed", []),
                                                         *record.get("committing", []), *runs}),
                                    "committing": [], "wal": None})
             return
@@ -794,99 +679,6 @@ class Store:
             return []
         return sorted(int(v) for (v,) in self.con.execute(
             "SELECT nextval('run_seq_gen') FROM range(?)", [n]).fetchall())
-
-    def insert_row(self, table: str, row: dict[str, Any]) -> None:
-        """Insert one row given as a dict; dicts and lists are stored as JSON."""
-        self.generation += 1
-        if table == "run":
-            self._new_runs.append(str(row["run_id"]))
-        cols = list(row)
-        vals = [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
-                for v in row.values()]
-        self.con.execute(f"INSERT {self._or_ignore(table)}INTO {table} ({', '.join(cols)}) "
-                         f"VALUES ({', '.join('?' for _ in cols)})", vals)
-
-    def _or_ignore(self, table: str) -> str:
-        """'OR IGNORE ' for a table with a key (a row already there stays), else '' (DuckDB
-        refuses OR IGNORE without one; such a table, e.g. observed_evidence, takes every row)."""
-        keyed = self._keyed
-        if keyed is None:
-            keyed = self._keyed = {str(t) for (t,) in self.con.execute(
-                "SELECT DISTINCT table_name FROM duckdb_constraints() WHERE constraint_type "
-                "IN ('PRIMARY KEY', 'UNIQUE')").fetchall()}
-        return "OR IGNORE " if table in keyed else ""
-
-    def insert_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        """:meth:`insert_row` for many rows: one statement per set of columns."""
-        groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-        for row in rows:
-            groups.setdefault(tuple(row), []).append(row)
-        for cols, group in groups.items():
-            self.generation += 1
-            if table == "run":
-                self._new_runs.extend(str(r["run_id"]) for r in group)
-            one = f"({', '.join('?' for _ in cols)})"
-            self.con.execute(
-                f"INSERT {self._or_ignore(table)}INTO {table} ({', '.join(cols)}) VALUES "
-                f"{', '.join(one for _ in group)}",
-                [json.dumps(v, sort_keys=True) if isinstance(v, dict | list) else v
-                 for r in group for v in r.values()])
-
-    def append_batch(self, table: str, batch: pa.RecordBatch | pa.Table,
-                     columns: dict[str, str] | None = None) -> int:
-        """Append ``batch`` to ``table``: each table column from ``columns`` (its library SQL
-        expression over the batch: ingest's key formulas, :func:`argusdb.schema.shape.key_select`),
-        else the batch's column of that name, else its default (NULL). Returns the rows
-        appended.
-
-        The batch is read as a relation, which DuckDB lets go once the statement ends
-        (``register()`` keeps every batch until COMMIT, a run's whole file, ~2 KB per nsys
-        launch; a locked-down instance has no replacement scans): memory stays bounded by the
-        batch within a long transaction.
-        """
-        if batch.num_rows:
-            self._appended = True
-            have, exprs = set(batch.schema.names), columns or {}
-            proj = ", ".join(exprs[c] if c in exprs else f'"{c}"' if c in have else
-                             (default or "NULL") for c, default in self._column_defaults(table))
-            with self._append_threads():
-                self.con.from_arrow(batch).project(proj).insert_into(table)
-            self.generation += 1
-        return batch.num_rows
-
-    def _column_defaults(self, table: str) -> list[tuple[str, str | None]]:
-        """``table``'s columns in order, each with its default expression (None: none)."""
-        cols = self._table_columns.get(table)
-        if cols is None:
-            cols = self._table_columns[table] = [
-                (str(c), None if d is None else str(d)) for c, d in self.con.execute(
-                    "SELECT column_name, column_default FROM duckdb_columns() "
-                    "WHERE database_name = current_database() AND schema_name = "
-                    "current_schema() AND table_name = ? "
-                    "ORDER BY column_index", [table]).fetchall()]
-        return cols
-
-    @contextmanager
-    def _append_threads(self) -> Iterator[None]:
-        """Run DuckDB on :attr:`append_threads` threads (one unless an ingest raised it) for
-        an append of Arrow rows, then as before: with Python parsing beside it, its parallel
-        insert (each thread compressing its own row groups, then merged) cost about twice the
-        CPU and wall time of a serial one for the same rows (``bench/bench_ingest_many.py``
-        times both for the raw append). A locked-down instance keeps its setting (``argus
-        ingest`` locks it with the threads it chose, see :attr:`threads`)."""
-        if self._locked:
-            yield
-            return
-        row = self.con.execute("SELECT current_setting('threads')").fetchone()
-        threads = int(row[0]) if row else 1
-        if threads == self.append_threads:
-            yield
-            return
-        self.con.execute(f"SET threads = {int(self.append_threads)}")
-        try:
-            yield
-        finally:
-            self.con.execute(f"SET threads = {threads}")
 
 
 class _ReaderView(Store):

@@ -29,6 +29,9 @@ Versions:
        gives every timeline run (``run.meta.timeline_of``) the version of its program run's
        version, with a ``program_version`` row (``options.kernels_of``), in every table that
        keys rows by run and version; a version no run has any more is dropped.
+    5. ``run.launch_replay`` (a kernel replayed from a launch captured from its program, a
+       standing of its own): added by :meth:`add_missing_columns`, false for the runs stored
+       before.
 
 Time travel on an embedded store: snapshot ``S`` holds exactly the runs with
 ``run_seq <= store_snapshot.run_seq_max``. :func:`as_of` copies those runs and what they rest on
@@ -54,7 +57,7 @@ from argusdb.schema import catalog
 #: Version of ``argusdb/schema/`` this release writes. A store records its own in
 #: ``store_meta``; a store without that table but with ``run`` is version 1 (the first
 #: release). Bumped with a step in :func:`migrate`.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class Migrating(Protocol):

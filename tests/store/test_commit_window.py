@@ -32,7 +32,7 @@ DAMAGES = ("removed", "emptied", "halved", "cut_100", "cut_1", "flip_last", "fli
 _WRITER = r'''
 import os, sys
 from pathlib import Path
-import argusdb.store.embedded as emb
+import argusdb.store.pending as pend
 from argusdb.store import Store, open_store
 from argusdb.ingest import ingest_path
 from argusdb.collectors.regions import ProgramSource
@@ -63,7 +63,7 @@ class Con(Cursor):
         return self._c.execute(sql, *args)
     def cursor(self): return Cursor(self._c.cursor())
 
-before_commit, write_marker = Store._before_commit, getattr(emb, "_write_marker", None)
+before_commit, write_marker = Store._before_commit, pend.write_marker
 after_commit, unlink = Store._after_commit, Path.unlink
 def _before_commit(self):
     die("snapshot"); return before_commit(self)
@@ -75,7 +75,7 @@ def _unlink(self, *a, **kw):
     if self.name.endswith(".argus-pending"):
         die("unlink")
     return unlink(self, *a, **kw)
-Store._before_commit, emb._write_marker = _before_commit, _write_marker
+Store._before_commit, pend.write_marker = _before_commit, _write_marker
 Store._after_commit, Path.unlink = _after_commit, _unlink
 
 st = open_store(db, create=True)

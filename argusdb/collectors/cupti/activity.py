@@ -48,6 +48,9 @@ _INT_FIELDS = {"correlation_id": (1 << 63) - 1, "grid_x": INT32_MAX, "grid_y": I
 HEADER = {"kind": "ARGUS_HEADER", "writer": "argusdb", "format": "cupti.activity_jsonl"}
 TRAILER = "ARGUS_TRAILER"
 _KERNEL_KINDS = ("CONCURRENT_KERNEL", "KERNEL")
+#: The record argusdb's replay worker ends its timing file with: the kernels ran as replays of
+#: a captured launch (restored inputs, L2 flushed before each), not in their program.
+REPLAY_KIND = "LAUNCH_REPLAY"
 _API_KINDS = ("RUNTIME", "DRIVER")
 #: Launching calls by (record kind, cbid): CUPTI_RUNTIME_TRACE_CBID_* and
 #: CUPTI_DRIVER_TRACE_CBID_* of CUDA 13.0, version suffix dropped.
@@ -130,7 +133,11 @@ class ActivityJsonlReader:
         devices: set[int] = set()
         shapes: set[tuple[str, int | None, int | None, int | None]] = set()
         unique = Unique(path, "activity record", lambda n: f"line {n}")
+        replay: dict[str, Any] | None = None
         for i, rec in self._records(path):
+            if rec["kind"] == REPLAY_KIND:  # argusdb's replay worker: a standing of its own
+                replay = {k: v for k, v in rec.items() if k != "kind"}
+                continue
             unique.add(tuple(rec.get(k) for k in ("kind", "start", "end", "correlation_id",
                                                   "device_id", "stream_id", "thread_id",
                                                   "name")), i + 1)
@@ -150,9 +157,11 @@ class ActivityJsonlReader:
         return Artefact(
             path=str(path), collector="cupti", kind=self.kind, tool="cupti-python",
             adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path),
-            interference=Interference(activity_tracing=True),
+            interference=Interference(activity_tracing=True, launch_replay=replay is not None,
+                                      cache_control="all" if replay else None),
             kernels=sorted(kernels), device={"device_ids": sorted(devices)},
-            meta={"devices": sorted(devices), "launch_shape": launch_shapes(shapes)})
+            meta={"devices": sorted(devices), "launch_shape": launch_shapes(shapes),
+                  **({"launch_replay": replay} if replay else {})})
 
     def _calls(self, path: Path) -> dict[Any, tuple[Any, ...]]:
         """Correlation ID → the launching call's columns (:data:`_API_COLUMNS`), for the
