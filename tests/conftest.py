@@ -30,6 +30,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _kept_checks(tmp_path_factory: pytest.TempPathFactory,
+                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Accepted checks kept across processes (argusdb.api.kept) go to a folder of the test's
+    own (beside its tmp_path, which some tests list), never the user's cache (child processes
+    inherit it)."""
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path_factory.mktemp("kept-checks")))
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     st = open_store(tmp_path / "t.duckdb", create=True)

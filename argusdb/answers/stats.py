@@ -27,8 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
-from scipy import stats as sps
 
 #: Seed of every bootstrap: answers are reproducible.
 SEED = 20261129
@@ -122,6 +120,8 @@ def median_distribution(values: Sequence[float] | np.ndarray) -> tuple[np.ndarra
     draws <= ``u_i``, one of them at ``u_i``, none strictly between, one or more at ``u_j``),
     computed in logarithms. Atoms below :data:`MIN_ATOM` are left out.
     """
+    from scipy import special  # loaded at the first statistic, not with the command
+
     u, c = np.unique(np.asarray(values, dtype=float), return_counts=True)
     n = int(c.sum())
     cum = np.cumsum(c)
@@ -251,6 +251,8 @@ def percentile_ci(samples: Sequence[np.ndarray],
     ``scipy.stats.bootstrap(samples, ..., method='percentile', vectorized=True,
     rng=default_rng(SEED))`` computes it: the same index draws (sample by sample, all
     resamples at once), the same medians (:func:`resampled_medians`), the same quantiles."""
+    from scipy import stats as sps  # loaded at the first statistic, not with the command
+
     rng = _rng()
     medians = [resampled_medians(s, rng.integers(0, s.size, (N_RESAMPLES, s.size)))
                for s in samples]
@@ -309,6 +311,8 @@ def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
     matched one to one). The rank test is two-sided; ties get the normal approximation with
     tie correction, as scipy chooses.
     """
+    from scipy import stats as sps  # loaded at the first statistic, not with the command
+
     x = np.asarray(before, dtype=float)
     y = np.asarray(after, dtype=float)
     if x.size == 0 or y.size == 0:

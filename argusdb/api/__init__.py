@@ -22,15 +22,19 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from argusdb import checker
-from argusdb.api import checked
+from argusdb.api.checked import TIMEOUT_S
 from argusdb.errors import Finding, QueryRefused, StoreError, UsageError
 from argusdb.store import materialize, open_store
+from argusdb.store.embedded import Rows, Store
 from argusdb.store.guard import MAX_BYTES, MAX_ROWS, deadline, set_overrun_handler
 
-if TYPE_CHECKING:  # the collectors load with the first ingest, not with a question
+if TYPE_CHECKING:  # the collectors load with the first ingest, not with a question; the
+    # checker (sqlglot) with the first question not kept across processes (argusdb.api.kept),
+    # Arrow with the first answer read as a table
+    import pyarrow as pa
+
+    from argusdb import checker
+    from argusdb.api.kept import KeptCheck
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import IngestResult, Prepared
     from argusdb.ingest.variants import VariantOf
@@ -148,17 +152,23 @@ class Connection:
             to the store file once they pass it). With it, what a statement holds beyond it
             spills to ``STORE.tmp`` beside an embedded store (a question's connection never
             spills).
+        cpu_time: the time limit passes once both its wall seconds and the process's CPU
+            seconds have (:data:`argusdb.store.guard.WALL_BACKSTOP`), so a busy machine
+            slows an answer and does not refuse it: what ``argus diff``, ``report``,
+            ``trajectory`` and ``export`` open. Default: wall seconds only.
         threads: DuckDB's threads for this connection (default ``Store``'s, 2): ``argus
             ingest`` appends on one while it parses beside the appends, on more where every
             row was parsed ahead (:attr:`argusdb.ingest.Prepared.append_threads`).
     """
 
     def __init__(self, path: str | Path, create: bool = False, read_only: bool = False,
-                 timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
+                 timeout_s: float = TIMEOUT_S, max_rows: int = MAX_ROWS,
                  max_bytes: int = MAX_BYTES, as_of: str | None = None,
                  lock_timeout: float | None = None, require_fresh: bool = True,
-                 memory_limit: str | None = None, threads: int | None = None) -> None:
+                 memory_limit: str | None = None, threads: int | None = None,
+                 cpu_time: bool = False) -> None:
         self.timeout_s = valid_timeout(timeout_s)
+        self.cpu_time = bool(cpu_time)
         self.max_rows = int(max_rows)
         self.max_bytes = int(max_bytes)
         if read_only and create:
@@ -169,7 +179,7 @@ class Connection:
         self.store = open_store(path, create=create, read_only=read_only,
                                 as_of=None if as_of is None else str(as_of),
                                 lock_timeout=lock_timeout,
-                                on_upgrade=checked.refresh_metadata)
+                                on_upgrade=_refresh_metadata)
         if threads is not None:   # the lock-down below applies it
             self.store.threads = self.store.append_threads = int(threads)
         if memory_limit is not None:   # the lock-down below applies both
@@ -183,17 +193,22 @@ class Connection:
                 # The writer refreshes: a store built by an older argusdb, or written by a
                 # path that skipped the refresh, is brought up to date before any question.
                 materialize.ensure_fresh(self.store)
-                checked.refresh_metadata(self.store)
+                _refresh_metadata(self.store)
         except BaseException:
             self.store.close()
             raise
         #: What questions run on: the store itself when read-only, else a read-only view of
         #: it (no check or query writes, not even the checker's metadata summaries).
         self._questions = self.store if read_only else self.store.reader()
+        self.store.count_cpu = self._questions.count_cpu = self.cpu_time
         #: Accepted reports by (store write generation, query text): see :meth:`_checked`;
         #: answers to questions over facts only: see :meth:`facts`.
-        self._reports: dict[tuple[int, str], checker.Report] = {}
+        self._reports: dict[tuple[int, str], checker.Report | KeptCheck] = {}
         self._facts: dict[tuple[int, str], pa.Table] = {}
+        #: Whether accepted checks are kept across processes (:mod:`argusdb.api.kept`): only
+        #: for a read-only connection to an embedded store file, which no process can write
+        #: while it is open.
+        self._kept_across = read_only and as_of is None and type(self.store) is Store
 
     def _require_fresh(self) -> None:
         try:
@@ -250,7 +265,7 @@ class Connection:
         # attributed/derived row (a refresh may have rebuilt any version's, e.g. a parent's
         # derived rows when its variant's runs land).
         if any(not r.already for r in results):
-            checked.refresh_metadata(self.store)
+            _refresh_metadata(self.store)
         return results
 
     def record_variant_check(self, variant_version: str, parent_version: str, rel_err: float,
@@ -270,7 +285,7 @@ class Connection:
         self._writable("record a variant check")
         passed = record_check(self.store, variant_version, parent_version, rel_err, tolerance,
                               task_id)
-        checked.refresh_metadata(self.store)
+        _refresh_metadata(self.store)
         return passed
 
     def ingest_launch(self, paths: Sequence[str | Path], program: str | Path | None = None,
@@ -285,7 +300,7 @@ class Connection:
         self._writable("ingest")
         src = ProgramSource.from_path(program) if program else None
         result = ingest_launch(self.store, list(paths), src, options or {}, launch_group)
-        checked.refresh_metadata(self.store)
+        _refresh_metadata(self.store)
         return result
 
     def runs(self) -> pa.Table:
@@ -305,6 +320,8 @@ class Connection:
     def snapshots(self) -> pa.Table:
         """The store's snapshots, oldest first (:data:`SNAPSHOT_COLUMNS`): each committed
         ingest, when, and the runs it added (what ``as_of`` takes)."""
+        import pyarrow as pa
+
         rows = self.store.snapshots()
         return pa.Table.from_pylist([{c: r[c] for c in SNAPSHOT_COLUMNS} for r in rows]) \
             if rows else pa.table({c: pa.array([], pa.string()) for c in SNAPSHOT_COLUMNS})
@@ -326,6 +343,8 @@ class Connection:
 
     def check(self, sql: str) -> list[Finding]:
         """Findings of the compatibility checker for ``sql`` (empty when it may run)."""
+        from argusdb.api import checked
+
         return checked.check(valid_sql(sql), self._questions)
 
     def query(self, sql: str, limit: int | None = None) -> pa.Table:
@@ -364,13 +383,24 @@ class Connection:
                               ) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
-        with checked.check_budget(self.timeout_s) as spent:
-            report = self._checked(valid_sql(sql))
-        ((table, cut),) = self._run(spent.seconds, [report], limit)
+        report, check_s = self._checked_within(valid_sql(sql))
+        ((table, cut),) = self._run(check_s, [report], limit)
         prov = report.provenance()
         prov["truncated"] = cut
         _log.debug("query: %s", sql)
         return table, prov
+
+    def query_rows(self, sql: str, limit: int | None = None) -> tuple[Rows, dict[str, Any]]:
+        """:meth:`query_with_provenance` with the answer as Python rows
+        (:class:`~argusdb.store.embedded.Rows`: ``columns`` and ``rows``): what ``argus query``
+        prints. Neither Arrow nor, for a question kept across processes
+        (:mod:`argusdb.api.kept`), the checker is loaded."""
+        report, check_s = self._checked_within(valid_sql(sql))
+        ((rows, cut),) = self._run(check_s, [report], limit, as_rows=True)
+        prov = report.provenance()
+        prov["truncated"] = cut
+        _log.debug("query: %s", sql)
+        return rows, prov
 
     def queries(self, sqls: Sequence[str], facts: Collection[str] = ()) -> list[pa.Table]:
         """:meth:`query` of several independent questions, whose statements run at the same
@@ -389,6 +419,8 @@ class Connection:
         answers = {s: self._facts[(gen, s)] for s in sqls
                    if s in facts and (gen, s) in self._facts}
         todo = list(dict.fromkeys(s for s in sqls if s not in answers))
+        from argusdb.api import checked
+
         with checked.check_budget(self.timeout_s) as spent:
             reports = [self._checked(valid_sql(s)) for s in todo]
         for s, report in zip(todo, reports, strict=True):
@@ -403,19 +435,49 @@ class Connection:
                 _keep(self._facts, gen, s, table)
         return [answers[s] for s in sqls]
 
-    def _run(self, check_cpu_s: float, reports: Sequence[checker.Report], limit: int | None
-             ) -> list[tuple[pa.Table, str | None]]:
+    def _run(self, check_cpu_s: float, reports: Sequence[checker.Report | KeptCheck],
+             limit: int | None, as_rows: bool = False) -> list[tuple[Any, str | None]]:
         """Run accepted reports' statements together within what is left of the time limit
         once the checks' CPU seconds are taken off it (:func:`checked.run_reports`); without
         ``limit`` an answer past the caps raises."""
+        from argusdb.api import checked
+
         start = time.monotonic()
         out = checked.run_reports(self._questions, reports, check_cpu_s, self.timeout_s,
-                                  self.max_rows, self.max_bytes, limit)
+                                  self.max_rows, self.max_bytes, limit, as_rows=as_rows)
         for table, _ in out:
             _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
         return out
 
-    def _checked(self, sql: str) -> checker.Report:
+    def _kept(self, sql: str, across: bool = False) -> checker.Report | KeptCheck | None:
+        """The accepted check of ``sql`` kept by this connection for the store's generation,
+        or (with ``across``) by an earlier process (:mod:`argusdb.api.kept`); None if none."""
+        from argusdb.api import kept as across_processes
+
+        gen = self._questions.generation
+        kept = self._reports.get((gen, sql))
+        if kept is not None and (across or not isinstance(kept, across_processes.KeptCheck)):
+            return kept
+        identity = across_processes.store_identity(self.store.path) \
+            if across and self._kept_across else None
+        if identity is not None and (hit := across_processes.load(identity, sql)) is not None:
+            _keep(self._reports, gen, sql, hit)
+            return hit
+        return None
+
+    def _checked_within(self, sql: str) -> tuple[checker.Report | KeptCheck, float]:
+        """:meth:`_checked` with ``across``, and the CPU seconds the check used: a kept check
+        none (the checker does not load); a new one runs within the time limit in CPU seconds
+        (:func:`argusdb.api.checked.check_budget`)."""
+        if (hit := self._kept(sql, across=True)) is not None:
+            return hit, 0.0
+        from argusdb.api import checked
+
+        with checked.check_budget(self.timeout_s) as spent:
+            report = self._checked(sql, across=True)
+        return report, spent.seconds
+
+    def _checked(self, sql: str, across: bool = False) -> checker.Report | KeptCheck:
         """The checker's report of ``sql``, accepted, or QueryRefused with its findings.
 
         An accepted report is kept for the store's write generation (at most
@@ -423,16 +485,27 @@ class Connection:
         parsed and analysed again. That is sound because the verdict is a function of the text,
         the catalog (this code) and the data, and the data change only with the generation
         (every write through this store, and every metadata refresh, bumps it; a read-only
-        store cannot be written by another process while it is open). Refusals are judged
-        afresh. :meth:`check` and :meth:`explain` always analyse."""
+        store cannot be written by another process while it is open). With ``across`` (a
+        question that only runs and tells its provenance) an accepted check is also kept for
+        later processes (:mod:`argusdb.api.kept`, keyed by the store file's identity and the
+        code), and may come back as a :class:`~argusdb.api.kept.KeptCheck`. Refusals are
+        judged afresh. :meth:`check` and :meth:`explain` always analyse."""
+        from argusdb.api import kept as across_processes
+
+        if (hit := self._kept(sql, across)) is not None:
+            return hit
         gen = self._questions.generation
-        kept = self._reports.get((gen, sql))
-        if kept is not None:
-            return kept
+        identity = across_processes.store_identity(self.store.path) \
+            if across and self._kept_across else None
+        from argusdb import checker
+        from argusdb.api import checked
+
         report = checker.analyse(sql, checked.metadata_of(self._questions))
         if not report.ok:
             raise QueryRefused(report.findings)
         _keep(self._reports, gen, sql, report)
+        if identity is not None:
+            across_processes.save(identity, sql, report.executable, report.provenance())
         return report
 
     def facts(self, sql: str) -> pa.Table:
@@ -450,7 +523,16 @@ class Connection:
         """The provenance an answer would rest on: program versions, runs, tasks, evidence
         classes, interference signatures, replay passes, scopes, constructs and
         acknowledgements; with the findings when it would be refused."""
+        from argusdb.api import checked
+
         return checked.explain(valid_sql(sql), self._questions)
+
+
+def _refresh_metadata(store: Store) -> None:
+    """:func:`argusdb.api.checked.refresh_metadata` (a write path: it loads the checker)."""
+    from argusdb.api import checked
+
+    checked.refresh_metadata(store)
 
 
 def _keep(kept: dict[tuple[int, str], Any], gen: int, sql: str, value: Any) -> None:
@@ -465,17 +547,18 @@ def _keep(kept: dict[tuple[int, str], Any], gen: int, sql: str, value: Any) -> N
 
 
 def connect(path: str | Path, create: bool = False, read_only: bool = False,
-            timeout_s: float = checker.TIMEOUT_S, max_rows: int = MAX_ROWS,
+            timeout_s: float = TIMEOUT_S, max_rows: int = MAX_ROWS,
             max_bytes: int = MAX_BYTES, as_of: str | None = None,
             lock_timeout: float | None = None, require_fresh: bool = True,
-            memory_limit: str | None = None, threads: int | None = None) -> Connection:
+            memory_limit: str | None = None, threads: int | None = None,
+            cpu_time: bool = False) -> Connection:
     """Open the store at ``path`` (a DuckDB file or a ``ducklake:`` URI; ``create=True`` makes
     it when missing; ``as_of`` a snapshot number or time opens it as it stood then; see
     :class:`Connection` for the rest)."""
     return Connection(path, create=create, read_only=read_only, timeout_s=timeout_s,
                       max_rows=max_rows, max_bytes=max_bytes, as_of=as_of,
                       lock_timeout=lock_timeout, require_fresh=require_fresh,
-                      memory_limit=memory_limit, threads=threads)
+                      memory_limit=memory_limit, threads=threads, cpu_time=cpu_time)
 
 
 def _frame(library: str, table: pa.Table) -> Any:

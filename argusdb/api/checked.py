@@ -17,18 +17,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from argusdb import checker
-from argusdb.api.metadata import StoreMetadata
-from argusdb.api.metadata import refresh as _refresh
-from argusdb.checker import Metadata, Report
-from argusdb.checker.budget import CheckOverrun, Spent, cpu_budget
 from argusdb.errors import Finding, QueryFailed, QueryRefused
 from argusdb.store.embedded import Store
 from argusdb.store.guard import MAX_BYTES, MAX_ROWS
+
+if TYPE_CHECKING:  # run_reports runs a kept check without the checker (argusdb.api.kept)
+    import pyarrow as pa
+
+    from argusdb.api.kept import KeptCheck
+    from argusdb.checker import Metadata, Report
+    from argusdb.checker.budget import Spent
+
+#: Default time limit of a checked question, seconds (``argusdb.checker.TIMEOUT_S``).
+TIMEOUT_S = 30.0
 
 __all__ = ["analyse", "check", "check_budget", "execute", "explain", "metadata_of",
            "refresh_metadata", "run_reports"]
@@ -36,6 +39,8 @@ __all__ = ["analyse", "check", "check_budget", "execute", "explain", "metadata_o
 
 def metadata_of(source: Store | Metadata | None) -> Metadata | None:
     """The Metadata of a store (kept on the Store object), or ``source`` itself."""
+    from argusdb.api.metadata import StoreMetadata
+
     if isinstance(source, Store):
         return StoreMetadata.of(source)
     return source
@@ -43,16 +48,22 @@ def metadata_of(source: Store | Metadata | None) -> Metadata | None:
 
 def analyse(sql: str, source: Store | Metadata | None = None) -> Report:
     """:func:`argusdb.checker.analyse` against a store or any Metadata."""
+    from argusdb import checker
+
     return checker.analyse(sql, metadata_of(source))
 
 
 def check(sql: str, source: Store | Metadata | None = None) -> list[Finding]:
     """Findings for ``sql`` against a store or any Metadata; empty when it may run."""
+    from argusdb import checker
+
     return checker.check(sql, metadata_of(source))
 
 
 def explain(sql: str, source: Store | Metadata | None = None) -> dict[str, Any]:
     """Provenance of the answer ``sql`` would get (see :func:`argusdb.checker.explain`)."""
+    from argusdb import checker
+
     return checker.explain(sql, metadata_of(source))
 
 
@@ -60,6 +71,8 @@ def refresh_metadata(store: Store, runs: Iterable[str] | None = None) -> str:
     """Bring the store's metadata summary of ``evidence`` up to date after an ingest (a write
     path; checks never write), so later connections need not rebuild it in memory. With
     ``runs`` (the runs just ingested) only their rows are summarised again."""
+    from argusdb.api.metadata import refresh as _refresh
+
     return _refresh(store, runs)
 
 
@@ -72,6 +85,8 @@ def check_budget(timeout_s: float) -> Iterator[Spent]:
     """The checks of one call, bounded by the time limit in CPU seconds of this process
     (:mod:`argusdb.checker.budget`: a busy machine slows a check, it does not refuse it);
     past it, the time-limit error. Yields what they used (``.seconds``, once done)."""
+    from argusdb.checker.budget import CheckOverrun, cpu_budget
+
     try:
         with cpu_budget(timeout_s) as spent:
             yield spent
@@ -83,13 +98,15 @@ def check_budget(timeout_s: float) -> Iterator[Spent]:
                           ) from None
 
 
-def run_reports(store: Store, reports: Sequence[Report], check_cpu_s: float, timeout_s: float,
-                max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
-                limit: int | None = None) -> list[tuple[pa.Table, str | None]]:
+def run_reports(store: Store, reports: Sequence[Report | KeptCheck], check_cpu_s: float,
+                timeout_s: float, max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
+                limit: int | None = None, as_rows: bool = False
+                ) -> list[tuple[pa.Table, str | None]]:
     """Run accepted reports' statements together within what is left of the time limit once
     the CPU seconds their checks used (``check_cpu_s``, see :func:`check_budget`) are taken
     off it; without ``limit`` an answer past the caps raises. Each answer comes with why it
-    was cut (None when whole)."""
+    was cut (None when whole); with ``as_rows`` each answer is
+    :class:`~argusdb.store.embedded.Rows`, not an Arrow table."""
     rows = max_rows if limit is None else max(0, min(int(limit), max_rows))
     # The time limit covers the whole question: what the check used is not left to run.
     left = timeout_s - check_cpu_s
@@ -98,7 +115,7 @@ def run_reports(store: Store, reports: Sequence[Report], check_cpu_s: float, tim
                           f"({check_cpu_s:.1f} s)", "ask a shorter, simpler question or "
                           f"raise the time limit ({TIMEOUT_OPTION})")
     out = store.stream_selects([r.executable for r in reports], left, rows, max_bytes,
-                               limit_s=timeout_s)
+                               limit_s=timeout_s, as_rows=as_rows)
     for _, cut in out:
         if cut and limit is None:
             raise QueryFailed(cut, "aggregate, filter or add a LIMIT to the query, or ask "
@@ -106,7 +123,7 @@ def run_reports(store: Store, reports: Sequence[Report], check_cpu_s: float, tim
     return out
 
 
-def execute(sql: str, store: Store, timeout_s: float = checker.TIMEOUT_S,
+def execute(sql: str, store: Store, timeout_s: float = TIMEOUT_S,
             max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES) -> pa.Table:
     """Check ``sql`` against ``store`` and run it read-only with a connection's caps.
 

@@ -90,7 +90,8 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     """
     from argusdb.answers.ranks import collective_rows
 
-    with connect(store, read_only=True, timeout_s=timeout_s) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s,
+                 cpu_time=True) as db:
         result = diff(db, region, before, after, list(signals) or None, min_effect=min_effect,
                       alpha=alpha)
         # Distributed programs: per step and per collective, from timing-clean launches.

@@ -48,7 +48,8 @@ def command(store: str, out: str, fmt: str, run_id: tuple[str, ...], version: st
     if not need[1]:
         raise UsageError(f"--format {fmt} needs {need[0]}")
     check_output_path(out)
-    with connect(store, read_only=True, timeout_s=timeout_s) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s,
+                 cpu_time=True) as db:
         if fmt == "perfetto":
             doc: object = export.perfetto_trace(db, list(run_id))
             n = len(doc["traceEvents"])  # type: ignore[index]

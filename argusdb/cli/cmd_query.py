@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from argusdb.answers.sufficiency import empty_answer
 from argusdb.api import connect
 from argusdb.cli.output import (
     SQL_COMMAND,
@@ -50,13 +49,21 @@ def command(store: str, sql: str, timeout_s: float, limit: int, as_json: bool,
     text = sql_text(sql)
     with hard_time_limit(timeout_s, as_json), \
             connect(store, read_only=True, timeout_s=timeout_s, as_of=as_of) as db:
-        table, prov = db.query_with_provenance(text, limit=limit)
-        if (gap := empty_answer(db, text, table)) is not None:
-            raise gap  # no evidence of the region it names: say so, with the observe request
-    rows = [tuple(r.values()) for r in table.to_pylist()]
+        answer, prov = db.query_rows(text, limit=limit)
+        if answer.num_rows <= 1 and not any(v is not None for r in answer.rows for v in r):
+            # empty, or one row of NULLs: say so when the store has no evidence of the region
+            # it names (with the observe request); only such answers load Arrow and sqlglot
+            import pyarrow as pa
+
+            from argusdb.answers.sufficiency import empty_answer
+
+            table = pa.Table.from_pylist([dict(zip(answer.columns, r, strict=True))
+                                          for r in answer.rows])
+            if (gap := empty_answer(db, text, table)) is not None:
+                raise gap
     extra = {k: prov[k] for k in ("constructs", "acknowledgements") if prov[k]}
     if prov["truncated"]:
         extra["truncated"] = prov["truncated"]
-        click.echo(f"note: {prov['truncated']}; printed the first {table.num_rows:,} "
+        click.echo(f"note: {prov['truncated']}; printed the first {answer.num_rows:,} "
                    f"(raise --limit, or aggregate)", err=True)
-    print_table(table.column_names, rows, as_json, as_csv, extra=extra)
+    print_table(answer.columns, answer.rows, as_json, as_csv, extra=extra)

@@ -74,7 +74,8 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
         if out is not None:
             check_output_path(out)
     program = region.split("/", 1)[0]
-    with connect(store, read_only=True, timeout_s=timeout_s) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s,
+                 cpu_time=True) as db:
         ranks = views.rank_section(db.store, program, launch_group)
         try:
             rep = report(db, region, list(versions) or None, signals=list(signals) or None,

@@ -40,7 +40,8 @@ def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[
         --versions variant=naive,variant=tiled,variant=tuned --signal duration
     """
     sep = ";" if ";" in versions else ","
-    with connect(store, read_only=True, timeout_s=timeout_s) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s,
+                 cpu_time=True) as db:
         t = trajectory(db, list(regions) or None, [v for v in versions.split(sep) if v],
                        list(signals) or None)
     if as_json:

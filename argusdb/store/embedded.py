@@ -16,10 +16,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
-import pyarrow as pa
 
 from argusdb.errors import QueryFailed, StoreError
 from argusdb.schema import catalog
@@ -48,6 +47,23 @@ from argusdb.store.guard import (
 from argusdb.store.rows import RowWriter
 from argusdb.store.versions import SCHEMA_VERSION
 
+if TYPE_CHECKING:  # loaded where Arrow is read or written: a question printed as rows needs none
+    import pyarrow as pa
+
+
+class Rows(NamedTuple):
+    """An answer as Python rows (:meth:`Store.stream_selects` with ``as_rows``): what a
+    command that prints the answer needs, without loading Arrow (~0.2 s CPU a process)."""
+
+    #: The answer's column names, in order.
+    columns: list[str]
+    #: The rows, as DuckDB's Python client gives them.
+    rows: list[tuple[Any, ...]]
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows)
+
 
 def _catalog_mark() -> str:
     """The end of ``store_meta``'s comment in a store whose catalog this release wrote."""
@@ -64,6 +80,9 @@ class Store(RowWriter):
         self.read_only = read_only
         self._lock = threading.Lock()
         self._locked = False
+        #: Whether its statements' time limits count CPU as well as wall seconds
+        #: (:data:`argusdb.store.guard.WALL_BACKSTOP`): the built-in answers' do.
+        self.count_cpu = False
         #: Bumped by every write path of this object; readers cache metadata against it.
         #: (DuckDB locks the file: no other process writes while this one has it open.)
         self.generation = 0
@@ -408,8 +427,8 @@ class Store(RowWriter):
         return self.stream_selects([sql], timeout_s, max_rows, max_bytes, limit_s)[0]
 
     def stream_selects(self, sqls: Sequence[str], timeout_s: float, max_rows: int = MAX_ROWS,
-                       max_bytes: int = MAX_BYTES, limit_s: float | None = None
-                       ) -> list[tuple[pa.Table, str | None]]:
+                       max_bytes: int = MAX_BYTES, limit_s: float | None = None,
+                       as_rows: bool = False) -> list[tuple[Any, str | None]]:
         """:meth:`stream_select` of several SELECTs at once, each on a cursor of its own in a
         worker thread of its own: DuckDB releases the GIL while a statement runs, so
         independent statements run side by side (on an idle machine, on separate cores).
@@ -419,7 +438,9 @@ class Store(RowWriter):
         thread (:meth:`KeptPlans.quick`).
 
         Returns:
-            Each answer and why it was cut short (or None), in the order of ``sqls``.
+            Each answer (a ``pyarrow.Table``; with ``as_rows`` :class:`Rows`, whose bytes are
+            counted as their text's length and 8 per other value) and why it was cut short
+            (or None), in the order of ``sqls``.
 
         Raises:
             QueryFailed: DuckDB rejected or interrupted one of them (the first in ``sqls``
@@ -430,6 +451,8 @@ class Store(RowWriter):
             one_select(self.con, sql)
 
         def fetch(cur: duckdb.DuckDBPyConnection) -> tuple[pa.Table, str | None]:
+            import pyarrow as pa
+
             reader = cur.to_arrow_reader(batch_size=min(max(max_rows, 1) + 1, 65536))
             batches: list[pa.RecordBatch] = []
             rows = size = 0
@@ -447,6 +470,25 @@ class Store(RowWriter):
                 rows += batch.num_rows
             return pa.Table.from_batches(batches, schema=reader.schema), cut
 
+        def fetch_rows(cur: duckdb.DuckDBPyConnection) -> tuple[Rows, str | None]:
+            names = [d[0] for d in cur.description or []]
+            rows: list[tuple[Any, ...]] = []
+            size = 0
+            cut: str | None = None
+            while batch := cur.fetchmany(2048):
+                if len(rows) + len(batch) > max_rows:
+                    rows += batch[:max_rows - len(rows)]
+                    cut = f"the answer has more than {max_rows:,} rows"
+                    break
+                size += sum(len(v) if isinstance(v, str | bytes) else 8 for r in batch for v in r)
+                if size > max_bytes:
+                    cut = f"the answer is larger than {max_bytes / 2**20:g} MiB"
+                    break
+                rows += batch
+            return Rows(names, rows), cut
+
+        if as_rows:
+            fetch = fetch_rows
         if len(sqls) == 1 and self._kept.quick(self.generation, sqls[0], timeout_s):
             # A question alone, from a kept plan that ran quickly over the same data: on the
             # caller's thread, without a worker's start and hand-off (~0.4-1 ms CPU; under

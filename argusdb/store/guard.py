@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +19,6 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Protocol
 
 import duckdb
-import pyarrow as pa
 
 from argusdb.errors import QueryFailed
 
@@ -38,6 +38,14 @@ READS = frozenset({"SELECT", "WITH", "FROM", "VALUES", "DESCRIBE", "SHOW", "SUMM
 #: query to unwind before it interrupts it again and waits for it to end (see
 #: :meth:`Guarded.result`).
 ABANDON_S = 0.4
+#: A limit that counts CPU (a store's ``count_cpu``: the built-in answers') passes once both
+#: its wall seconds and this process's CPU seconds have: on a busy machine such an answer gets
+#: less CPU per second, so it is slowed, never refused for it (at load 18 on 2 cores, a 6 s CPU
+#: diff took over 30 s wall). Past this many times the limit in wall seconds it stops anyway
+#: (a statement that waits, using no CPU). Other limits count wall seconds.
+WALL_BACKSTOP = 10.0
+#: Longest sleep of the watchdog while a limit's wall time has passed but its CPU time not.
+CPU_POLL_S = 1.0
 #: Most seconds a caller then waits for an interrupted operator to end (``repeat('x', 2^31)``
 #: builds its 2 GiB string without looking at its interrupt: 10-25 s on a loaded 2-core
 #: machine); past it the query is left to finish in the background.
@@ -47,12 +55,22 @@ MAX_ROWS = 1_000_000
 MAX_BYTES = 256 * 2**20
 
 
+def spent_s(wall0: float, cpu0: float) -> float:
+    """Seconds of a time limit used since ``wall0`` (``time.monotonic()``) and ``cpu0``
+    (``time.process_time()``): the lesser of wall and process CPU seconds (see
+    :data:`WALL_BACKSTOP`), or the wall seconds over the backstop factor when that is more."""
+    wall = time.monotonic() - wall0
+    return max(min(wall, time.process_time() - cpu0), wall / WALL_BACKSTOP)
+
+
 def first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 class Watchdog:
-    """One daemon thread per process that interrupts cursors past their deadline.
+    """One daemon thread per process that interrupts cursors past their deadline (for a
+    limit that counts CPU, once its wall seconds and the process's CPU seconds since it began
+    have both passed it: :func:`spent_s`).
 
     Shared by every store of the process (a thread per store leaked one per connection).
     It sleeps until the nearest deadline, so it costs nothing while no query runs; a new
@@ -71,18 +89,24 @@ class Watchdog:
         self._cond = threading.Condition()
         #: key -> (deadline, cursor, interrupted already)
         self._deadlines: dict[int, tuple[float, Any, bool]] = {}
+        #: key -> (wall start, CPU start, limit seconds): what decides whether a deadline
+        #: whose wall time has come is due (:func:`spent_s`).
+        self._began: dict[int, tuple[float, float, float]] = {}
         self._thread: threading.Thread | None = None
         self._next_key = 0
         #: When the thread wakes next unless notified (monotonic seconds; inf: not before).
         self._until = math.inf
 
     @contextmanager
-    def limit(self, cur: Any, timeout_s: float) -> Iterator[None]:
+    def limit(self, cur: Any, timeout_s: float, cpu: bool = False) -> Iterator[None]:
         with self._cond:
             self._next_key += 1
             key = self._next_key
-            due = time.monotonic() + timeout_s
+            now = time.monotonic()
+            due = now + timeout_s
             self._deadlines[key] = (due, cur, False)
+            if cpu:
+                self._began[key] = (now, time.process_time(), timeout_s)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, daemon=True,
                                                 name="argus-query-watchdog")
@@ -95,12 +119,23 @@ class Watchdog:
         finally:
             with self._cond:
                 self._deadlines.pop(key, None)
+                self._began.pop(key, None)
+
+    def _left(self, key: int) -> float:
+        """Seconds the limit of ``key`` has still to spend (see :func:`spent_s`)."""
+        wall0, cpu0, limit = self._began.get(key, (0.0, 0.0, 0.0))
+        return limit - spent_s(wall0, cpu0)
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 now = time.monotonic()
                 due = [(k, c, hit) for k, (d, c, hit) in self._deadlines.items() if d <= now]
+                for k, c, hit in list(due):
+                    left = self._left(k)
+                    if not hit and left > 0:  # wall time passed, CPU time not: look again
+                        self._deadlines[k] = (now + min(left, CPU_POLL_S), c, False)
+                        due.remove((k, c, hit))
                 for k, c, hit in due:
                     if hit:
                         del self._deadlines[k]
@@ -274,8 +309,14 @@ class Guarded:
         self.cur = held or cur or store.con.cursor()
         self.outcome: dict[str, Any] = {}
         self.thread: threading.Thread | None = None
-        #: When the caller stops waiting (monotonic seconds).
-        self.give_up = time.monotonic() + timeout_s + Watchdog.GRACE_S + ABANDON_S
+        #: Whether the limit counts CPU as well as wall seconds (the store's ``count_cpu``).
+        self.cpu = bool(getattr(store, "count_cpu", False))
+        #: When the caller stops waiting (monotonic seconds): :data:`ABANDON_S` after the
+        #: watchdog's grace from the interrupt, or past the (wall backstop of the) limit.
+        self.give_up = time.monotonic() + timeout_s * (WALL_BACKSTOP if self.cpu else 1.0) \
+            + Watchdog.GRACE_S + ABANDON_S
+        #: When the statement was interrupted (monotonic seconds; None: not yet).
+        self.interrupted_at: float | None = None
 
     def stopped(self, exc: BaseException | None = None) -> QueryFailed:
         err = QueryFailed(f"the query ran longer than {self.shown:g} s and was stopped",
@@ -289,7 +330,7 @@ class Guarded:
         done, began = False, time.monotonic()
         try:
             cur.execute("BEGIN TRANSACTION READ ONLY")
-            with self.store._watchdog.limit(cur, self.timeout_s):
+            with self.store._watchdog.limit(self, self.timeout_s, cpu=self.cpu):
                 try:
                     out = self.fetch(cur.execute(self._statement(cur)))
                 except duckdb.InterruptException as exc:
@@ -299,9 +340,14 @@ class Guarded:
                     raise QueryFailed(f"DuckDB could not run the query: "
                                       f"{first_line(exc)}", "fix the query; 'argus "
                                       "explain' shows what it reads") from exc
-                except (OSError, pa.ArrowException) as exc:
+                except Exception as exc:
                     # DuckDB's Arrow export raises OSError for a column type Arrow has no
-                    # form of (get_type(...) is TYPE, variant_normalize(...) VARIANT)
+                    # form of (get_type(...) is TYPE, variant_normalize(...) VARIANT). Arrow
+                    # is looked up, not imported: an answer read as rows never loads it.
+                    arrow = sys.modules.get("pyarrow")
+                    if not isinstance(exc, OSError) and not (
+                            arrow is not None and isinstance(exc, arrow.ArrowException)):
+                        raise
                     raise QueryFailed(f"the answer cannot be handed over: "
                                       f"{first_line(exc)}", "cast that column to a plain "
                                       "type, e.g. CAST(... AS VARCHAR)") from exc
@@ -341,14 +387,23 @@ class Guarded:
         self.thread.start()
 
     def interrupt(self) -> None:
+        if self.interrupted_at is None:
+            self.interrupted_at = time.monotonic()
         with suppress(Exception):
             self.cur.interrupt()
+
+    def _waited(self) -> float:
+        """When the caller stops waiting for the worker thread (monotonic seconds)."""
+        if self.interrupted_at is not None:
+            return min(self.give_up, self.interrupted_at + Watchdog.GRACE_S + ABANDON_S)
+        return self.give_up
 
     def result(self) -> Any:
         thread = self.thread
         assert thread is not None, "start() first"
         try:
-            thread.join(max(self.give_up - time.monotonic(), 0.0))
+            while thread.is_alive() and (wait := self._waited() - time.monotonic()) > 0:
+                thread.join(min(wait, CPU_POLL_S / 4))  # the watchdog may interrupt it
         except BaseException:  # KeyboardInterrupt while waiting: stop the query too
             self.interrupt()
             raise

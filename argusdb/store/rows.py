@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
+
+if TYPE_CHECKING:  # an annotation only: opening a store for a question loads no Arrow
+    import pyarrow as pa
 
 
 class RowWriter:

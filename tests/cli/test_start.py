@@ -45,6 +45,14 @@ def test_query_loads_no_heavy_module(tmp_path: Path) -> None:
     assert "matmul/matmul_kernel" in out.stdout
     loaded = set(json.loads(out.stderr.strip().splitlines()[-1]))
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    # Asked again of the unchanged store, the check is kept (argusdb.api.kept): neither the
+    # checker's parser nor Arrow loads, and the answer is the same.
+    again = subprocess.run([sys.executable, "-c", PROBE, "query", str(store), QUESTION],
+                           env=env, capture_output=True, text=True, check=True)
+    assert again.stdout == out.stdout
+    loaded = set(json.loads(again.stderr.strip().splitlines()[-1]))
+    assert not loaded & {"sqlglot", "pyarrow", "numpy", "argusdb.checker"}, \
+        sorted(m for m in loaded if m.split(".")[0] in ("sqlglot", "pyarrow", "numpy"))
 
 
 text = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12)
