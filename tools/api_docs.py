@@ -19,7 +19,8 @@ from pathlib import Path
 PUBLIC: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("argusdb.api", ("connect", "Connection")),
     ("argusdb.answers.public", ("report", "diff", "trajectory")),
-    ("argusdb.observe", ("observe", "Observation")),
+    ("argusdb.observe", ("observe",)),
+    ("argusdb.observe.observation", ("Observation",)),
     ("argusdb.answers.report", ("Report", "Claim")),
     ("argusdb.answers.diff", ("DiffResult", "DiffRow")),
     ("argusdb.answers.trajectory", ("Trajectory", "Series", "Point")),
