@@ -460,7 +460,7 @@ class SharedStore(Store):
     def _lock_session(self) -> Any:
         import psycopg
 
-        info = self.lake_uri.conninfo
+        info = self.lake_uri.conninfo or ""
         try:
             return psycopg.connect(info, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
