@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -196,7 +197,8 @@ def test_postgres_restart_during_an_ingest(own_pg: _Server, tmp_path: Path) -> N
 
     own_pg.ctl("stop", "-m", "fast", "-w")
     try:
-        res = subprocess.run(["argus", "ingest", uri, str(recording(9, tmp_path)), "--program",
+        res = subprocess.run([sys.executable, "-c", "from argusdb.cli import main; main()",
+                              "ingest", uri, str(recording(9, tmp_path)), "--program",
                               str(PROG), "--json"], capture_output=True, text=True,
                              timeout=120, env={**os.environ, "ARGUS_LOCK_TIMEOUT": "5"})
     finally:
