@@ -464,7 +464,7 @@ class SharedStore(Store):
         try:
             return psycopg.connect(info, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise StoreError(f"{self.path}: cannot reach PostgreSQL for the writers' lock "
+            raise LostConnection(f"{self.path}: cannot reach PostgreSQL for the writers' lock "
                              f"({_first(exc)}); check that it is running, then run the "
                              "command again") from exc
 
@@ -478,7 +478,7 @@ class SharedStore(Store):
 
         timeout = lock_timeout_s() if self._lock_timeout is None else self._lock_timeout
         deadline = time.monotonic() + timeout
-        told = False
+        told = renewed = False
         pause = 0.01
         while True:
             if self._pg is None or self._pg.closed:
@@ -488,8 +488,8 @@ class SharedStore(Store):
                                        [self.lake_uri.lock_key]).fetchone()
             except psycopg.Error as exc:
                 self._unlock()   # a session PostgreSQL ended (a restart): one new one
-                if not told and time.monotonic() < deadline:
-                    told = True
+                if not renewed:
+                    renewed = True
                     continue
                 raise LostConnection(f"{self.path}: lost the connection to PostgreSQL while "
                                  f"waiting for the writers' lock ({_first(exc)}); nothing "

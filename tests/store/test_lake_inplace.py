@@ -94,8 +94,9 @@ def test_lost_commit_acknowledgement_is_reported_stored(shared_uri: str, tmp_pat
                                                         ) -> None:
     """COMMIT went through but its answer was lost: the run is reported as stored, once; a
     connection lost before the commit is retried on a new connection and lands once."""
-    with open_store(shared_uri, create=True) as st:
-        assert isinstance(st, SharedStore)
+    with open_store(shared_uri, create=True) as opened:
+        assert isinstance(opened, SharedStore)
+        st = opened
 
         def lost_after(con: duckdb.DuckDBPyConnection) -> None:
             st.commit_hook = None
@@ -180,7 +181,7 @@ def test_postgres_restart_during_an_ingest(own_pg: _Server, tmp_path: Path) -> N
     runs land once; with the server down, the command says so (exit 2, the JSON envelope)."""
     uri = lake_uri(own_pg.conninfo, tmp_path)
     open_store(uri, create=True).close()
-    paths = [recording(k, tmp_path) for k in range(6, 9)]
+    paths: list[str | Path] = [recording(k, tmp_path) for k in range(6, 9)]
     restarted: list[float] = []
 
     def progress(_: object) -> None:
