@@ -65,7 +65,7 @@ def _example_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     st = open_store(path, create=True)
     demo.build(st)
     # two configurations of the H200 matmul, timed there: the versions diff examples compare
-    src = ProgramSource.from_path(ROOT / "tools" / "h200" / "kernels" / "matmul.py")
+    src = ProgramSource.from_path(ROOT / "argusdb" / "demo" / "kernels" / "matmul.py")
     for config in ("bk64_s3", "bk32_s1"):
         ingest_path(st, DATA / "gpu" / f"matmul.{config}.run1.cupti.jsonl", src,
                     {"config": config, "target": "sm_90"})
@@ -85,7 +85,7 @@ def _doctest_folder(request: pytest.FixtureRequest, tmp_path: Path,
     import argusdb
 
     shutil.copy(request.getfixturevalue("_example_store"), tmp_path / "argus.duckdb")
-    kernels = ROOT / "argusdb" / "demo" / "h200" / "kernels"
+    kernels = ROOT / "argusdb" / "demo" / "h200" / "sources"
     shutil.copytree(kernels, tmp_path / "kernels")
     shutil.copy(kernels / "softmax.py", tmp_path / "softmax.py")
     shutil.copy(ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.ttgir",

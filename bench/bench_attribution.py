@@ -38,7 +38,7 @@ from argusdb.store.embedded import Store  # noqa: E402
 def build(store: Store, runs: int) -> int:
     """Ingest the demo recordings, replicate the source-page runs; returns source rows."""
     for k in demo.KERNELS:
-        program = ProgramSource.from_path(demo.DATA / "kernels" / f"{k}.py")
+        program = ProgramSource.from_path(demo.KERNELS_DIR / f"{k}.py")
         for suffix in ("ttgir", "sass", "source.csv"):
             ingest_path(store, demo.DATA / k / f"{k}.{suffix}", program, dict(demo.OPTIONS))
     originals = [r[0] for r in store.sql("SELECT run_id FROM run WHERE kind = "

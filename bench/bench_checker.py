@@ -33,8 +33,8 @@ from argusdb.store import open_store
 
 def build(path: Path, rows: int, runs: int = 0) -> dict[str, str]:
     with open_store(path, create=True) as st:
-        sm = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
-        mm = ProgramSource.from_path(demo.DATA / "kernels" / "matmul.py")
+        sm = ProgramSource.from_path(demo.KERNELS_DIR / "softmax.py")
+        mm = ProgramSource.from_path(demo.KERNELS_DIR / "matmul.py")
         r1 = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
                          dict(demo.OPTIONS))
         v1 = r1.program_version
@@ -122,7 +122,7 @@ def main() -> int:
             checked.refresh_metadata(st)
             refresh_s = time.perf_counter() - t0
             # one more run arrives: only its rows are summarised again
-            sm = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
+            sm = ProgramSource.from_path(demo.KERNELS_DIR / "softmax.py")
             new = ingest_path(st, demo.DATA / "softmax" / "softmax.cupti.jsonl", sm,
                               {**demo.OPTIONS, "num_warps": "16"})
             t0 = time.perf_counter()

@@ -64,7 +64,7 @@ from argusdb.store.embedded import Store  # noqa: E402
 from bench.diff_peer import PEER  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu"
-MATMUL = ROOT / "tools" / "h200" / "kernels" / "matmul.py"
+MATMUL = ROOT / "argusdb" / "demo" / "kernels" / "matmul.py"
 REGION = "matmul/matmul_kernel"
 CONFIGS = ("bk64_s3", "bk32_s1", "bn256_s3")
 #: Source-page replicas per transaction while building.

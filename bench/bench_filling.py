@@ -71,13 +71,13 @@ class Kernel:
 LN = ROOT / "tests" / "data" / "attribution"
 GPU = ROOT / "tests" / "data" / "gpu"
 KERNELS = {
-    "softmax": Kernel(demo.DATA / "kernels" / "softmax.py",
+    "softmax": Kernel(demo.KERNELS_DIR / "softmax.py",
                       [demo.DATA / "softmax" / f"softmax.{s}" for s in ("ttgir", "sass")],
                       demo.DATA / "softmax" / "softmax.source.csv", demo.OPTIONS),
     "layernorm": Kernel(LN / "kernels" / "layernorm.py",
                         [LN / "layernorm.ttgir", LN / "layernorm.sass"],
                         LN / "layernorm.source.csv", demo.OPTIONS),
-    "softmax-fw": Kernel(ROOT / "tools" / "h200" / "kernels" / "softmax.py",
+    "softmax-fw": Kernel(ROOT / "argusdb" / "demo" / "kernels" / "softmax.py",
                          [GPU / "softmax.default.sass"], GPU / "softmax.default.source.csv",
                          {"config": "default", "target": "sm_90"}, "softmax.default.fw_load"),
 }

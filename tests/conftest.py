@@ -2,30 +2,27 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from argusdb.observe.gpu import has_gpu
 from argusdb.store import open_store
 from argusdb.store.embedded import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 DEMO = ROOT / "argusdb" / "demo" / "h200"
-KERNELS = DEMO / "kernels"
-#: Kernels measured on the H200 by tools/h200/record.py: parents of the recordings in
-#: tests/data/gpu.
-GPU_KERNELS = ROOT / "tools" / "h200" / "kernels"
-
-
-def _has_gpu() -> bool:
-    return shutil.which("nvidia-smi") is not None
+#: The sources the demo's recordings were made from.
+KERNELS = DEMO / "sources"
+#: The packaged kernels with the runner's harness contract: parents of the H200 recordings in
+#: tests/data/gpu (measured by tools/h200/record.py).
+GPU_KERNELS = ROOT / "argusdb" / "demo" / "kernels"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _has_gpu():
+    if has_gpu():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
     for item in items:

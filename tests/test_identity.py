@@ -195,7 +195,7 @@ def test_the_instruction_fingerprint_tells_compiles_apart_and_agrees_across_tool
     db = str(tmp_path / "v.duckdb")
     r = CliRunner().invoke(main, ["ingest", db, str(gpu / "softmax.default.source.csv"),
                                   str(gpu / "softmax.default.fw_load.sass"), "--program",
-                                  str(ROOT / "tools" / "h200" / "kernels" / "softmax.py")])
+                                  str(ROOT / "argusdb" / "demo" / "kernels" / "softmax.py")])
     assert r.exit_code == 2 and "different machine code for softmax_fwd" in r.output
     assert "softmax.default.fw_load.sass" in r.output
     assert not Path(db).exists()  # checked before the store is opened

@@ -35,6 +35,7 @@ from argusdb.answers.select import VersionRef, versions_of_region
 from argusdb.answers.sufficiency import did_you_mean, observe_request
 from argusdb.answers.trajectory import Series, trajectory
 from argusdb.errors import NoEvidence, UsageError
+from argusdb.schema.sqltext import literal
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -183,9 +184,9 @@ def hotspots(db: Connection, version: str, n: int = HOTSPOTS) -> list[dict[str, 
     """The ``n`` instructions of ``version`` with the most of the first signal of
     :data:`HOTSPOT_SIGNALS` it has per instruction, per kernel and run, with their SASS, source
     line and share of their kernel's total in that run."""
-    lit = version.replace("'", "''")
+    lit = literal(version)
     have = {str(r["signal"]) for r in db.query(
-        f"SELECT DISTINCT signal FROM evidence WHERE program_version = '{lit}' "
+        f"SELECT DISTINCT signal FROM evidence WHERE program_version = {lit} "
         f"AND pc IS NOT NULL").to_pylist()}
     signal = next((s for s in HOTSPOT_SIGNALS if s in have), None)
     if signal is None:
@@ -194,7 +195,7 @@ def hotspots(db: Connection, version: str, n: int = HOTSPOTS) -> list[dict[str, 
         f"SELECT e.run_id, e.kernel, e.pc, e.source_file, e.source_line, e.value, e.unit, "
         f"i.sass, e.value / sum(e.value) OVER (PARTITION BY e.run_id, e.kernel) AS share "
         f"FROM evidence e LEFT JOIN instruction i ON i.run_id = e.run_id "
-        f"AND i.kernel = e.kernel AND i.pc = e.pc WHERE e.program_version = '{lit}' "
+        f"AND i.kernel = e.kernel AND i.pc = e.pc WHERE e.program_version = {lit} "
         f"AND e.signal = '{signal}' AND e.pc IS NOT NULL "
         f"ORDER BY e.value DESC, e.pc LIMIT {int(n)}").to_pylist()
     for r in rows:

@@ -30,7 +30,6 @@ import json
 import math
 import re
 import statistics
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -42,17 +41,13 @@ import pyarrow as pa
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
+from argusdb.schema.sqltext import literal as lit
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
 
 #: Scope coordinates that must be equal for two rows to be repeats of one measurement.
 NESTED_SCOPE = INTRA_KERNEL_SCOPE
-
-
-def lit(value: str) -> str:
-    """A SQL string literal (single quotes doubled)."""
-    return "'" + str(value).replace("'", "''") + "'"
 
 
 @dataclass(frozen=True)
@@ -149,12 +144,6 @@ class Cohort:
     def runs(self) -> list[str]:
         kept = self._kept()
         return list(kept.runs) if kept else sorted({r for r, _ in self.values})
-
-    def run_samples(self) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = defaultdict(list)
-        for (run, _), v in sorted(self.values.items()):
-            out[run].append(v)
-        return dict(out)
 
     def run_medians(self) -> list[float]:
         """The median of each run's samples (``np.median``'s value: the middle one, or the

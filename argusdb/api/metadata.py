@@ -48,6 +48,8 @@ from argusdb.checker.resolve import catalog_columns
 from argusdb.errors import QueryFailed
 from argusdb.schema import catalog
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
+from argusdb.schema.sqltext import literal as _lit
+from argusdb.schema.sqltext import literal_list
 from argusdb.store.embedded import Store
 
 #: Evidence columns the summary keeps (low cardinality); run columns are added to them.
@@ -355,11 +357,6 @@ class StoreMetadata:
             f"SELECT DISTINCT program_version FROM {name}").fetchall()}
 
 
-def _lit(value: str) -> str:
-    """A SQL string literal (quotes doubled): read paths bind no parameters, since binding one
-    makes DuckDB's Python client import pandas (a third of a small query's start)."""
-    return "'" + value.replace("'", "''") + "'"
-
 
 def _fingerprint(cur: Any) -> str:
     # Changes with any insert (estimated sizes), any new run and any change of a view's
@@ -425,8 +422,7 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
     elif runs is None:
         incremental = False
 
-    def quoted(xs: Iterable[str]) -> str:
-        return ", ".join("'" + x.replace("'", "''") + "'" for x in xs) or "NULL"
+    quoted = literal_list
 
     # two disjoint parts, each a filter DuckDB pushes into the evidence view's branches:
     # the new runs' observed rows, and the attributed/derived rows of their versions (all

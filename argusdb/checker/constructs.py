@@ -30,6 +30,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from argusdb.schema.sqltext import literal
+
 #: What ``evidence_accepting`` can acknowledge, and the rule each one answers.
 ACKNOWLEDGEABLE = {"class_mix": "AR04", "cross_pass": "AR03"}
 
@@ -78,7 +80,7 @@ class Construct:
             return []
         out: list[str] = []
         for a in dict.fromkeys(args):
-            q = "'" + a.replace("'", "''") + "'"
+            q = literal(a)
             out.append(f"(kind = {q} OR role = {q})" + (f" AND {self.input_filter}"
                                                           if self.input_filter else ""))
         return out

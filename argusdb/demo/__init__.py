@@ -13,6 +13,11 @@ from argusdb.ingest import IngestResult, ingest_path
 from argusdb.store.embedded import Store
 
 DATA = Path(__file__).parent / "h200"
+#: The Triton sources the demo's H200 recordings were made from (their content is the demo's
+#: program versions). The packaged kernels with the runner's harness contract are in
+#: ``argusdb/demo/kernels/`` (:data:`HARNESS_DIR`).
+KERNELS_DIR = DATA / "sources"
+HARNESS_DIR = Path(__file__).parent / "kernels"
 KERNELS = ("softmax", "matmul")
 #: What the recordings cannot tell about the toolchain; enters every demo program version.
 OPTIONS = {"target": "sm_90", "triton": "3.6.0", "cuda": "13.0"}
@@ -70,7 +75,7 @@ def foreign_runs(store: Store) -> int:
     if not store.has_table("run"):
         return 0
     shas = [hashlib.sha256(p.read_bytes()).hexdigest() for k in KERNELS for p in artefacts(k)]
-    sources = [ProgramSource.from_path(DATA / "kernels" / f"{k}.py").sha256 for k in KERNELS]
+    sources = [ProgramSource.from_path(KERNELS_DIR / f"{k}.py").sha256 for k in KERNELS]
     options = json.dumps({k: v for k, v in OPTIONS.items() if k != "target"}, sort_keys=True)
     row = store.rows(
         "SELECT count(*) AS n FROM run r LEFT JOIN program_version p USING (program_version) "
@@ -85,7 +90,7 @@ def build(store: Store) -> list[IngestResult]:
     """Ingest every demo artefact (idempotent: a second build writes nothing)."""
     out = []
     for k in KERNELS:
-        program = ProgramSource.from_path(DATA / "kernels" / f"{k}.py")
+        program = ProgramSource.from_path(KERNELS_DIR / f"{k}.py")
         for p in artefacts(k):
             out.append(ingest_path(store, p, program, dict(OPTIONS)))
     return out

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
-from argusdb.store import open_store
+from argusdb.observe.gpu import has_gpu
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,11 +46,6 @@ class Observation:
     plan: Plan
     evidence: pa.Table | None = None
     report: dict[str, Any] = field(default_factory=dict)
-
-
-def has_gpu() -> bool:
-    """True when this machine shows an NVIDIA GPU (driver tool or device node)."""
-    return shutil.which("nvidia-smi") is not None or Path("/dev/nvidia0").exists()
 
 
 def observe(region: str, signals: str | list[str], scope: dict[str, str] | None = None, *,
@@ -132,6 +127,7 @@ def observation_store(store: str | Path | Store | None, dry_run: bool
     if not isinstance(store, str | Path):
         yield store
         return
+    from argusdb.store import open_store
 
     exists = str(store).startswith("ducklake:") or Path(store).exists()
     st = open_store(store, create=not dry_run) if exists or not dry_run else None

@@ -29,24 +29,7 @@ CREATE TABLE IF NOT EXISTS observed_evidence (
     -- @scope: launches
     -- @fill: run
     rank VARCHAR NOT NULL DEFAULT 'all',
-    -- Scope: launch index (0-based among launches of this kernel in the run) or 'all'.
-    -- @scope: launches
-    launch VARCHAR NOT NULL,
-    -- Scope: CTA index or 'all'.
-    -- @scope: in_kernel
-    cta VARCHAR NOT NULL,
-    -- Scope: SM index or 'all'.
-    -- @scope: in_kernel
-    sm VARCHAR NOT NULL,
-    -- Scope: warp index within the CTA or 'all'.
-    -- @scope: in_kernel
-    warp VARCHAR NOT NULL,
-    -- Scope: warp role (e.g. 'producer') or 'all'.
-    -- @scope: in_kernel
-    warp_role VARCHAR NOT NULL,
-    -- Scope: loop iteration or range, or 'all'.
-    -- @scope: in_kernel
-    loop_iter VARCHAR NOT NULL,
+    -- @include: _scope
     -- Program counter (byte offset in the kernel's code) for instruction-level values, else NULL.
     pc BIGINT,
     -- Source file name (no directory) the artefact maps the value to, else NULL.

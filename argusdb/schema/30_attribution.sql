@@ -73,18 +73,7 @@ CREATE TABLE IF NOT EXISTS region_attribution (
     region_id VARCHAR NOT NULL,
     -- Kernel (function) name.
     kernel VARCHAR NOT NULL,
-    -- Scope: launch index or 'all'.
-    launch VARCHAR NOT NULL,
-    -- Scope: CTA index or 'all'.
-    cta VARCHAR NOT NULL,
-    -- Scope: SM index or 'all'.
-    sm VARCHAR NOT NULL,
-    -- Scope: warp index or 'all'.
-    warp VARCHAR NOT NULL,
-    -- Scope: warp role or 'all'.
-    warp_role VARCHAR NOT NULL,
-    -- Scope: loop iteration (range) or 'all'.
-    loop_iter VARCHAR NOT NULL,
+    -- @include: _scope
     -- Signal name (inst_executed, warp_stall_samples, stall_<reason>, ...).
     signal VARCHAR NOT NULL,
     -- Sum of the region's shares of the source values, in unit.

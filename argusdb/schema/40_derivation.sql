@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS variant_check (
 -- Derived evidence, materialized: values inferred from perturbed variants, e.g. the exposed
 -- latency of a region's loads from a forced-wait variant against its parent.
 -- Provenance: built by argusdb.store.materialize from argusdb/queries/derivation/ over clean timing runs of a
--- checked variant and of its parent under the same collection.
+-- checked variant and of its parent under the same collection. Every scope coordinate of a
+-- row is 'all': a value is a statistic over the kept launches.
 CREATE TABLE IF NOT EXISTS derived_evidence (
     -- Row identity: a negative 62-bit hash of (variant run, parent run, region, signal).
     evidence_id BIGINT NOT NULL,
@@ -40,18 +41,7 @@ CREATE TABLE IF NOT EXISTS derived_evidence (
     region_id VARCHAR NOT NULL,
     -- Kernel (function) name whose launches were compared.
     kernel VARCHAR NOT NULL,
-    -- Scope: 'all' (a statistic over the kept launches).
-    launch VARCHAR NOT NULL,
-    -- Scope: 'all'.
-    cta VARCHAR NOT NULL,
-    -- Scope: 'all'.
-    sm VARCHAR NOT NULL,
-    -- Scope: 'all'.
-    warp VARCHAR NOT NULL,
-    -- Scope: 'all'.
-    warp_role VARCHAR NOT NULL,
-    -- Scope: 'all'.
-    loop_iter VARCHAR NOT NULL,
+    -- @include: _scope
     -- Signal name: 'exposed_latency'.
     signal VARCHAR NOT NULL,
     -- median(kept variant durations) - median(kept parent durations), ns.

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from argusdb.schema.sqltext import literal as q
+
 _CREATE = re.compile(
     r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+)?(TABLE|VIEW|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
     r"([A-Za-z_][A-Za-z0-9_]*)", re.I)
@@ -114,6 +116,20 @@ def _parse(name: str, path: str, text: str) -> Module:
     return mod
 
 
+#: A line ``-- @include: _NAME`` stands for the fragment ``_NAME.sql`` beside the module (a
+#: block declared once, e.g. the scope columns of every evidence table).
+_INCLUDE = re.compile(r"^[ \t]*-- @include: (_\w+)[ \t]*\n", re.M)
+
+
+def _fragment(folder: object, name: str) -> str:
+    """The fragment ``name.sql`` of ``folder``, without its leading comment lines."""
+    path = folder.joinpath(f"{name}.sql")  # type: ignore[attr-defined]
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    while lines and lines[0].startswith("--"):
+        lines.pop(0)
+    return "".join(lines)
+
+
 def _modules(package: str) -> list[Module]:
     return list(_parsed(package))
 
@@ -128,10 +144,12 @@ def _parsed(package: str) -> tuple[Module, ...]:
         for child in sorted(node.iterdir(), key=lambda c: c.name):  # type: ignore[attr-defined]
             if child.is_dir() and not child.name.startswith("_"):
                 walk(child, f"{prefix}{child.name}.")
-            elif child.name.endswith(".sql"):
+            elif child.name.endswith(".sql") and not child.name.startswith("_"):
+                text = _INCLUDE.sub(lambda m: _fragment(node, m.group(1)),
+                                    child.read_text(encoding="utf-8"))
                 out.append(_parse(prefix + child.name[:-4], f"{package.replace('.', '/')}/"
                                   f"{prefix.replace('.', '/')}"
-                                  f"{child.name}", child.read_text(encoding="utf-8")))
+                                  f"{child.name}", text))
 
     walk(root, "")
     return tuple(out)
@@ -184,9 +202,6 @@ def _all_objects() -> dict[str, SqlObject]:
 
 def comment_statements() -> list[str]:
     """``COMMENT ON`` statements that copy the module docs into DuckDB."""
-
-    def q(s: str) -> str:
-        return "'" + s.replace("'", "''") + "'"
 
     stmts: list[str] = []
     for obj in all_objects().values():

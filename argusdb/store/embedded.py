@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from argusdb.errors import QueryFailed, StoreError
 from argusdb.schema import catalog
+from argusdb.schema.sqltext import literal
 from argusdb.store import versions as store_versions
 from argusdb.store.connect import (
     CONFIG,
@@ -231,7 +232,7 @@ class Store:
     def has_table(self, name: str) -> bool:
         # A literal, not a bound parameter: DuckDB's client imports pandas at the first bound
         # parameter (~0.4 s CPU, ~80 MiB), and a read-only question needs none.
-        lit = "'" + name.replace("'", "''") + "'"
+        lit = literal(name)
         row = self.con.execute(f"SELECT count(*) FROM duckdb_tables() WHERE table_name = {lit}"
                                ).fetchone()
         return bool(row and row[0])
@@ -293,8 +294,8 @@ class Store:
                 self.con.execute(mod.text)
             for stmt in catalog.comment_statements():
                 self.con.execute(stmt)
-            doc = catalog.all_objects()["store_meta"].description.replace("'", "''")
-            self.con.execute(f"COMMENT ON TABLE store_meta IS '{doc}{_catalog_mark()}'")
+            doc = literal(catalog.all_objects()["store_meta"].description + _catalog_mark())
+            self.con.execute(f"COMMENT ON TABLE store_meta IS {doc}")
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             self.con.execute("ROLLBACK")
@@ -333,8 +334,8 @@ class Store:
         if row and row[0]:  # another Store object over this connection locked it already
             self._locked = True
             return
-        spill = (self.spill_directory or "").replace("'", "''")
-        for stmt in (f"SET temp_directory = '{spill}'",  # before external access goes
+        spill = literal(self.spill_directory or "")
+        for stmt in (f"SET temp_directory = {spill}",  # before external access goes
                      "SET autoinstall_known_extensions = false",
                      "SET autoload_known_extensions = false",
                      "SET allow_community_extensions = false",

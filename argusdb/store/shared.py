@@ -79,6 +79,7 @@ import duckdb
 
 from argusdb.errors import StoreConflict, StoreError
 from argusdb.schema import catalog
+from argusdb.schema.sqltext import literal as _q
 from argusdb.store.connect import NOT_TRIED_COMPRESSION, SHARED_PREFIX, lock_timeout_s
 from argusdb.store.embedded import SCHEMA_VERSION, Store
 from argusdb.store.versions import parse_time, schema_tables
@@ -142,10 +143,6 @@ class LakeUri:
         """The advisory lock of this store: a 64-bit hash of its name in the database."""
         name = f"argusdb store {self.metadata_schema or 'public'}"
         return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
-
-
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
 
 
 def _first(exc: BaseException) -> str:
@@ -756,8 +753,3 @@ def _files(st: SharedStore) -> int:
                              ).fetchone()
         n += int(row[0]) if row else 0
     return n
-
-
-def is_shared(path: str) -> bool:
-    """Whether ``path`` names a shared store."""
-    return bool(re.match(re.escape(SHARED_PREFIX), str(path)))

@@ -164,7 +164,7 @@ def build_full(path: Path) -> dict[str, str]:
     per-instruction, per-region and kernel-wide evidence, attributed (real recordings only)."""
     with open_store(path, create=True) as st:
         ids = _demo_versions(st)
-        prog = ProgramSource.from_path(DEMO / "kernels" / "softmax.py")
+        prog = ProgramSource.from_path(KERNELS / "softmax.py")
         for a in demo.artefacts("softmax"):
             ids["V2"] = ingest_path(st, a, prog, {**demo.OPTIONS, "num_warps": "8"}
                                     ).program_version

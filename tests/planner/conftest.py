@@ -12,9 +12,9 @@ from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.conftest import ROOT
 
-#: Every kernel source with region markers: the demo's, and the GPU side's when present.
-KERNEL_FILES = sorted([*(ROOT / "argusdb" / "demo" / "h200" / "kernels").glob("*.py"),
-                       *(ROOT / "tools" / "h200" / "kernels").glob("*.py")])
+#: Every packaged kernel source with region markers: the demo's and the harness kernels.
+KERNEL_FILES = sorted([*(ROOT / "argusdb" / "demo" / "h200" / "sources").glob("*.py"),
+                       *(ROOT / "argusdb" / "demo" / "kernels").glob("*.py")])
 
 
 @pytest.fixture(scope="session")

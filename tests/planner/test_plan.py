@@ -9,6 +9,7 @@ import pytest
 
 from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.observe.planner import Plan, PlanError, plan
+from argusdb.observe.planner import target as planner_target
 from argusdb.observe.planner.profiler_host import TableCounter
 from tests.conftest import KERNELS
 from tests.planner.conftest import KERNEL_FILES
@@ -160,7 +161,7 @@ def test_unknown_pass_count_splits_conservatively_and_says_so(table: TableCounte
 
 def test_without_a_target_metrics_are_not_packed_and_the_plan_says_why(
         table: TableCounter, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("argusdb.observe.planner.target.device_target", lambda: None)
+    monkeypatch.setattr(planner_target, "device_target", lambda: None)
     p = plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum", "dram__bytes_write.sum"],
              counter=table)
     runs = p.by_action("ncu_source")
@@ -170,7 +171,7 @@ def test_without_a_target_metrics_are_not_packed_and_the_plan_says_why(
     assert "on an unknown target is not known" in runs[0].why
     assert any("the target is not known" in n and "--option target=" in n for n in p.notes)
     # the device's target is taken when there is one
-    monkeypatch.setattr("argusdb.observe.planner.target.device_target", lambda: "sm_90")
+    monkeypatch.setattr(planner_target, "device_target", lambda: "sm_90")
     p = plan(SOFTMAX, "softmax/softmax_fwd", ["dram__bytes_read.sum", "dram__bytes_write.sum"],
              counter=table)
     assert [t.params["metrics"] for t in p.by_action("ncu_source")] == [

@@ -128,7 +128,7 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
 
-    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
+    kernel = ROOT / "argusdb" / "demo" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
                          ProgramSource.from_path(kernel))
     variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
@@ -157,7 +157,7 @@ def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCou
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
 
-    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
+    kernel = ROOT / "argusdb" / "demo" / "kernels" / "softmax.py"
     parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
                          ProgramSource.from_path(kernel))
     variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
@@ -180,7 +180,7 @@ def test_the_raw_page_is_not_reused_for_a_source_page_request(store: Store,
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
 
-    kernel = ROOT / "tools" / "h200" / "kernels" / "softmax.py"
+    kernel = ROOT / "argusdb" / "demo" / "kernels" / "softmax.py"
     raw = ingest_path(store, GPU / "softmax.default.raw.csv", ProgramSource.from_path(kernel))
     p = plan(kernel, "softmax/softmax_fwd/load", ["inst_executed"], store=store, counter=table)
     (src,) = p.by_action("ncu_source")

@@ -46,7 +46,7 @@ def test_observe_cli_replays_the_recorded_runs(monkeypatch: pytest.MonkeyPatch,
 def test_live_observe_of_softmax_load_on_this_gpu(tmp_path: Path) -> None:
     from argusdb.observe.planner import plan as make_plan
 
-    src = Path(__file__).resolve().parents[2] / "tools" / "h200" / "kernels" / "softmax.py"
+    src = Path(__file__).resolve().parents[2] / "argusdb" / "demo" / "kernels" / "softmax.py"
     with open_store(tmp_path / "live.duckdb", create=True) as st:
         p = make_plan(src, "softmax/softmax_fwd/load", ["exposed_latency"], None, st).to_json()
         res = execute(p, st, src, tmp_path / "work", False, LiveBackend())

@@ -20,7 +20,7 @@ from argusdb.store.embedded import Store
 from tests.conftest import DATA, GPU_KERNELS
 
 GPU = DATA / "gpu"
-# The parent sources the bundles were recorded from (identical to tools/h200/kernels/ then).
+# The parent sources the bundles were recorded from (identical to argusdb/demo/kernels/ then).
 KERNELS = GPU_KERNELS
 
 

@@ -260,7 +260,7 @@ def test_v1_store_migrates_and_answers_identically(tmp_path: Path) -> None:
     assert {s["kind"] for s in snaps} == {"migrated"}
     fresh = tmp_path / "fresh.duckdb"
     with open_store(fresh, create=True) as st:
-        prog = ProgramSource.from_path(demo.DATA / "kernels" / "softmax.py")
+        prog = ProgramSource.from_path(demo.KERNELS_DIR / "softmax.py")
         for p in demo.artefacts("softmax"):
             ingest_path(st, p, prog, dict(demo.OPTIONS))
     assert got == _answers(fresh)

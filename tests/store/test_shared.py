@@ -35,7 +35,7 @@ SPLIT = ("SELECT region_id, signal, sum(value) AS value, max(association_entropy
 
 
 def _demo(store: Store, kernel: str = "softmax") -> None:
-    prog = ProgramSource.from_path(demo.DATA / "kernels" / f"{kernel}.py")
+    prog = ProgramSource.from_path(demo.KERNELS_DIR / f"{kernel}.py")
     for p in demo.artefacts(kernel):
         ingest_path(store, p, prog, dict(demo.OPTIONS))
 
@@ -43,7 +43,7 @@ def _demo(store: Store, kernel: str = "softmax") -> None:
 def test_commands_take_a_store_uri(shared_uri: str, tmp_path: Path) -> None:
     cli = CliRunner()
     assert cli.invoke(main, ["init", shared_uri]).exit_code == 0
-    prog = demo.DATA / "kernels" / "softmax.py"
+    prog = demo.KERNELS_DIR / "softmax.py"
     paths = [str(p) for p in demo.artefacts("softmax")]
     opts = [a for k, v in demo.OPTIONS.items() for a in ("--option", f"{k}={v}")]
     res = cli.invoke(main, ["ingest", shared_uri, *paths, "--program", str(prog), *opts,

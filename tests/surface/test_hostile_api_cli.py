@@ -96,7 +96,7 @@ def test_read_only_never_reopens_read_write(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
     with argusdb.connect(path, create=True) as db:
         db.ingest(Path(__file__).parents[2] / "argusdb/demo/h200/softmax/softmax.cupti.jsonl",
-                  Path(__file__).parents[2] / "argusdb/demo/h200/kernels/softmax.py")
+                  Path(__file__).parents[2] / "argusdb/demo/h200/sources/softmax.py")
         # Inputs change behind the materializations' back (no refresh): the store is stale.
         db.store.sql("DELETE FROM materialization")
     before = fingerprint(path)

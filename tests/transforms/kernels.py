@@ -12,10 +12,10 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNELS = ROOT / "tools" / "h200" / "kernels"
+KERNELS = ROOT / "argusdb" / "demo" / "kernels"
 
 # Triton signatures of the three kernels, as the JIT would specialize their launches in
-# tools/h200/kernels (pointer dtypes, 32-bit ints), and the constexprs/options of the default
+# argusdb/demo/kernels (pointer dtypes, 32-bit ints), and the constexprs/options of the default
 # versions.
 SIGNATURES: dict[str, tuple[str, dict[str, str], dict[str, Any], dict[str, int]]] = {
     "softmax": ("softmax_fwd", {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_cols": "i32",

@@ -1,4 +1,4 @@
-"""Source transforms on the three kernels of tools/h200/kernels: structure, regions, errors."""
+"""Source transforms on the three kernels of argusdb/demo/kernels: structure, regions, errors."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 while read -r k region signals; do
   name="$k.${region##*/}.${signals%%,*}"
   t0=$(date +%s.%N)
-  python3 -m argusdb observe "tools/h200/kernels/$k.py" --region "$region" --signals "$signals" \
+  python3 -m argusdb observe "argusdb/demo/kernels/$k.py" --region "$region" --signals "$signals" \
     --store "$WORK/observe.duckdb" --json > "$WORK/$name.json" 2> "$WORK/$name.log"
   rc=$?
   t1=$(date +%s.%N)

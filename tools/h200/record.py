@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-KERNELS = Path(__file__).resolve().parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "argusdb" / "demo" / "kernels"
 sys.path.insert(0, str(ROOT))
 
 from argusdb.collectors.regions import ProgramSource  # noqa: E402

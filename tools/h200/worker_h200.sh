@@ -21,7 +21,7 @@ from argusdb.collectors.regions import ProgramSource
 from argusdb.observe.transforms import proton_scopes
 w = Path(sys.argv[1])
 for k, regions in (("softmax", ["load", "reduce", "store"]), ("attention", ["load_k", "pv"])):
-    src = ProgramSource.from_path(f"tools/h200/kernels/{k}.py")
+    src = ProgramSource.from_path(f"argusdb/demo/kernels/{k}.py")
     (w / k).mkdir(parents=True, exist_ok=True)
     (w / k / f"{k}.py").write_text(proton_scopes(src, regions).source.text)
 PY
@@ -34,14 +34,14 @@ run() {  # name, then worker arguments
   tail -n 2 "$WORK/$name.log"
 }
 run softmax.proton_instr proton_instr --source "$WORK/softmax/softmax.py" \
-  --parent tools/h200/kernels/softmax.py --config default
+  --parent argusdb/demo/kernels/softmax.py --config default
 run attention.proton_instr proton_instr --source "$WORK/attention/attention.py" \
-  --parent tools/h200/kernels/attention.py --config causal
-run softmax.pcs proton_pcsampling --source tools/h200/kernels/softmax.py --config default \
+  --parent argusdb/demo/kernels/attention.py --config causal
+run softmax.pcs proton_pcsampling --source argusdb/demo/kernels/softmax.py --config default \
   --params '{"launches": 20}'
-run matmul.pipelining_off cupti_timing --source tools/h200/kernels/matmul.py --config bk64_s3 \
-  --parent tools/h200/kernels/matmul.py --overrides '{"num_stages": 1}' --params '{"launches": 50}'
-run matmul.ncu_metrics ncu_source --source tools/h200/kernels/matmul.py --config bk64_s3 \
+run matmul.pipelining_off cupti_timing --source argusdb/demo/kernels/matmul.py --config bk64_s3 \
+  --parent argusdb/demo/kernels/matmul.py --overrides '{"num_stages": 1}' --params '{"launches": 50}'
+run matmul.ncu_metrics ncu_source --source argusdb/demo/kernels/matmul.py --config bk64_s3 \
   --params '{"sections": [], "metrics": ["gpu__time_duration.sum", "dram__bytes_read.sum", "smsp__inst_executed.sum"]}'
 find "$WORK" -name "*.ncu-rep" -delete
 for f in "$WORK"/*/*.chrome_trace; do gzip -9 "$f"; done

@@ -11,7 +11,7 @@ runs of the plan it is kept apart from and for what reason (:mod:`.interference`
 
 Example:
     >>> from tests.conftest import ROOT
-    >>> p = plan(ROOT / "argusdb/demo/h200/kernels/softmax.py", "softmax/softmax_fwd",
+    >>> p = plan(ROOT / "argusdb/demo/h200/sources/softmax.py", "softmax/softmax_fwd",
     ...          ["duration"])
     >>> [(t.kind, t.action) for t in p.tasks]
     [('control', 'find_launch'), ('collect', 'cupti_timing')]

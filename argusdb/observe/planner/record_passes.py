@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     live = CtypesCounter(args.libcupti)
     rec = _Recording(live)
-    source = Path(__file__).parents[2] / "demo" / "h200" / "kernels" / "softmax.py"
+    source = Path(__file__).parents[2] / "demo" / "h200" / "sources" / "softmax.py"
     for req in REQUESTS:  # the planner's own questions: packing and split reasons
         plan(source, "softmax/softmax_fwd", req, counter=rec, plan_id="p-record",
              options={"target": TARGET})

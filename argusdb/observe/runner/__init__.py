@@ -28,7 +28,7 @@ a terminal, plain lines otherwise.
 Example:
     >>> from argusdb.observe.runner.backends import ReplayBackend
     >>> results = execute(plan.to_json(), store,  # doctest: +SKIP
-    ...                   Path("tools/h200/kernels/softmax.py"), Path("work"), progress=False,
+    ...                   Path("argusdb/demo/kernels/softmax.py"), Path("work"), progress=False,
     ...                   backend=ReplayBackend(Path("tests/data/gpu")))
     >>> [(r.action, r.status) for r in results][:2]  # doctest: +SKIP
     [('find_launch', 'done'), ('cupti_timing', 'done')]

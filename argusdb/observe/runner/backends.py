@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from typing import Any, Protocol
 
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
+from argusdb.observe.gpu import has_gpu
 
 
 @dataclass
@@ -306,7 +306,7 @@ def default_backend() -> Backend:
     replay = os.environ.get("ARGUS_REPLAY")
     if replay:
         return ReplayBackend(Path(replay))
-    if shutil.which("nvidia-smi") is None:
+    if not has_gpu():
         raise InputError("observe", "no NVIDIA GPU here and no ARGUS_REPLAY folder",
                          "run on a GPU host, or set ARGUS_REPLAY to recorded bundles")
     return LiveBackend()

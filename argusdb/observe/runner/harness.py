@@ -1,13 +1,13 @@
 """What the runner needs to know about a kernel source, read without importing it.
 
-A source that the runner can execute follows the harness contract of ``tools/h200/kernels/``:
+A source that the runner can execute follows the harness contract of ``argusdb/demo/kernels/``:
 module-level ``KERNEL`` (the ``@triton.jit`` function launched) and ``CONFIGS`` (name → launch
 options, the first being the default), and ``setup``/``launch``/``result``/``reference``
 functions. Only the literals are read here (``ast.literal_eval``): planning and replay need no
 torch.
 
 Example:
-    >>> h = Harness.read(ProgramSource.from_path("tools/h200/kernels/matmul.py"))
+    >>> h = Harness.read(ProgramSource.from_path("argusdb/demo/kernels/matmul.py"))
     >>> h.kernel, h.default_config
     ('matmul_kernel', 'bk64_s3')
 """
@@ -54,5 +54,5 @@ class Harness:
             raise InputError(src.name, f"no launch harness ({', '.join(missing) or 'CONFIGS'} "
                              "missing or empty)",
                              "define KERNEL, CONFIGS and setup/launch/result/reference as the "
-                             "kernels in tools/h200/kernels/ do")
+                             "kernels in argusdb/demo/kernels/ do")
         return cls(str(found["KERNEL"]), {str(k): dict(v) for k, v in found["CONFIGS"].items()})

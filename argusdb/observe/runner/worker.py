@@ -9,7 +9,7 @@ Nsight Compute never share a process:
 
 ACTION is ``find_launch``, ``cupti_timing``, ``ncu_source``, ``proton_instr`` or
 ``proton_pcsampling`` (a plan's actions); ``serve`` runs such jobs from stdin in one process.
-The source follows the harness contract of ``tools/h200/kernels/`` (``KERNEL``, ``CONFIGS``,
+The source follows the harness contract of ``argusdb/demo/kernels/`` (``KERNEL``, ``CONFIGS``,
 ``setup``, ``launch``, ``result``, ``reference``).
 With ``--parent`` (a variant) the worker first checks that the variant computes the parent's
 result. It writes its artefacts and ``DIR/result.json``: ``files``, ``gpu_s`` (seconds from the

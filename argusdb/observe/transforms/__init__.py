@@ -13,7 +13,7 @@ every transform, so evidence of a variant stays keyed by the parent's regions.
 
 Example:
     >>> from argusdb.collectors.regions import ProgramSource
-    >>> src = ProgramSource.from_path("tools/h200/kernels/softmax.py")
+    >>> src = ProgramSource.from_path("argusdb/demo/kernels/softmax.py")
     >>> apply("forced_wait", src, {"region_id": "load"}).transform
     'forced_wait:softmax/softmax_fwd/load'
 """

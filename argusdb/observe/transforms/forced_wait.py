@@ -19,7 +19,7 @@ Under ``TRITON_INTERPRET=1`` (no PTX) the helper returns its input unchanged, so
 result can be checked against the parent on a CPU.
 
 Example:
-    >>> v = forced_wait(ProgramSource.from_path("tools/h200/kernels/softmax.py"), "load")
+    >>> v = forced_wait(ProgramSource.from_path("argusdb/demo/kernels/softmax.py"), "load")
     >>> v.transform
     'forced_wait:softmax/softmax_fwd/load'
 """

@@ -1,7 +1,8 @@
 """The benchmark's kernels and moves under Triton's interpreter on tiny shapes (CPU).
 
-The checks run in a process of their own (``python -m bench.ab.check``): the interpreter patches
-``triton.language`` for the rest of a process, which would break other tests' sm_90 compiles.
+The checks run in a process of their own (``python -m experiments.ab.check``): the interpreter
+patches ``triton.language`` for the rest of a process, which would break other tests' sm_90
+compiles.
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from bench.ab import harness
+from experiments.ab import harness
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
 def checked() -> dict[str, dict[str, Any]]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]))
-    r = subprocess.run([sys.executable, "-m", "bench.ab.check"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "experiments.ab.check"], capture_output=True,
                        text=True, env=env, cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     rows = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
@@ -50,8 +51,9 @@ def test_forced_wait_probe_of_the_load_region_computes_the_same(
 
 
 def test_check_refuses_an_unknown_kernel() -> None:
-    r = subprocess.run([sys.executable, "-m", "bench.ab.check", "sofmax"], capture_output=True,
-                       text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    r = subprocess.run([sys.executable, "-m", "experiments.ab.check", "sofmax"],
+                       capture_output=True, text=True, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 2 and "sofmax" in r.stderr and "softmax" in r.stderr
 
 

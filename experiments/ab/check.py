@@ -1,6 +1,6 @@
 """Check the benchmark's kernels on a CPU: Triton's interpreter, tiny shapes, fp64 references.
 
-    python -m bench.ab.check [KERNEL...]     # prints one JSON object per kernel
+    python -m experiments.ab.check [KERNEL...]     # prints one JSON object per kernel
 
 For each kernel: the base configuration and every one-step move from it (relative error against
 the torch reference, or ``null`` when the shape cannot take the configuration), and the
@@ -19,7 +19,7 @@ from typing import Any
 
 
 def _run(mod: ModuleType, cfg: dict[str, int]) -> float | None:
-    from bench.ab import harness
+    from experiments.ab import harness
 
     t = mod.setup("tiny", "cpu")
     try:
@@ -33,7 +33,7 @@ def _run(mod: ModuleType, cfg: dict[str, int]) -> float | None:
 def check(name: str, tmp: Path) -> dict[str, Any]:
     from argusdb.collectors.regions import ProgramSource
     from argusdb.observe.transforms.forced_wait import forced_wait
-    from bench.ab import harness
+    from experiments.ab import harness
 
     mod = harness.load(name)
     out: dict[str, Any] = {"kernel": name, "tol": mod.TOL, "base": _run(mod, mod.BASE),
@@ -52,8 +52,8 @@ def check(name: str, tmp: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.ab import harness
-    from bench.ab.backend import interpret_env
+    from experiments.ab import harness
+    from experiments.ab.backend import interpret_env
 
     names = (sys.argv[1:] if argv is None else argv) or list(harness.NAMES)
     unknown = [n for n in names if n not in harness.NAMES]

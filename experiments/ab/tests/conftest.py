@@ -11,7 +11,7 @@ import pytest
 
 from argusdb.api import connect
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "gpu" / "ab"
+DATA = Path(__file__).resolve().parents[3] / "tests" / "data" / "gpu" / "ab"
 PARTS = ("seeds0-3", "seeds4-7")
 
 

@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bench.ab.evidence import Exposed, Static
-from bench.ab.harness import Config, Move, jump, key, moves
+from experiments.ab.evidence import Exposed, Static
+from experiments.ab.harness import Config, Move, jump, key, moves
 
 ACCEPT = 0.01
 MEMORY_MOVES = frozenset({"stages", "tile", "vector", "mask", "schedule"})

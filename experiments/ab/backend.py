@@ -29,9 +29,9 @@ from typing import Any
 from argusdb.collectors.regions import ProgramSource
 from argusdb.observe.runner.gpu_tools import save_asm
 from argusdb.observe.transforms.forced_wait import forced_wait
-from bench.ab import harness
-from bench.ab.evidence import EvidenceStore
-from bench.ab.optimizer import Evidence, Result
+from experiments.ab import harness
+from experiments.ab.evidence import EvidenceStore
+from experiments.ab.optimizer import Evidence, Result
 
 TARGET = "sm_90"
 

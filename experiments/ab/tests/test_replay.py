@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bench.ab import harness
-from bench.ab.evidence import EvidenceStore
-from bench.ab.optimizer import Evidence, Result, search, weights
-from tests.ab.conftest import log_rows
+from experiments.ab import harness
+from experiments.ab.evidence import EvidenceStore
+from experiments.ab.optimizer import Evidence, Result, search, weights
+from experiments.ab.tests.conftest import log_rows
 
 
 class Replay:

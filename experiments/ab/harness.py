@@ -1,6 +1,6 @@
 """The benchmark's kernels as a search space: loading, moves, launching, compiling, checking.
 
-A kernel module of ``bench/ab/kernels/`` declares ``KERNEL`` (the @triton.jit function),
+A kernel module of ``experiments/ab/kernels/`` declares ``KERNEL`` (the @triton.jit function),
 ``SPACE`` (knob -> ordered values), ``BASE`` (the starting configuration), ``LOAD_REGION`` (or
 ``load_region(cfg)``), ``TOL``, ``SHAPES`` (``full`` for the H200, ``tiny`` for the
 interpreter) and ``setup`` / ``launch`` / ``result`` / ``reference``. ``launch`` raises
@@ -38,7 +38,7 @@ Config = dict[str, int]
 
 
 def load(name: str, path: Path | None = None) -> ModuleType:
-    """Import ``bench/ab/kernels/<name>.py`` (or ``path``) under a unique module name."""
+    """Import ``experiments/ab/kernels/<name>.py`` (or ``path``) under a unique module name."""
     path = path or KERNELS_DIR / f"{name}.py"
     modname = f"_ab_{name}_{abs(hash(str(path)))}"
     spec = importlib.util.spec_from_file_location(modname, path)

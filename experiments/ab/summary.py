@@ -1,17 +1,17 @@
 """The A/B's figures from its logs and stores: per kernel and arm, speed-ups with CIs over seeds.
 
-    python -m bench.ab.summary DIR [DIR...] [--out OUT]
+    python -m experiments.ab.summary DIR [DIR...] [--out OUT]
         # writes OUT/summary.json and OUT/summary.md (OUT: the first DIR)
 
-Several DIRs (runs of ``bench.ab.run`` with different seeds, e.g. two GPU calls) are pooled:
+Several DIRs (runs of ``experiments.ab.run`` with different seeds, e.g. two GPU calls) are pooled:
 each run's speed-up uses the verification of its own DIR.
 
 A run's **budgeted** best is its fastest correct measurement (the base included) whose
 cumulative charge (candidates and evidence) stayed within the budget; its **fixed-trial** best,
 the fastest of the base and the first ``trials`` candidates, evidence free. Speed-up = the base's
 verified duration / the best configuration's verified duration: per configuration, the median
-over its interleaved re-timings (see :mod:`bench.ab.run`) of each re-timing run's median kernel
-duration, read from the store (``evidence``, signal ``duration``, one value per launch).
+over its interleaved re-timings (see :mod:`experiments.ab.run`) of each re-timing run's median
+kernel duration, read from the store (``evidence``, signal ``duration``, one value per launch).
 CI: 95 % Student t over seeds (mean of the per-seed
 speed-ups). A kernel counts as improved by an arm when every seed's verified speed-up is
 above 1.01. Geomean over kernels of the per-kernel mean speed-up. Evidence over latency: per
@@ -255,14 +255,15 @@ def markdown(s: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m bench.ab.summary")
-    ap.add_argument("dirs", nargs="+", type=Path, help="folders written by bench.ab.run")
+    ap = argparse.ArgumentParser(prog="python -m experiments.ab.summary")
+    ap.add_argument("dirs", nargs="+", type=Path, help="folders written by experiments.ab.run")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
     bad = [str(d) for d in a.dirs if not d.is_dir() or not any(d.glob("*/meta.json"))]
     if bad:
-        print(f"error: {', '.join(bad)}: not a folder written by bench.ab.run (no "
-              f"KERNEL/meta.json); run python -m bench.ab.run --out DIR first", file=sys.stderr)
+        print(f"error: {', '.join(bad)}: not a folder written by experiments.ab.run (no "
+              f"KERNEL/meta.json); run python -m experiments.ab.run --out DIR first",
+              file=sys.stderr)
         return 2
     out = a.out or a.dirs[0]
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Run the A/B: every kernel, both arms, several seeds; one store and one log per kernel.
 
-    python -m bench.ab.run --out DIR [--kernels softmax,matmul] [--seeds 0,1,2]
+    python -m experiments.ab.run --out DIR [--kernels softmax,matmul] [--seeds 0,1,2]
         [--budget-x 16] [--trials 16] [--cap 40] [--verify-rounds 3] [--jobs 8] [--dry]
 
 Per kernel (one process each, ``--jobs`` at a time; measurements never overlap: a file lock
@@ -15,7 +15,7 @@ serializes them across processes, while compiles and ingests run in parallel):
 
 Writes ``DIR/<kernel>/store.duckdb`` (argusdb), ``DIR/<kernel>/log.jsonl`` (every step with its
 charge) and ``DIR/<kernel>/meta.json``; ``--dry`` runs on a CPU under the interpreter with tiny
-shapes (see :mod:`bench.ab.backend`).
+shapes (see :mod:`experiments.ab.backend`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_kernel(name: str, out: Path, seeds: list[int], budget_x: float, trials: int, cap: int,
                verify_rounds: int, gpu: bool, lock: Path | None) -> None:
-    from bench.ab import harness
-    from bench.ab.backend import Bench
-    from bench.ab.evidence import EvidenceStore
-    from bench.ab.optimizer import search
+    from experiments.ab import harness
+    from experiments.ab.backend import Bench
+    from experiments.ab.evidence import EvidenceStore
+    from experiments.ab.optimizer import search
 
     kdir = out / name
     kdir.mkdir(parents=True, exist_ok=True)
@@ -71,7 +71,7 @@ def run_kernel(name: str, out: Path, seeds: list[int], budget_x: float, trials: 
             runs.append((arm, seed, steps))
     # Verification: base and each run's bests, re-timed in interleaved rounds.
     cfgs: dict[str, dict[str, int]] = {harness.key(mod.BASE): dict(mod.BASE)}
-    from bench.ab.summary import best_of
+    from experiments.ab.summary import best_of
     for _arm, _seed, steps in runs:
         for setting in ("budget", "fixed"):
             b = best_of(steps, setting, trials)
@@ -100,7 +100,7 @@ def run_kernel(name: str, out: Path, seeds: list[int], budget_x: float, trials: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.ab.run", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m experiments.ab.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--kernels", default=None, help="comma-separated; default all 8")
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry", action="store_true", help="CPU, interpreter, tiny shapes")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    from bench.ab import harness
+    from experiments.ab import harness
     names = a.kernels.split(",") if a.kernels else list(harness.NAMES)
     unknown = [n for n in names if n not in harness.NAMES]
     if unknown:
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in a.seeds.split(",")]
     a.out.mkdir(parents=True, exist_ok=True)
     if a.dry:
-        from bench.ab.backend import interpret_env
+        from experiments.ab.backend import interpret_env
         interpret_env()
     if a.one:
         run_kernel(a.one, a.out, seeds, a.budget_x, a.trials, a.cap, a.verify_rounds,
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     while pending or procs:
         while pending and len(procs) < a.jobs:
             n = pending.pop(0)
-            cmd = [sys.executable, "-m", "bench.ab.run", "--out", str(a.out), "--one", n,
+            cmd = [sys.executable, "-m", "experiments.ab.run", "--out", str(a.out), "--one", n,
                    "--seeds", a.seeds, "--budget-x", str(a.budget_x), "--trials",
                    str(a.trials), "--cap", str(a.cap), "--verify-rounds", str(a.verify_rounds)]
             if a.dry:
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n}: exit {p.returncode}", flush=True)
                 if p.returncode:
                     failed.append(n)
-    from bench.ab.summary import main as summary_main
+    from experiments.ab.summary import main as summary_main
     summary_main([str(a.out)])
     return 1 if failed else 0
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from bench.ab.harness import NAMES
-from bench.ab.summary import ARMS, SETTINGS, main, markdown, summarize
-from tests.ab.conftest import DATA, log_rows
+from experiments.ab.harness import NAMES
+from experiments.ab.summary import ARMS, SETTINGS, main, markdown, summarize
+from experiments.ab.tests.conftest import DATA, log_rows
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def _close(a: Any, b: Any) -> None:
@@ -69,4 +69,4 @@ def test_summary_cli_refuses_a_folder_without_runs(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert str(tmp_path) in err and "bench.ab.run" in err
+    assert str(tmp_path) in err and "experiments.ab.run" in err

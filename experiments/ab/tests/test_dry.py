@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from argusdb.api import connect
 from argusdb.cli import main as argus
-from tests.ab.conftest import log_rows
+from experiments.ab.tests.conftest import log_rows
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _env() -> dict[str, str]:
@@ -24,7 +24,7 @@ def _env() -> dict[str, str]:
 
 
 def test_dry_run_binds_every_candidate_to_its_parent_and_move(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "bench.ab.run", "--out", str(tmp_path), "--dry",
+    r = subprocess.run([sys.executable, "-m", "experiments.ab.run", "--out", str(tmp_path), "--dry",
                         "--kernels", "layernorm", "--seeds", "0", "--budget-x", "3",
                         "--trials", "2", "--cap", "3", "--verify-rounds", "1"],
                        capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=900)
@@ -50,7 +50,7 @@ def test_dry_run_binds_every_candidate_to_its_parent_and_move(tmp_path: Path) ->
 
 
 def test_run_refuses_an_unknown_kernel(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "bench.ab.run", "--out", str(tmp_path), "--dry",
+    r = subprocess.run([sys.executable, "-m", "experiments.ab.run", "--out", str(tmp_path), "--dry",
                         "--kernels", "matmull"], capture_output=True, text=True, env=_env(),
                        cwd=ROOT)
     assert r.returncode == 2 and "matmull" in r.stderr and "matmul" in r.stderr
