@@ -59,7 +59,7 @@ def _timed(cmd: list[str]) -> tuple[float, float]:
 
 def _ingest_cmd(store: str) -> list[str]:
     return [*CLI, "ingest", store, *map(str, demo.artefacts("softmax")), "--program",
-            str(demo.DATA / "kernels" / "softmax.py"), *OPTS, "--json"]
+            str(demo.KERNELS_DIR / "softmax.py"), *OPTS, "--json"]
 
 
 def big_lake(pg: str, tmp: Path, rows: int) -> str:

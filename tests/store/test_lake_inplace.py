@@ -29,7 +29,7 @@ from argusdb.store.shared import SharedStore
 from tests.store.conftest import lake_uri
 from tests.store.worker import BASE_LAUNCHES, recording
 
-PROG = demo.DATA / "kernels" / "softmax.py"
+PROG = demo.KERNELS_DIR / "softmax.py"
 
 
 def _opts() -> list[str]:
