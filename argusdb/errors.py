@@ -106,7 +106,8 @@ class Finding:
 
     def __str__(self) -> str:
         where = f"line {self.line}, col {self.col}: " if self.line else ""
-        fix = f" Remedy: {self.remedy}" if self.remedy else ""
+        # the remedy on a line of its own: a reader finds what to do without parsing the cause
+        fix = f"\n  remedy: {self.remedy}" if self.remedy else ""
         return f"{self.code} {self.name}: {where}{self.message}{fix}"
 
 

@@ -43,3 +43,46 @@ def test_demo_ingests_every_format_into_one_version_per_kernel(tmp_path: Path) -
         assert joined == [{"n": 184 + 432}]
         again = demo.build(db.store)
         assert all(r.already for r in again)
+
+
+def test_argus_demo_runs_twice_in_one_folder(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second ``argus demo`` finds its own runs (the timeline runs of torch's kernels
+    included), writes nothing and answers the same questions."""
+    from click.testing import CliRunner
+
+    from argusdb.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    first = CliRunner().invoke(main, ["demo"])
+    assert first.exit_code == 0, first.output
+    size = (tmp_path / "argus-demo.duckdb").stat().st_size
+    second = CliRunner().invoke(main, ["demo"])
+    assert second.exit_code == 0, second.output
+    assert second.stdout == first.stdout
+    assert second.stderr.count("already in store") == 10
+    assert (tmp_path / "argus-demo.duckdb").stat().st_size == size
+    # the runs list names the timeline versions and says what the recordings did not state
+    runs = CliRunner().invoke(main, ["runs", "argus-demo.duckdb"])
+    assert runs.exit_code == 0
+    assert runs.stdout.count("(timeline)") == 2
+    assert "? passes" not in runs.stdout and "NULL" not in runs.stdout
+    assert "replay(38 passes)+pc_sampling" in runs.stdout
+
+
+def test_argus_demo_refuses_a_store_with_other_runs_and_names_another_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from argusdb.cli import main
+    from tests.conftest import DATA
+
+    monkeypatch.chdir(tmp_path)
+    trace = DATA / "gpu" / "softmax.default.run1.cupti.jsonl"
+    r = CliRunner().invoke(main, ["ingest", "argus-demo.duckdb", str(trace)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["demo"])
+    assert r.exit_code == 2
+    cause, fix = r.stderr.strip().splitlines()
+    assert "holds 1 run of its own (not demo recordings)" in cause
+    assert fix == "  fix: pass a new path, e.g. 'argus demo argus-demo-2.duckdb'"

@@ -1,4 +1,4 @@
-"""The README's layout table lists every folder of the repository."""
+"""The layout table of docs/layout.md lists every folder of the repository."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _folders() -> set[str]:
 
 
 def test_layout_table_lists_every_folder() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
     table = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
     rows = set(re.findall(r"^\| `([^`]+/)` \|", table, flags=re.M))
     mentioned = set(re.findall(r"`([\w./-]+/)`", table))

@@ -149,12 +149,14 @@ def build_server(store: str, source_roots: list[str | Path] | None = None,
         return answer("trajectory", versions=versions, regions=regions, signals=signals)
 
     @server.tool()
-    async def observe_plan(region: str, signals: list[str], source: str,
+    async def observe_plan(region: str, signals: list[str] | str, source: str,
                            scope: dict[str, str] | None = None,
                            options: dict[str, str] | None = None) -> CallToolResult:
         """Plan (dry run) the measurements that would observe signals of a region: tasks,
-        runs kept apart by interference, reuse of stored evidence. source: the Triton source
-        file of the region's program: a .py file under the server's source roots."""
+        runs kept apart by interference, reuse of stored evidence. signals: a list, or
+        comma-separated text as the CLI takes it ("duration,inst_executed"). source: the
+        Triton source file of the region's program: a .py file under the server's source
+        roots."""
         return answer("observe_plan", region=region, signals=signals, source=source,
                       scope=scope, options=options)
 

@@ -147,11 +147,13 @@ def _tools(limits: Limits) -> dict[str, Callable[..., dict[str, Any]]]:
                     signals: list[str] | None = None) -> dict[str, Any]:
         return trajectory(c, regions, list(versions), signals).to_json()
 
-    def observe_plan(c: Connection, region: str, signals: list[str], source: str,
+    def observe_plan(c: Connection, region: str, signals: list[str] | str, source: str,
                      scope: dict[str, str] | None = None,
                      options: dict[str, str] | None = None) -> dict[str, Any]:
         from argusdb.observe import observe
 
+        if isinstance(signals, str):  # "a,b", as the CLI and the Python API take it
+            signals = [s.strip() for s in signals.split(",") if s.strip()]
         path = source_under_roots(source, limits.roots)
         obs = observe(region, signals, scope, store=c.store, source=str(path), dry_run=True,
                       options=options)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from argusdb.answers import format as fmt
 from argusdb.answers.direction import step_class
 from argusdb.answers.report import Claim, report
 from argusdb.answers.select import VersionRef, versions_of_region
@@ -267,12 +268,9 @@ def _share(v: float | None) -> str:
     return "–" if v is None else f"{v:.1%}"
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return html.escape(str(v))
+def _fmt(v: Any, unit: str | None = None) -> str:
+    """A value of the page in the one style of :mod:`argusdb.answers.format`, with its unit."""
+    return html.escape(fmt.quantity(v, unit) if unit is not None else fmt.number(v))
 
 
 def _hotspot_table(v: ProgramView) -> list[str]:
@@ -283,14 +281,14 @@ def _hotspot_table(v: ProgramView) -> list[str]:
     sig = v.hotspots[0]["signal"]
     out = [f"<h3>Instruction hot spots ({e(sig)})</h3><table class='hotspots'><tr>"
            "<th>kernel</th><th>pc</th><th>source</th><th>SASS</th><th>value</th>"
-           "<th>unit</th><th>share of kernel</th></tr>"]
+           "<th>share of kernel</th></tr>"]
     for h in v.hotspots:
         sass = str(h.get("sass") or "")
         short = sass if len(sass) <= 48 else sass[:47] + "…"
         where = f"{h.get('source_file') or '?'}:{h.get('source_line') or '?'}"
         out.append(f"<tr><td>{e(str(h['kernel']))}</td><td class='num'>{int(h['pc']):#06x}</td>"
                    f"<td>{e(where)}</td><td title='{e(sass)}'><code>{e(short)}</code></td>"
-                   f"<td class='num'>{_fmt(h['value'])}</td><td>{_fmt(h['unit'])}</td>"
+                   f"<td class='num'>{_fmt(h['value'], fmt.display_unit(sig, h['unit']))}</td>"
                    f"<td class='num'>{_share(h['share'])}</td></tr>")
     out.append("</table>")
     return out
@@ -304,6 +302,9 @@ def render(views: list[ProgramView]) -> str:
              "<h1>argusdb dashboard</h1>"]
     for v in views:
         parts.append(f"<h2 id='program-{e(v.program)}'>{e(v.program)}</h2>")
+        # a distributed program leads with its observed launches (clean step time and
+        # exposed communication), before per-region claims and derived values
+        parts.append(v.ranks_html)
         parts.append("<p class='note'>versions in recording order: " + ", ".join(
             f"{e(v.labels[r.program_version])} = {e(r.program_version)}" for r in v.versions)
             + "</p>")
@@ -312,15 +313,17 @@ def render(views: list[ProgramView]) -> str:
         parts.extend(f"<div class='chart breakdown-chart'>{svg}</div>"
                      for svg in _breakdown_charts(v))
         parts.append("<table class='claims'><tr><th>region</th><th>signal</th><th>median</th>"
-                     "<th>unit</th><th>class</th><th>n</th><th>IQR</th><th>entropy (bits)</th>"
+                     "<th>class</th><th>cohort</th><th>n</th><th>IQR</th><th>entropy</th>"
                      "<th>unattributed share</th><th>verdict</th></tr>")
         for c in v.claims:
+            unit = fmt.display_unit(c.signal, c.unit) or ""
             parts.append(
                 f"<tr><td>{e(c.region_id)}</td><td>{e(c.signal)}</td>"
-                f"<td class='num'>{_fmt(c.value)}</td><td>{_fmt(c.unit)}</td>"
-                f"<td>{e(c.evidence_class)}</td><td class='num'>{c.n}</td>"
-                f"<td class='num'>{_fmt(c.iqr)}</td>"
-                f"<td class='num'>{_fmt(c.association_entropy)}</td>"
+                f"<td class='num'>{_fmt(c.value, unit)}</td>"
+                f"<td>{e(c.evidence_class)}</td><td>{e(fmt.signature(c.standing))}</td>"
+                f"<td class='num'>{c.n}</td>"
+                f"<td class='num'>{_fmt(c.iqr, unit)}</td>"
+                f"<td class='num'>{_fmt(c.association_entropy, 'bits')}</td>"
                 f"<td class='num'>{_share(c.unattributed_share)}</td>"
                 f"<td class='{e(c.verdict)}' title='{e(c.reason)}'>{e(c.verdict)}"
                 + (f"<div class='note'>{e(c.reason)}</div>" if c.verdict == "insufficient"
@@ -337,12 +340,12 @@ def render(views: list[ProgramView]) -> str:
                      "versions</h3>")
         if not shown:
             parts.append("<p class='note'>no diffs: one version only</p></section>")
-            parts.append(v.ranks_html)
             continue
         parts.append("<table class='diff-table'><tr><th>region</th><th>signal</th>"
                      "<th>from</th><th>to</th><th>from median</th><th>to median</th>"
                      "<th>ratio</th><th>95 % CI</th><th>p</th><th>verdict</th></tr>")
         for s in shown:
+            unit = fmt.display_unit(s.signal, s.unit) or ""
             for prev, p in zip(s.points, s.points[1:], strict=False):
                 if p.step_ratio is None:
                     continue
@@ -352,14 +355,13 @@ def render(views: list[ProgramView]) -> str:
                     f"<tr><td>{e(s.region_id)}</td><td>{e(s.signal)}</td>"
                     f"<td>{e(v.labels[prev.program_version])}</td>"
                     f"<td>{e(v.labels[p.program_version])}</td>"
-                    f"<td class='num'>{_fmt(prev.median)}</td>"
-                    f"<td class='num'>{_fmt(p.median)}</td>"
-                    f"<td class='num'>{_fmt(p.step_ratio)}</td>"
-                    f"<td class='num'>[{_fmt(p.step_ci_low)}, {_fmt(p.step_ci_high)}]</td>"
-                    f"<td class='num'>{_fmt(p.step_p_value)}</td>"
+                    f"<td class='num'>{_fmt(prev.median, unit)}</td>"
+                    f"<td class='num'>{_fmt(p.median, unit)}</td>"
+                    f"<td class='num'>{e(fmt.ratio(p.step_ratio))}</td>"
+                    f"<td class='num'>{e(fmt.interval(p.step_ci_low, p.step_ci_high))}</td>"
+                    f"<td class='num'>{e(fmt.p_value(p.step_p_value))}</td>"
                     f"<td class='{cls}'>{e(p.step_verdict or '')}</td></tr>")
         parts.append("</table></section>")
-        parts.append(v.ranks_html)
     parts.append("</body></html>")
     return "\n".join(parts)
 

@@ -249,8 +249,9 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
         for side_name, side in (("from", sides[0]), ("to", sides[1])):
             for co in side[sig]:
                 if co.key not in matched:
-                    result.notes.append(f"{sig}: {side_name} cohort {co.key.to_json()} has no "
-                                        f"comparable cohort in the other version; left out")
+                    result.notes.append(f"{sig}: the {side_name} version's {_cohort_words(co)} "
+                                        f"have no comparable values in the other version; "
+                                        f"left out")
         for a, b in pairs:
             xa, xb = a.samples, b.samples
             t = stats.ratio_test(xa, xb)
@@ -268,6 +269,15 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
     if refusals:
         raise QueryRefused(refusals)
     return result
+
+
+def _cohort_words(co: Cohort) -> str:
+    """A cohort in words: ``observed values under replay(20 passes)+pc_sampling``."""
+    from argusdb.answers.format import signature
+
+    where = f" at {co.key.scope_text()}" if co.key.scope else ""
+    standing = "clean" if co.key.standing == "clean" else f"under {signature(co.key.standing)}"
+    return f"{co.key.evidence_class} values {standing}{where}"
 
 
 def _judge_sufficiency(row: DiffRow, coverage: Coverage, region: str, signal: str,
@@ -292,13 +302,55 @@ def _judge_sufficiency(row: DiffRow, coverage: Coverage, region: str, signal: st
         row.sufficiency, row.significant, row.gaps = "insufficient", False, gaps
 
 
+def regressions(result: DiffResult, threshold: float = 0.0) -> list[DiffRow]:
+    """The rows of ``result`` that got worse: significant, in the wrong direction for their
+    signal (:mod:`argusdb.answers.direction`), and by at least ``threshold`` (a fraction:
+    0.05 is 5 %). Insufficient rows are never significant and signals without a direction
+    (instruction counts) never regress; what ``argus diff --fail-on regression`` fails on.
+
+    Example:
+        >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+        ...     slower = diff(db, "matmul/matmul_kernel", "config=bk64_s3", "config=bk32_s1")
+        >>> [(r.signal, round(r.ratio, 1)) for r in regressions(slower, 0.05)]
+        [('duration', 2.0)]
+    """
+    from argusdb.answers.direction import step_class
+
+    return [r for r in result.rows
+            if step_class(r.signal, r.unit, r.ratio, r.significant) == "worse"
+            and math.isfinite(r.ratio) and abs(r.ratio - 1.0) >= threshold]
+
+
+def cohort_label(row: DiffRow) -> str:
+    """Which cohort a row compares: class and standing, and the scope when not per launch
+    (``observed, clean``; ``observed, replay(38 passes)``)."""
+    out = f"{row.evidence_class}, {row.standing}"
+    return out if row.scope in ("per launch", "kernel") else f"{out}, {row.scope}"
+
+
+def human_table(result: DiffResult) -> tuple[list[str], list[list[str]], list[bool]]:
+    """The diff as a person reads it: columns, formatted cells and which columns are
+    right-aligned. Values carry their unit (:mod:`argusdb.answers.format`); a ``cohort``
+    column appears when one signal is compared in two cohorts."""
+    from argusdb.answers import format as fmt
+
+    signals = [r.signal for r in result.rows]
+    two = len(set(signals)) < len(signals)
+    cols = ["signal", *(["cohort"] if two else []), "from", "to", "ratio", "95% CI", "p",
+            "n from/to", "verdict"]
+    rows = [[r.signal, *([cohort_label(r)] if two else []), fmt.quantity(r.from_median, r.unit),
+             fmt.quantity(r.to_median, r.unit), fmt.ratio(r.ratio),
+             fmt.interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value),
+             f"{r.n_from}/{r.n_to}", r.verdict] for r in result.rows]
+    right = [False, *([False] if two else []), True, True, True, True, True, True, False]
+    return cols, rows, right
+
+
 def _diff_html(d: DiffResult) -> str:
     """A diff's rows, the verdict coloured by the signal's direction."""
-    rows = [[r.signal, r.unit, r.from_median, r.to_median, r.ratio, r.ci_low, r.ci_high,
-             r.p_value, r.verdict] for r in d.rows]
+    cols, rows, right = human_table(d)
     colours = [notebook.COLOURS.get(step_class(r.signal, r.unit, r.ratio, r.significant),
                                     "") for r in d.rows]
     head = (f"<p><b>{html.escape(d.region_id)}</b>: {html.escape(d.from_ref.label)} → "
             f"{html.escape(d.to_ref.label)}</p>")
-    return head + notebook.table(["signal", "unit", "from median", "to median", "ratio",
-                                  "CI low", "CI high", "p", "verdict"], rows, colours)
+    return head + notebook.table(cols, rows, colours, right)

@@ -226,6 +226,7 @@ def dashboard_section(store: Store, program: str) -> str:
     def us(v: Any) -> str:
         return "–" if v is None else f"{v / 1e3:,.1f}"
     parts = ["<section class='ranks'><h3>Ranks (distributed launches)</h3>",
+             *_observed_lead(store, groups),
              "<p class='note'>step time, overlap and exposed communication are read from "
              "timing-clean launches only; forced launches feed the derivation; profiler "
              "launches the timeline. Times in µs, medians over steps ≥ 1.</p>",
@@ -254,3 +255,46 @@ def dashboard_section(store: Store, program: str) -> str:
                          f"{timeline_svg(store, g['launch_group'])}</div>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _observed_lead(store: Store, groups: list[dict[str, Any]]) -> list[str]:
+    """The clean observed result first: step time and exposed communication per step of the
+    first two versions with timing-clean launches, with the diff's ratio, CI and verdict
+    (what ``argus launch diff`` prints), before any derived value."""
+    import html
+
+    from argusdb.answers import format as fmt
+    from argusdb.answers.ranks import collective_rows
+
+    clean = list(dict.fromkeys(str(g["program_version"]) for g in groups if g["timing_clean"]))
+    if len(clean) < 2:
+        return []
+    # in recording order (the first run of each version), named by their options
+    facts = {str(r["program_version"]): r for r in store.rows(
+        "SELECT r.program_version, min(r.run_seq) AS seq, any_value(p.options)::VARCHAR AS o "
+        "FROM run r JOIN program_version p USING (program_version) "
+        "WHERE list_contains(?, r.program_version) GROUP BY r.program_version", [clean])}
+    clean.sort(key=lambda v: int(facts[v]["seq"]) if v in facts else 0)
+    a, b = clean[:2]
+    rows = [r for r in collective_rows(store, a, b)
+            if r["quantity"] in ("step_time", "exposed_communication")]
+    if not rows:
+        return []
+    items = []
+    for r in rows:
+        verdict = "significant" if r["significant"] else "not significant"
+        items.append(f"<li><b>{html.escape(str(r['quantity']))}</b>: "
+                     f"{fmt.quantity(r['from_median_ns'], 'ns')} → "
+                     f"{fmt.quantity(r['to_median_ns'], 'ns')}, ratio {fmt.ratio(r['ratio'])} "
+                     f"{fmt.interval(r['ci_low'], r['ci_high'])}, {verdict}</li>")
+    def name(v: str) -> str:
+        import json
+
+        opts = json.loads(facts[v]["o"] or "{}") if v in facts else {}
+        shown = ", ".join(f"{k}={x}" for k, x in sorted(opts.items())
+                          if k not in ("target", "triton", "cuda"))
+        return f"{shown} ({v})" if shown else v
+
+    return [f"<p class='lead'>Observed on timing-clean launches, {html.escape(name(a))} → "
+            f"{html.escape(name(b))} (per step, medians):</p><ul class='lead'>", *items,
+            "</ul>"]

@@ -33,6 +33,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from argusdb.answers import notebook, stats
 from argusdb.answers.select import (
     VersionRef,
@@ -93,6 +95,12 @@ class Claim:
     unattributed_share: float | None = None
     #: Gaps that make the claim insufficient (see :mod:`argusdb.answers.sufficiency`).
     gaps: list[dict[str, Any]] = field(default_factory=list)
+    #: The repeats' 10th and 90th percentiles, smallest and largest value (the value itself
+    #: for a single measurement).
+    p10: float = math.nan
+    p90: float = math.nan
+    min_value: float = math.nan
+    max_value: float = math.nan
 
     def to_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
@@ -212,7 +220,7 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                 key.standing, co.signature, co.timing_clean, key.scope_text(), s.n, s.median,
                 s.q1, s.q3, s.iqr, s.cv, s.ci_low, s.ci_high, co.runs, sorted(co.related_runs),
                 sorted(co.tasks), ent, co.conditions, notes, verdict, reason, share,
-                [g.to_json() for g in gaps]))
+                [g.to_json() for g in gaps], *_spread(co.samples)))
     if signals:
         have = {c.signal for c in rep.claims}
         absent = [s for s in signals if s not in have]
@@ -223,6 +231,16 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
         rep.missing = [{"signal": s, "request": observe_request(region, [s], source=source)}
                        for s in absent]
     return rep
+
+
+def _spread(samples: list[float]) -> tuple[float, float, float, float]:
+    """p10, p90, min and max of a claim's repeats."""
+    if len(samples) == 1:
+        (v,) = samples
+        return v, v, v, v
+    x = np.asarray(samples, dtype=float)
+    p10, p90 = np.percentile(x, [10, 90])
+    return float(p10), float(p90), float(x.min()), float(x.max())
 
 
 def _source_name(db: Connection, version: str) -> str | None:

@@ -211,8 +211,17 @@ class Coverage:
         if evidence_class == "attributed":
             share = self.unattributed_share(region, version, signal, runs)
             kernel = "/".join(region.split("/")[:2])
-            if share is not None and (share > self.max_unattributed
-                                      or region.endswith("/_unattributed")):
+            if share is not None and region.endswith("/_unattributed"):
+                # the region is the kernel's unplaced lines themselves: not a region of the
+                # source, whatever its share (which may be far below the threshold)
+                out.append(Gap(
+                    "unattributed",
+                    f"{kernel}/_unattributed is not a region of the source: it holds "
+                    f"{share * 100:.1f} % of {kernel}'s {signal}, on lines no region marker "
+                    f"covers",
+                    f"ask about the regions of {kernel}, or put a '# region NAME' marker above "
+                    f"those lines and ingest again", share))
+            elif share is not None and share > self.max_unattributed:
                 out.append(Gap(
                     "unattributed",
                     f"{share:.1%} of {kernel}'s {signal} went to {kernel}/_unattributed "

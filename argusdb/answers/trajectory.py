@@ -238,15 +238,42 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
     return traj
 
 
+def human_table(t: Trajectory, *, all_series: bool = False
+                ) -> tuple[list[str], list[list[str]], list[bool], int]:
+    """The trajectory as a person reads it: columns, formatted cells, right-aligned columns
+    and how many series were left out. Values carry their unit; a ``cohort`` column appears
+    when one signal of a region has two cohorts; a missing value is one mark. Without
+    ``all_series`` only series with values in two or more versions are shown (a series of
+    one point has no step)."""
+    from argusdb.answers import format as fmt
+
+    shown = [s for s in t.series
+             if all_series or sum(p.median is not None for p in s.points) >= 2]
+    keys = [(s.region_id, s.signal) for s in shown]
+    two = len(set(keys)) < len(keys)
+    cols = ["region", "signal", *(["cohort"] if two else []), "version", "lines", "n",
+            "median", "95% CI", "step", "step verdict"]
+    rows = []
+    for s in shown:
+        unit = fmt.display_unit(s.signal, s.unit)
+        cohort = (f"{s.key.evidence_class}, {fmt.signature(s.key.standing)}"
+                  + (f", {s.key.scope_text()}" if s.key.scope else ""))
+        for p in s.points:
+            lines = f"{p.start_line}-{p.end_line}" if p.start_line else fmt.MISSING
+            ci = (fmt.MISSING if p.ci_low is None or p.ci_high is None
+                  else fmt.span(p.ci_low, p.ci_high, unit))
+            rows.append([s.region_id, s.signal, *([cohort] if two else []), p.label, lines,
+                         fmt.number(p.n), fmt.quantity(p.median, unit), ci,
+                         fmt.ratio(p.step_ratio), fmt.text(p.step_verdict)])
+    right = [False, False, *([False] if two else []), False, False, True, True, True, True,
+             False]
+    return cols, rows, right, len(t.series) - len(shown)
+
+
 def _trajectory_html(t: Trajectory) -> str:
     """One row per (series, version): median, CI and the step from the previous version."""
-    rows: list[list[Any]] = []
-    colours: list[str] = []
-    for s in t.series:
-        for p in s.points:
-            rows.append([s.region_id, s.signal, s.unit, p.label, p.median, p.ci_low,
-                         p.ci_high, p.step_ratio, p.step_verdict])
-            colours.append(notebook.COLOURS.get(step_class(s.signal, s.unit, p.step_ratio,
-                                                   p.step_significant), ""))
-    return notebook.table(["region", "signal", "unit", "version", "median", "CI low",
-                           "CI high", "step ratio", "step"], rows, colours)
+    cols, rows, right, _ = human_table(t, all_series=True)
+    colours = [notebook.COLOURS.get(step_class(s.signal, s.unit, p.step_ratio,
+                                               p.step_significant), "")
+               for s in t.series for p in s.points]
+    return notebook.table(cols, rows, colours, right)

@@ -19,9 +19,10 @@ def command(store: str, as_json: bool) -> None:
     with connect(store, create=True) as db:
         foreign = demo.foreign_runs(db.store)
         if foreign:
-            raise UsageError(f"{store}: holds {foreign} runs that are not demo recordings; "
-                             "the demo would mix its versions into them. pass a new path, "
-                             "e.g. 'argus demo argus-demo.duckdb'")
+            raise UsageError(f"{store}: holds {foreign} run{'s' if foreign > 1 else ''} of its own "
+                             "(not demo recordings); "
+                             f"the demo would mix its versions into them.\n  fix: pass a "
+                             f"new path, e.g. 'argus demo {_fresh_name(store)}'")
         results = demo.build(db.store)
         checked.refresh_metadata(db.store)  # a later 'argus query' reads the stored summary
         answers = [(q, db.query(q)) for q in (demo.QUESTION, demo.REGION_BREAKDOWN)]
@@ -36,3 +37,17 @@ def command(store: str, as_json: bool) -> None:
     for q, table in answers:
         click.echo(f"\n-- {q}\n")
         print_table(table.column_names, [tuple(r.values()) for r in table.to_pylist()])
+
+
+def _fresh_name(store: str) -> str:
+    """A store path beside ``store`` that does not exist yet (for the refusal's hint)."""
+    from pathlib import Path
+
+    p = Path(store)
+    if "://" in store or ":" in p.name:
+        return "argus-demo.duckdb"
+    for i in range(2, 1000):
+        candidate = p.with_name(f"{p.stem}-{i}{p.suffix}")
+        if not candidate.exists():
+            return str(candidate)
+    return str(p.with_name(f"{p.stem}-new{p.suffix}"))

@@ -2,11 +2,45 @@
 
 from __future__ import annotations
 
+import math
+import sys
+from typing import Any
+
 import click
 
-from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff
+from argusdb.answers import format as fmt
+from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff, human_table, regressions
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+
+#: Exit code of ``--fail-on regression`` when a signal got worse (0, 1, 2, 3 are taken: answered,
+#: refused, usage error, no evidence), so a CI job tells a regression from a broken question.
+REGRESSION_EXIT = 4
+
+
+class FailOn(click.ParamType):
+    """``regression`` or ``regression=PCT``: the threshold (a fraction) of ``--fail-on``."""
+
+    name = "regression[=PCT]"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        word, _, pct = str(value).partition("=")
+        if word != "regression":
+            self.fail(f"{value!r}: the one condition is 'regression' or 'regression=PCT' "
+                      f"(e.g. regression=5 for 5 %)", param, ctx)
+        if not pct:
+            return 0.0
+        try:
+            x = float(pct.rstrip("%"))
+        except ValueError:
+            x = float("nan")
+        if not (math.isfinite(x) and x >= 0):
+            self.fail(f"{value!r}: PCT must be a percentage >= 0, e.g. regression=5", param,
+                      ctx)
+        return x / 100
 
 
 @click.command("diff")
@@ -21,18 +55,29 @@ from argusdb.cli.output import handle_errors, output_options, print_json, print_
               help="Smallest relative change that may count as significant.")
 @click.option("--alpha", type=float, default=ALPHA, show_default=True,
               help="Significance level of the Mann-Whitney U test.")
+@click.option("--fail-on", "fail_on", type=FailOn(), default=None,
+              help="Exit 4 when a signal got significantly worse (its direction: a longer "
+                   "duration, more stalls), by at least PCT percent (default: beyond the noise "
+                   "floor). For CI jobs that watch kernels.")
 @output_options
 @handle_errors
 def command(store: str, region: str, before: str, after: str, signals: tuple[str, ...],
-            min_effect: float, alpha: float, as_json: bool, as_csv: bool) -> None:
+            min_effect: float, alpha: float, fail_on: float | None, as_json: bool,
+            as_csv: bool) -> None:
     """Compare REGION between two program versions over repeated launches.
 
     Prints medians, the ratio to/from with a bootstrap 95 % CI, a Mann-Whitney U p-value and the
     noise floor; "not significant" when the change is within the noise. Refuses (exit 1, with
     rule codes) evidence that is not comparable.
 
-    Example: argus diff argus.duckdb --region matmul/matmul_kernel --from variant=naive
-    --to variant=tiled --signal duration
+    With --fail-on regression[=PCT] it exits 4 when a significant change in the wrong
+    direction (by PCT percent or more) is found, and lists it on stderr.
+
+    \b
+    Examples:
+      argus diff argus.duckdb --region matmul/matmul_kernel --from variant=naive --to variant=tiled
+      argus diff argus.duckdb --region matmul/matmul_kernel --from 593565e8 --to 812dae0b --json
+      argus diff ci.duckdb --region matmul/matmul_kernel --from main --to pr --fail-on regression=2
     """
     from argusdb.answers.ranks import collective_rows
 
@@ -42,23 +87,41 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
         # Distributed programs: per step and per collective, from timing-clean launches.
         coll = collective_rows(db.store, result.from_ref.program_version,
                                result.to_ref.program_version)
+    worse = regressions(result, fail_on) if fail_on is not None else []
     if as_json:
-        print_json({**result.to_json(), **({"collectives": coll} if coll else {})})
+        print_json({**result.to_json(), **({"collectives": coll} if coll else {}),
+                    **({"regressions": [r.signal for r in worse]} if fail_on is not None
+                       else {})})
+        if worse:
+            sys.exit(REGRESSION_EXIT)
         return
-    cols = ["signal", "from_median", "to_median", "ratio", "ci_low", "ci_high", "p_value",
-            "n_from", "n_to", "unattributed_share", "sufficiency", "verdict"]
-    print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows], as_csv=as_csv)
     if as_csv:
-        return
-    click.echo(f"\nregion {region}: {result.from_ref.program_version} -> "
-               f"{result.to_ref.program_version}", err=True)
-    for r in result.rows:
-        click.echo(f"{r.signal}: noise floor {r.noise_floor:.2%} ({r.noise_source}); "
-                   f"{r.standing} ({r.signature}), {r.evidence_class}, {r.scope}", err=True)
-    for n in result.notes:
-        click.echo(f"note: {n}", err=True)
-    if coll:
+        cols = ["signal", "unit", "standing", "evidence_class", "scope", "from_median",
+                "to_median", "ratio", "ci_low", "ci_high", "p_value", "n_from", "n_to",
+                "unattributed_share", "sufficiency", "verdict"]
+        print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows], as_csv=True)
+    else:
+        cols, rows, right = human_table(result)
+        print_table(cols, rows, right=right)
+        click.echo(f"\nregion {region}: {result.from_ref.label} ({result.from_ref.program_version})"
+                   f" -> {result.to_ref.label} ({result.to_ref.program_version})", err=True)
+        for r in result.rows:
+            click.echo(f"{r.signal}: noise floor {r.noise_floor:.2%} ({r.noise_source}); "
+                       f"{fmt.signature(r.standing)} ({fmt.signature(r.signature)}), "
+                       f"{r.evidence_class}, {r.scope}", err=True)
+        for n in result.notes:
+            click.echo(f"note: {n}", err=True)
+    if coll and not as_csv:
         click.echo("\nper step and per collective (timing-clean launches; ratio = to/from):")
-        cols = ["quantity", "key", "from_n", "to_n", "from_median_ns", "to_median_ns", "ratio",
-                "ci_low", "ci_high", "p_value", "significant"]
-        print_table(cols, [[r[c] for c in cols] for r in coll])
+        print_table(
+            ["quantity", "key", "n from/to", "from", "to", "ratio", "95% CI", "p", "significant"],
+            [[r["quantity"], r["key"], f"{r['from_n']}/{r['to_n']}",
+              fmt.quantity(r["from_median_ns"], "ns"), fmt.quantity(r["to_median_ns"], "ns"),
+              fmt.ratio(r["ratio"]), fmt.interval(r["ci_low"], r["ci_high"]),
+              fmt.p_value(r["p_value"]), fmt.text(r["significant"])] for r in coll],
+            right=[False, False, True, True, True, True, True, True, False])
+    for r in worse:
+        click.echo(f"regression: {r.signal} {r.verdict} ({r.ratio:.4f}x, threshold "
+                   f"{fail_on:.0%})", err=True)
+    if worse:
+        sys.exit(REGRESSION_EXIT)

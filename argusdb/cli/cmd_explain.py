@@ -40,7 +40,8 @@ def command(store: str, sql: str, as_json: bool) -> None:
         for a in prov["acknowledgements"]:
             click.echo(f"acknowledges {a['acknowledges']} ({a['rule']})")
         for f in prov["findings"]:
-            click.echo(f"refused: {f['code']} {f['name']}: {f['message']}. Remedy: "
-                       f"{f['remedy']}")
+            click.echo(f"refused: {f['code']} {f['name']}: {f['message']}")
+            if f["remedy"]:
+                click.echo(f"  remedy: {f['remedy']}")
     if not prov["ok"]:
         raise SystemExit(1)

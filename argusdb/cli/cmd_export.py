@@ -30,6 +30,7 @@ def command(store: str, out: str, fmt: str, run_id: tuple[str, ...], version: st
     """Export to OUT: Perfetto/Chrome trace JSON of a run, Hatchet JSON of a region tree, or
     Parquet of a checked query.
 
+    \b
     Examples:
       argus export argus.duckdb run.json --run f3734403 --format perfetto
       argus export argus.duckdb tree.json --version variant=a --format hatchet

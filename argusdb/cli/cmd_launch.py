@@ -20,6 +20,7 @@ def command() -> None:
     Record a launch with 'torchrun ... -m argusdb.observe.launch.rank_boot PROG' (ARGUS_DIST_MODE
     events|forced|cupti|profiler, ARGUS_DIST_OUT, ARGUS_LAUNCH_GROUP), then ingest its folder.
 
+    \b
     Examples:
       argus launch ingest argus.duckdb out/xl-serial-events-1 --program tp_block.py
       argus launch diff argus.duckdb --from 593565e8 --to 812dae0b
@@ -49,21 +50,45 @@ def ingest(store: str, paths: tuple[str, ...], program_path: str | None,
 
 @command.command("diff")
 @click.argument("store")
-@click.option("--from", "from_version", required=True, help="Program version (id).")
-@click.option("--to", "to_version", required=True, help="Program version (id).")
+@click.option("--from", "from_version", required=True, metavar="VERSION",
+              help="Version ID or prefix, run ID, or KEY=VALUE of --option (as argus diff).")
+@click.option("--to", "to_version", required=True, metavar="VERSION",
+              help="Same forms as --from.")
 @output_options
 @handle_errors
 def diff(store: str, from_version: str, to_version: str, as_json: bool, as_csv: bool) -> None:
-    """Compare two versions per step and per collective (timing-clean runs), with CIs."""
+    """Compare two versions per step and per collective (timing-clean runs), with CIs.
+
+    \b
+    Examples:
+      argus launch diff argus.duckdb --from version=serial --to version=overlap
+      argus launch diff argus.duckdb --from 593565e8 --to 812dae0b
+    """
+    from argusdb.answers import format as fmt
+    from argusdb.answers.select import resolve_versions
+
     # Collectives and steps are read as ingested (no materialization): a stale store is fine.
     with connect(store, read_only=True, require_fresh=False) as db:
-        rows = collective_diff(db.store, from_version, to_version)
+        before, after = resolve_versions(db, [from_version, to_version])
+        rows = collective_diff(db.store, before.program_version, after.program_version)
     cols = ["quantity", "key", "from_n", "to_n", "from_median_ns", "to_median_ns", "ratio",
             "ci_low", "ci_high", "p_value", "significant"]
 
     def cell(v: object) -> object:
         return None if isinstance(v, float) and math.isnan(v) else v
-    print_table(cols, [[cell(r[c]) for c in cols] for r in rows], as_json, as_csv)
+    if as_json or as_csv:
+        print_table(cols, [[cell(r[c]) for c in cols] for r in rows], as_json, as_csv,
+                    extra={"from": before.program_version, "to": after.program_version})
+        return
+    click.echo(f"{before.label} ({before.program_version}) -> {after.label} "
+               f"({after.program_version}), timing-clean launches; ratio = to/from", err=True)
+    print_table(
+        ["quantity", "key", "n from/to", "from", "to", "ratio", "95% CI", "p", "significant"],
+        [[r["quantity"], r["key"], f"{r['from_n']}/{r['to_n']}",
+          fmt.quantity(r["from_median_ns"], "ns"), fmt.quantity(r["to_median_ns"], "ns"),
+          fmt.ratio(r["ratio"]), fmt.interval(r["ci_low"], r["ci_high"]),
+          fmt.p_value(r["p_value"]), fmt.text(r["significant"])] for r in rows],
+        right=[False, False, True, True, True, True, True, True, False])
 
 
 @command.command("trace")

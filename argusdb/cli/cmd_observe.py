@@ -18,7 +18,34 @@ from argusdb.observe import observe, plan_json
 from argusdb.observe.planner.scope import parse_pairs
 
 
-@click.command("observe")
+def _signals_epilog() -> str:
+    """The signals observe can ask for, from the signal vocabulary (``argusdb.schema.signals``)
+    so the help and the planner cannot disagree."""
+    import textwrap
+
+    from argusdb.schema import signals as s
+
+    def wrapped(title: str, names: list[str]) -> list[str]:
+        return [f"  {title}:", *textwrap.wrap(", ".join(names), 86, initial_indent="    ",
+                                               subsequent_indent="    ")]
+
+    lines = ["\b", "Signals:", "  duration: a kernel's (clean timing) or a region's (Proton "
+             "scopes)", "  exposed_latency: derived from a forced-wait variant and its parent",
+             *wrapped("Nsight Compute source page", list(s.SOURCE_SIGNALS)),
+             *wrapped("Nsight Compute stall reasons (also NAME_not_issued)",
+                      [f"stall_{r}" for r in s.STALL_REASONS]),
+             *wrapped("Proton PC sampling (NAME@proton)", list(s.PCS_SIGNALS)),
+             "  any Nsight Compute metric BASE.ROLLUP, e.g. dram__bytes_read.sum",
+             "", "\b", "Examples:",
+             "  argus observe --region fused_norm/layernorm_fwd/load --signals "
+             "duration,inst_executed \\",
+             "    --dry-run -- python3 model.py",
+             "  argus observe kernels/softmax.py --region softmax/softmax_fwd/load "
+             "--signals exposed_latency --dry-run"]
+    return "\n".join(lines)
+
+
+@click.command("observe", epilog=_signals_epilog())
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[KERNEL_FILE | -- COMMAND...]")
 @click.option("--region", required=True, help="Region id, e.g. softmax/softmax_fwd/load.")
 @click.option("--signals", required=True, help="Comma-separated signals, e.g. duration,"

@@ -37,19 +37,33 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--perfetto", default=None, metavar="FILE.json", help="Distributed programs: "
               "write the same launch group as a Perfetto trace (a process per rank, a thread "
               "per stream or host thread).")
+@click.option("--all", "all_rows", is_flag=True,
+              help="Every signal and every stall reason (the default shows the top ones).")
+@click.option("--detail", is_flag=True,
+              help="Every claim, one row each: per scope (CTA, warp, ...) and cohort.")
+@click.option("--scope", "scopes", multiple=True, metavar="KEY=VALUE",
+              help="Only claims of this scope coordinate, e.g. cta=0 (repeatable; implies "
+                   "--detail).")
 @output_options
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
             max_entropy: float, max_unattributed: float, launch_group: str | None,
-            timeline: str | None, perfetto: str | None, as_json: bool,
-            as_csv: bool) -> None:
-    """Report every claim about REGION for an agent: value, evidence class, provenance
-    (versions, runs, tasks), ambiguity notes, repeat statistics and a policy verdict.
+            timeline: str | None, perfetto: str | None, all_rows: bool, detail: bool,
+            scopes: tuple[str, ...], as_json: bool, as_csv: bool) -> None:
+    """Report the claims about REGION: value with its unit, evidence class, cohort, verdict.
 
-    A region (or every asked --signal) without evidence exits 3 with the 'argus observe'
-    request that would produce it.
+    The default view fits a screen: one line per version and signal, signals measured per
+    scope or per launch as n, median, p10-p90 and min-max, stall reasons grouped by the
+    collector that sampled them with the top ones shown. --all shows every signal and reason,
+    --detail (or --scope) every claim, --json every field of every claim (provenance, runs,
+    tasks, notes, repeat statistics). A region (or every asked --signal) without evidence
+    exits 3 with the 'argus observe' request that would produce it.
 
-    Example: argus report argus.duckdb --region matmul/matmul_kernel --json
+    \b
+    Examples:
+      argus report argus.duckdb --region matmul/matmul_kernel
+      argus report argus.duckdb --region fused_norm/layernorm_fwd/load --scope cta=0
+      argus report argus.duckdb --region matmul/matmul_kernel --json
     """
     from argusdb.answers import rank_views as views
 
@@ -68,6 +82,11 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
             if not ranks or region.count("/") != 1:
                 raise
             rep, no_claims = None, str(exc)
+        summary = []
+        if rep is not None and not (as_json or as_csv or detail or scopes):
+            from argusdb.answers.summary import summarise
+
+            summary = summarise(db, rep, all_rows=all_rows)
         if timeline is not None:
             lg = views.write_timeline(db.store, ranks, program, timeline)
             click.echo(f"wrote {timeline} (launch {lg})", err=True)
@@ -86,15 +105,46 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
     if as_json:
         print_json({**rep.to_json(), **({"ranks": ranks} if ranks else {})})
         return
-    cols = ["program_version", "signal", "value", "unit", "evidence_class", "n", "iqr", "cv",
-            "association_entropy", "unattributed_share", "verdict"]
-    print_table(cols, [[getattr(c, k) for k in cols] for c in rep.claims], as_csv=as_csv)
-    if as_csv:
-        return
-    for c in rep.claims:
-        click.echo(f"{c.program_version} {c.signal}: {c.verdict}: {c.reason}; runs "
-                   f"{', '.join(c.runs)}; {c.signature}", err=True)
-    for m in rep.missing:
-        click.echo(f"no evidence: {m['signal']}; to produce it: {m['request']}", err=True)
+    claims = rep.claims
+    if scopes:
+        wanted = set(_scope_pairs(scopes))
+        claims = [c for c in claims if wanted <= set(c.scope.split(","))]
+    if as_csv or detail or scopes:
+        cols = ["program_version", "signal", "scope", "value", "unit", "evidence_class",
+                "standing", "n", "iqr", "cv", "association_entropy", "unattributed_share",
+                "verdict"]
+        if as_csv:
+            print_table(cols, [[getattr(c, k) for k in cols] for c in claims], as_csv=True)
+            return
+        from argusdb.answers import format as fmt
+
+        print_table(["program_version", "signal", "scope", "value", "class", "standing", "n",
+                     "iqr", "cv", "entropy", "unattributed", "verdict"],
+                    [[c.program_version, c.signal, c.scope, fmt.quantity(c.value, c.unit),
+                      c.evidence_class, fmt.text(c.standing), c.n, fmt.quantity(c.iqr, c.unit),
+                      fmt.number(c.cv), fmt.quantity(c.association_entropy, "bits"),
+                      fmt.share(c.unattributed_share), c.verdict] for c in claims],
+                    right=[False, False, False, True, False, False, True, True, True, True,
+                           True, False])
+        for m in rep.missing:
+            click.echo(f"no evidence: {m['signal']}\n  to produce it: {m['request']}",
+                       err=True)
+    else:
+        for line in summary:
+            click.echo(line)
     for line in views.describe(ranks):
         click.echo(line)
+
+
+def _scope_pairs(scopes: tuple[str, ...]) -> list[str]:
+    """``--scope KEY=VALUE`` values, checked: KEY a scope coordinate, VALUE given."""
+    from argusdb.schema.shape import SCOPE
+
+    out = []
+    for s in scopes:
+        key, eq, value = s.partition("=")
+        if not eq or not value or key not in SCOPE:
+            raise UsageError(f"--scope {s!r}: give KEY=VALUE with KEY one of "
+                             f"{', '.join(SCOPE)}, e.g. --scope cta=0")
+        out.append(f"{key}={value}")
+    return out

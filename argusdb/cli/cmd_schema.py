@@ -24,6 +24,7 @@ def command(name: str | None, as_json: bool, as_csv: bool) -> None:
     """List the public tables, views and macros; with NAME, its columns (meaning, unit and
     provenance of each).
 
+    \b
     Examples:
       argus schema
       argus schema evidence
@@ -58,5 +59,7 @@ def command(name: str | None, as_json: bool, as_csv: bool) -> None:
 
 
 def _first_sentence(text: str) -> str:
+    # a module's dependency line ('requires: a.b, shape') is for the catalog, not the reader
+    text = re.sub(r"^requires:\s*[\w.]+(?:,\s*[\w.]+)*\s+", "", text)
     head = re.split(r"(?<!e\.g)(?<!i\.e)\. ", text)[0].rstrip(".")
     return head if len(head) <= 100 else head[:97] + "..."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from argusdb.answers.trajectory import trajectory
+from argusdb.answers.trajectory import human_table, trajectory
 from argusdb.api import connect
 from argusdb.cli.output import handle_errors, output_options, print_json, print_table
 
@@ -17,16 +17,20 @@ from argusdb.cli.output import handle_errors, output_options, print_json, print_
               help="Ordered version selectors (ID or prefix, run ID, or KEY=VALUE; separate "
                    "KEY=VALUE selectors with ';').")
 @click.option("--signal", "signals", multiple=True, help="Signal to follow (repeatable).")
+@click.option("--all", "all_series", is_flag=True,
+              help="Also series with a value in one version only (no step to show).")
 @output_options
 @handle_errors
 def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[str, ...],
-            as_json: bool, as_csv: bool) -> None:
+            all_series: bool, as_json: bool, as_csv: bool) -> None:
     """Show each region's evolution along an ordered series of program versions.
 
     Regions are followed by region ID, so a version whose lines moved is the same region.
 
-    Example: argus trajectory argus.duckdb --region matmul/matmul_kernel
-    --versions variant=naive,variant=tiled,variant=tuned --signal duration
+    \b
+    Example:
+      argus trajectory argus.duckdb --region matmul/matmul_kernel \\
+        --versions variant=naive,variant=tiled,variant=tuned --signal duration
     """
     sep = ";" if ";" in versions else ","
     with connect(store, read_only=True) as db:
@@ -35,17 +39,21 @@ def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[
     if as_json:
         print_json(t.to_json())
         return
-    cols = ["region_id", "signal", "version", "lines", "n", "median", "ci_low", "ci_high",
-            "unattributed_share", "sufficiency", "step_ratio", "step_verdict"]
-    rows = []
-    for s in t.series:
-        for p in s.points:
-            lines = f"{p.start_line}-{p.end_line}" if p.start_line else "-"
-            rows.append([s.region_id, s.signal, p.label, lines, p.n, p.median, p.ci_low,
-                         p.ci_high, p.unattributed_share, p.sufficiency, p.step_ratio,
-                         p.step_verdict])
-    print_table(cols, rows, as_csv=as_csv)
     if as_csv:
+        cols = ["region_id", "signal", "unit", "standing", "evidence_class", "version", "lines",
+                "n", "median", "ci_low", "ci_high", "unattributed_share", "sufficiency",
+                "step_ratio", "step_verdict"]
+        print_table(cols, [[s.region_id, s.signal, s.unit, s.key.standing,
+                            s.key.evidence_class, p.label,
+                            f"{p.start_line}-{p.end_line}" if p.start_line else None, p.n,
+                            p.median, p.ci_low, p.ci_high, p.unattributed_share, p.sufficiency,
+                            p.step_ratio, p.step_verdict]
+                           for s in t.series for p in s.points], as_csv=True)
         return
+    cols, rows, right, left_out = human_table(t, all_series=all_series)
+    print_table(cols, rows, right=right)
+    if left_out:
+        click.echo(f"note: {left_out} series with a value in one version only left out "
+                   f"(--all shows them)", err=True)
     for n in t.notes:
         click.echo(f"note: {n}", err=True)

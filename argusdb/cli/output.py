@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from argusdb.answers.format import cell, is_number
 from argusdb.answers.wire import dumps
 from argusdb.api import (
     cap_process_memory,
@@ -128,10 +129,25 @@ def handle_errors(func: F) -> F:
             if kwargs.get("as_json"):
                 click.echo(dumps({"ok": False, "errors": _errors(exc)}, default=str))
             else:
-                click.echo(f"error: {exc}", err=True)
+                click.echo(f"error: {_readable(exc)}", err=True)
             sys.exit(exc.exit_code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _readable(exc: ArgusError) -> str:
+    """An error for a person: the cause on the first line, each fix or request on its own
+    (the JSON envelope keeps them as fields)."""
+    from argusdb.errors import InputError, NoEvidence
+
+    if isinstance(exc, InputError):
+        return f"{exc.path}: {exc.problem}\n  fix: {exc.fix}"
+    if isinstance(exc, QueryFailed):
+        return f"{exc.problem}\n  fix: {exc.fix}"
+    if isinstance(exc, NoEvidence):
+        return "\n".join([f"no evidence: {exc.missing}",
+                          *(f"  to produce it: {r}" for r in exc.requests)])
+    return str(exc)
 
 
 def check_output_path(path: str, *, folder: bool = False) -> None:
@@ -168,8 +184,10 @@ def _errors(exc: ArgusError) -> list[dict[str, Any]]:
 
 
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], as_json: bool = False,
-                as_csv: bool = False, extra: dict[str, Any] | None = None) -> None:
-    """Print rows as JSON (``{"ok", "columns", "rows"}``), CSV or an aligned text table."""
+                as_csv: bool = False, extra: dict[str, Any] | None = None,
+                right: Sequence[bool] | None = None) -> None:
+    """Print rows as JSON (``{"ok", "columns", "rows"}``), CSV or an aligned text table
+    (``right``: which columns to right-align, for cells already formatted as text)."""
     if as_json:
         doc: dict[str, Any] = {"ok": True, "columns": list(columns),
                                "rows": [list(r) for r in rows]}
@@ -181,19 +199,22 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], as_json: 
         w.writerow(columns)
         w.writerows(rows)
         return
-    print_text_table(columns, rows)
+    print_text_table(columns, rows, right)
 
 
-def print_text_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """An aligned table for people: numbers right-aligned, counts as integers with thousands
-    separators, NULL spelled out, never wrapped or cut (pipe it to ``less -S``).
+def print_text_table(columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                     right: Sequence[bool] | None = None) -> None:
+    """An aligned table for people: numbers right-aligned and formatted by
+    :func:`argusdb.answers.format.cell` (thousands separators, no exponent notation, NULL
+    spelled out), never wrapped or cut (pipe it to ``less -S``).
 
     Plain printable ASCII, which is what answers hold, is laid out directly (:func:`_plain`),
     exactly as ``rich`` lays it out: rich costs 0.45 ms a row and 30 ms of start-up. Other text
     (wide or control characters) goes through rich (:func:`_rich`)."""
-    cells = [[_fmt(v) for v in r] for r in rows]
-    numeric = [bool(rows) and all(_is_number(r[i]) or r[i] is None for r in rows)
-               for i in range(len(columns))]
+    cells = [[cell(v) for v in r] for r in rows]
+    numeric = list(right) if right is not None else [
+        bool(rows) and all(is_number(r[i]) or r[i] is None for r in rows)
+        for i in range(len(columns))]
     plain = _plain_fits(list(columns), cells, numeric)
     click.echo((_plain if plain else _rich)(list(columns), cells, numeric))
 
@@ -234,33 +255,3 @@ def _rich(columns: list[str], cells: list[list[str]], numeric: list[bool]) -> st
     with console.capture() as cap:
         console.print(table)
     return "\n".join(line.rstrip() for line in cap.get().splitlines())
-
-
-def _is_number(v: Any) -> bool:
-    from decimal import Decimal
-
-    return isinstance(v, int | float | Decimal) and not isinstance(v, bool)
-
-
-def _fmt(v: Any) -> str:
-    """A cell as a person reads it: 40,198,100 rather than 4.01981e+07."""
-    if v is None:
-        return "NULL"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, int):
-        return f"{v:,}"
-    if _is_number(v):  # DECIMAL columns (round(), sums of decimals)
-        v = float(v)
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            return str(v)
-        if v.is_integer() and abs(v) < 1e15:
-            return f"{int(v):,}"
-        if abs(v) >= 1e15 or (v != 0 and abs(v) < 1e-4):
-            return f"{v:.4g}"
-        if abs(v) >= 100:
-            return f"{v:,.1f}"
-        return f"{v:.4g}"
-    text = str(v)
-    return text if len(text) <= 120 and "\n" not in text else text.replace("\n", " ")[:117] + "..."

@@ -40,6 +40,9 @@ async def _session(store: str) -> dict[str, Any]:
             out["plan"] = await session.call_tool("observe_plan", {
                 "region": "softmax/softmax_fwd", "signals": ["duration", "inst_executed"],
                 "source": str(KERNELS / "softmax.py")})
+            out["plan_text"] = await session.call_tool("observe_plan", {
+                "region": "softmax/softmax_fwd", "signals": "duration, inst_executed",
+                "source": str(KERNELS / "softmax.py")})
     return out
 
 
@@ -84,3 +87,7 @@ def test_mcp_client_session_over_stdio(relabelled: Connection) -> None:
     # Clean timing of softmax is in the store already: the plan reuses that run.
     timing = next(t for t in plan["tasks"] if t["action"] == "cupti_timing")
     assert timing["reuse"]["run_id"] == softmax_run
+    # the CLI's "a,b" form of the signals plans the same tasks
+    assert not out["plan_text"].is_error, out["plan_text"].content
+    text_plan = _doc(out["plan_text"])["plan"]
+    assert [t["action"] for t in text_plan["tasks"]] == actions

@@ -63,6 +63,8 @@ def test_answers_render_as_html_in_jupyter(h200: Path) -> None:
     # bk64_s3 -> bk32_s1 is 2x slower on the H200: its verdict is red
     assert re.search(r"<td style='color:#b00'>[^<]*</td></tr></table>$", page)
     assert "text-align:right" in page
+    # one style with the CLI: values carry their unit, p-values no exponent
+    assert ">210.3 µs</td>" in page and "&lt; 0.0001" in page and "e-" not in page
     traj = t._repr_html_()
     assert traj.count("<tr>") == 1 + 3 * len(t.series) and len(t.series) >= 1
     assert "color:#b00" in traj and "color:#070" in traj

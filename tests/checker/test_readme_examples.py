@@ -1,5 +1,5 @@
-"""Every SQL example of the README is sound on a multi-version store: accepted and run on the
-store of every demo recording with softmax under two program versions."""
+"""Every SQL example of the README and docs/ is sound on a multi-version store: accepted and
+run on the store of every demo recording with softmax under two program versions."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from argusdb import demo
 from argusdb.api import checked
 from argusdb.store.embedded import Store
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _examples() -> list[str]:
-    text = README.read_text()
+    text = "\n".join(p.read_text() for p in PAGES)
     out = [m.strip() for m in re.findall(r"```sql\n(.*?)```", text, re.S)]
     for call in re.findall(r'db\.query\(((?:"[^"]*"\s*)+)\)', text):
         out.append("".join(re.findall(r'"([^"]*)"', call)))

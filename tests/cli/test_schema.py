@@ -29,3 +29,14 @@ def test_schema_of_one_table_shows_every_documented_column() -> None:
 def test_schema_misspelt_name_suggests() -> None:
     r = CliRunner().invoke(main, ["schema", "evidense"])
     assert r.exit_code == 2 and "did you mean 'evidence'" in r.stderr
+
+
+def test_the_listing_reads_without_the_catalogs_dependency_tags() -> None:
+    from click.testing import CliRunner
+
+    from argusdb.cli import main
+
+    r = CliRunner().invoke(main, ["schema"])
+    assert r.exit_code == 0
+    assert "requires:" not in r.stdout
+    assert "derivation_interval_of" in r.stdout

@@ -38,6 +38,36 @@ def test_ingest_diff_trace(tmp_path: Path) -> None:
     assert out.exit_code == 0 and json.loads(trace.read_text())["traceEvents"]
 
 
+def test_launch_diff_takes_the_selectors_of_argus_diff(tmp_path: Path) -> None:
+    """``version=serial`` and an 8-character prefix resolve as ``argus diff`` resolves them;
+    the text table carries units."""
+    r = CliRunner()
+    store = str(tmp_path / "s.duckdb")
+    versions = {}
+    for v in ("serial", "overlap"):
+        out = r.invoke(main, ["launch", "ingest", store, str(DATA / f"xl-{v}-events-1"),
+                              "--program", PROGRAM, "--option", f"version={v}",
+                              "--option", "target=sm_90", "--json"])
+        assert out.exit_code == 0, out.output
+        versions[v] = json.loads(out.output)["runs"][0]["program_version"]
+    by_option = r.invoke(main, ["launch", "diff", store, "--from", "version=serial", "--to",
+                                "version=overlap", "--json"])
+    by_prefix = r.invoke(main, ["launch", "diff", store, "--from", versions["serial"][:8],
+                                "--to", versions["overlap"][:8], "--json"])
+    assert by_option.exit_code == by_prefix.exit_code == 0, by_option.output
+    a, b = json.loads(by_option.output), json.loads(by_prefix.output)
+    assert a["rows"] == b["rows"] and a["rows"]
+    assert (a["from"], a["to"]) == (versions["serial"], versions["overlap"])
+    text = r.invoke(main, ["launch", "diff", store, "--from", "version=serial", "--to",
+                           "version=overlap"])
+    assert text.exit_code == 0
+    ex = next(ln for ln in text.stdout.splitlines() if ln.startswith("exposed_communication"))
+    assert " µs" in ex and "e+" not in text.stdout
+    wrong = r.invoke(main, ["launch", "diff", store, "--from", "version=nope", "--to",
+                            "version=overlap"])
+    assert wrong.exit_code == 2 and "timing-clean" not in wrong.stderr
+
+
 def test_one_rank_missing_exits_2(tmp_path: Path) -> None:
     one = next((DATA / "xl-serial-events-1").glob("*rank0*"))
     out = CliRunner().invoke(main, ["launch", "ingest", str(tmp_path / "s.duckdb"), str(one)])

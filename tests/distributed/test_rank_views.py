@@ -98,6 +98,22 @@ def test_dashboard_shows_ranks_and_a_timeline_per_version(store: str, tmp_path: 
     assert page.count("<b>critical</b>") >= 2
 
 
+def test_the_dashboard_leads_with_the_clean_observed_result(store: str, tmp_path: Path) -> None:
+    """Before any claim or derived value, the page states the observed step time and exposed
+    communication of the timing-clean launches, serial -> overlap, with the diff's verdict."""
+    out = CliRunner().invoke(main, ["dashboard", store, "--out", str(tmp_path / "d")])
+    assert out.exit_code == 0, out.output
+    page = (tmp_path / "d" / "index.html").read_text()
+    lead = page.index("<p class='lead'>Observed on timing-clean launches")
+    assert lead < page.index("<table class='claims'>")
+    items = page[lead:page.index("</ul>", lead)]
+    exposed = items[items.index("<b>exposed_communication</b>"):].split("</li>")[0]
+    assert "version=serial (" in items.split("→")[0] and "version=overlap (" in items
+    assert exposed.startswith("<b>exposed_communication</b>: 428.2 µs → 251.3 µs, ratio 0.58")
+    assert exposed.endswith(", significant")
+    assert "e+" not in page.split("<svg")[0]
+
+
 def test_diff_per_collective_with_significance(store: str) -> None:
     out = CliRunner().invoke(main, ["diff", store, "--region", "tp_block/bias_gelu_kernel",
                                     "--from", "version=serial", "--to", "version=overlap",

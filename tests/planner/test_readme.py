@@ -1,4 +1,4 @@
-"""The README's observe example is what argus observe prints today (task table part)."""
+"""docs/observe.md's observe example is what argus observe prints today (task table part)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.conftest import KERNELS, ROOT
 
 
 def test_readme_dry_run_example_matches(tmp_path: Path) -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "observe.md").read_text(encoding="utf-8")
     block = re.search(r"\$ argus observe kernels/softmax\.py(.*?)\n```", text, re.S)
     assert block
     lines = block.group(1).splitlines()

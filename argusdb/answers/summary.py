@@ -1,0 +1,224 @@
+"""A report that fits a screen: per version and signal one line, distributions summarised.
+
+:func:`argusdb.answers.report.report` makes one claim per version, signal and cohort, and a
+cohort per scope: an instrumented launch of 4,096 CTAs × 4 warps gives 16,384 ``scope_cycles``
+claims. :func:`summarise` folds them for a person:
+
+- **one line per version and signal** (and cohort, where a signal has two): the value with its
+  unit, the evidence class, the cohort (standing and collection), the number of values and a
+  verdict;
+- a signal measured per scope (per CTA and warp) or per launch is a **distribution**: n,
+  median, p10–p90 and min–max (the claims' values, or one claim's repeats);
+- **stall reasons** (``stall_*``) are grouped by the collector that sampled them (Nsight
+  Compute's warp-state samples and Proton's PC samples are different measurements), sorted by
+  value, the top ones shown and the rest counted ("+ 23 more");
+- at most ``limit`` signal lines per version ("+ N more signals"), and the reasons of
+  insufficient verdicts once each.
+
+``all_rows`` lifts the limits (every signal, every stall reason); per-scope lines are the
+report's own claims (``argus report --detail`` or ``--scope``); ``--json`` has every field.
+
+Example:
+    >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
+    ...     lines = summarise(db, report(db, "softmax/softmax_fwd"))
+    >>> lines[0].startswith("softmax/softmax_fwd: 1 version")
+    True
+"""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from argusdb.answers import format as fmt
+from argusdb.answers.select import lit
+
+if TYPE_CHECKING:
+    from argusdb.answers.report import Claim, Report
+    from argusdb.api import Connection
+
+#: Signals shown first, in this order; the others follow alphabetically.
+HEADLINE = ("duration", "scope_cycles", "exposed_latency", "exposed_communication",
+            "inst_executed", "thread_inst_executed", "warp_stall_samples", "pc_samples",
+            "pc_stalled_samples")
+#: Signal lines per version in the default view.
+LIMIT = 12
+#: Stall reasons shown per collector in the default view.
+TOP_STALLS = 5
+#: Width that the stall-reason and verdict lines wrap at.
+WIDTH = 100
+#: How collectors are named in the stall-reason lines (run kind -> words).
+COLLECTION = {"ncu.source_csv": "Nsight Compute warp-state samples",
+              "proton.pcsampling": "Proton PC samples", "proton.hatchet": "Proton PC samples"}
+
+
+@dataclass
+class Line:
+    """One signal (and cohort) of one version, folded over its scopes."""
+
+    signal: str
+    unit: str | None
+    evidence_class: str
+    cohort: str
+    values: list[float]
+    claims: list[Claim] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        """Values behind the line: the scopes, or one claim's repeats."""
+        return len(self.claims) if len(self.claims) > 1 else self.claims[0].n
+
+    def spread(self) -> tuple[float, float, float, float, float]:
+        """median, p10, p90, min, max of the line's values."""
+        if len(self.claims) == 1:
+            c = self.claims[0]
+            return c.median, c.p10, c.p90, c.min_value, c.max_value
+        x = np.asarray(self.values, dtype=float)
+        p10, p90 = np.percentile(x, [10, 90])
+        return float(np.median(x)), float(p10), float(p90), float(x.min()), float(x.max())
+
+    def verdict(self) -> str:
+        verdicts = sorted({c.verdict for c in self.claims})
+        if len(verdicts) == 1:
+            return verdicts[0]
+        return ", ".join(f"{sum(c.verdict == v for c in self.claims):,} {v}" for v in verdicts)
+
+
+def cohort(c: Claim) -> str:
+    """The cohort of a claim in words: its standing, and the collection when clean."""
+    sig = "; ".join(fmt.signature(s) for s in c.signature.split("; "))
+    if c.standing == "clean":
+        return f"clean ({sig})" if sig not in ("", "none") else "clean"
+    if c.standing == "derived":
+        return "derived"
+    return fmt.signature(c.standing)
+
+
+def _scope_names(claims: list[Claim]) -> str:
+    keys: dict[str, None] = {}
+    for c in claims[:50]:
+        for part in c.scope.split(","):
+            if "=" in part:
+                keys[part.split("=", 1)[0]] = None
+    return " × ".join(keys) or "scope"
+
+
+def lines_of(claims: list[Claim]) -> list[Line]:
+    """Fold one version's claims into lines: one per (signal, class, cohort)."""
+    groups: dict[tuple[str, str, str], list[Claim]] = defaultdict(list)
+    for c in claims:
+        groups[(c.signal, c.evidence_class, cohort(c))].append(c)
+    out = [Line(sig, fmt.display_unit(sig, cs[0].unit), cls, co, [c.value for c in cs], cs)
+           for (sig, cls, co), cs in groups.items()]
+    order = {s: i for i, s in enumerate(HEADLINE)}
+    # the headline signals first; then the others, those with a value before the zeros
+    return sorted(out, key=lambda ln: (order.get(ln.signal, len(order)),
+                                       ln.signal not in order and not any(ln.values),
+                                       ln.signal, ln.evidence_class, ln.cohort))
+
+
+def stall_breakdown(db: Connection, region: str, versions: list[str]
+                    ) -> dict[str, dict[str, list[tuple[str, float, str | None]]]]:
+    """Per version and collection (run kind), the stall reasons ``(signal, value, unit)``
+    sorted by value: the median over the collection's runs of each run's attributed sum."""
+    if not versions:
+        return {}
+    wanted = ", ".join(lit(v) for v in versions)
+    rows = db.query(
+        "SELECT e.program_version, r.kind, e.run_id, e.signal, any_value(e.unit) AS unit, "
+        "sum(e.value) AS value FROM evidence e JOIN run r ON r.run_id = e.run_id "
+        f"WHERE e.region_id = {lit(region)} AND e.program_version IN ({wanted}) "
+        "AND e.evidence_class = 'attributed' AND e.signal LIKE 'stall\\_%' ESCAPE '\\' "
+        "GROUP BY e.program_version, r.kind, e.run_id, e.signal").to_pylist()
+    runs: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    units: dict[str, str | None] = {}
+    for r in rows:
+        runs[(r["program_version"], r["kind"], r["signal"])].append(float(r["value"]))
+        units[r["signal"]] = r["unit"]
+    out: dict[str, dict[str, list[tuple[str, float, str | None]]]] = defaultdict(dict)
+    for (ver, kind, sig), vals in runs.items():
+        out[ver].setdefault(kind, []).append((sig, statistics.median(vals), units[sig]))
+    for by_kind in out.values():
+        for reasons in by_kind.values():
+            reasons.sort(key=lambda x: (-x[1], x[0]))
+    return out
+
+
+def _version_title(v: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
+    ver = str(v["program_version"])
+    bits = [ver if v.get("label") in (None, ver) else f"{v['label']} ({ver})"]
+    if v.get("transform"):
+        bits.append(f"{str(v['transform']).split(':', 1)[0]} variant of "
+                    f"{v.get('parent_version')}")
+    elif v.get("program") is None and v.get("lines") is None:
+        bits.append("timeline version")
+    span = v.get("lines")
+    if span:
+        bits.append(f"lines {span['start_line']}-{span['end_line']}")
+    return ", ".join(bits)
+
+
+def summarise(db: Connection, rep: Report, *, all_rows: bool = False, limit: int = LIMIT,
+              top_stalls: int = TOP_STALLS) -> list[str]:
+    """The report as lines of text that fit a screen (see the module docstring)."""
+    by_version: dict[str, list[Claim]] = defaultdict(list)
+    for c in rep.claims:
+        by_version[c.program_version].append(c)
+    versions = [v for v in rep.versions if v["program_version"] in by_version]
+    stalls = stall_breakdown(db, rep.region_id, [str(v["program_version"]) for v in versions])
+    out = [f"{rep.region_id}: {fmt.count(len(versions), 'version')}, "
+           f"{fmt.count(len(rep.claims), 'claim')} (--all: every signal and stall reason; "
+           f"--detail: every claim; --json: every field)"]
+    by_id = {str(v["program_version"]): v for v in rep.versions}
+    for v in versions:
+        ver = str(v["program_version"])
+        claims = by_version[ver]
+        lines = lines_of([c for c in claims if not c.signal.startswith("stall_")])
+        shown = lines if all_rows else lines[:limit]
+        out += ["", _version_title(v, by_id)]
+        table = [["signal", "value", "class", "cohort", "n", "p10 – p90", "min – max",
+                  "verdict"]]
+        for ln in shown:
+            med, p10, p90, lo, hi = ln.spread()
+            many = ln.n > 1
+            value = fmt.quantity(med, ln.unit)
+            if len(ln.claims) > 1:
+                value = f"median {value}"
+            n = (f"{ln.n:,} {_scope_names(ln.claims)}" if len(ln.claims) > 1
+                 else f"{ln.n:,}")
+            table.append([ln.signal, value, ln.evidence_class, ln.cohort, n,
+                          fmt.span(p10, p90, ln.unit) if many else "",
+                          fmt.span(lo, hi, ln.unit) if many else "", ln.verdict()])
+        out += ["  " + row for row in fmt.layout(table, right=[False, True, False, False,
+                                                                True, True, True, False])]
+        if len(shown) < len(lines):
+            out.append(f"  + {len(lines) - len(shown)} more signals (--all)")
+        for kind, reasons in sorted(stalls.get(ver, {}).items()):  # by collection
+            unit = reasons[0][2]
+            top = reasons if all_rows else reasons[:top_stalls]
+            rest = reasons[len(top):]
+            zero = sum(1 for r in rest if r[1] == 0)
+            more = (f" (+ {len(rest)} more" + (f", {zero} of them 0" if zero else "")
+                    + ")") if rest else ""
+            out += textwrap.wrap(
+                f"stall reasons, {COLLECTION.get(kind, kind)} ({unit or 'samples'}): "
+                + ", ".join(f"{s.removeprefix('stall_')} {fmt.number(x)}" for s, x, _ in top)
+                + more, WIDTH, initial_indent="  ", subsequent_indent="    ",
+                break_on_hyphens=False)
+        why_of: dict[str, list[str]] = defaultdict(list)
+        for ln in shown:
+            for c in ln.claims:
+                if c.verdict == "insufficient" and ln.signal not in why_of.get(c.reason, []):
+                    why_of[c.reason].append(ln.signal)
+        for why, sigs in why_of.items():
+            out += textwrap.wrap(f"insufficient ({', '.join(sigs)}): {why}", WIDTH,
+                                 initial_indent="  ", subsequent_indent="    ",
+                                 break_on_hyphens=False)
+    for m in rep.missing:
+        out += ["", f"no evidence: {m['signal']}", f"  to produce it: {m['request']}"]
+    return out
