@@ -232,3 +232,9 @@ def test_upkeep_commands(shared_uri: str, tmp_path: Path) -> None:
     assert out["snapshots_expired"] > 0 and out["snapshots_kept"] >= 1
     with connect(shared_uri, read_only=True) as db:
         assert db.query(count).to_pylist() == before
+    # the snapshot list needs no pytz (the shared extra does not install it)
+    res2 = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pytz'] = None; "
+                           "from argusdb.cli import main; main()", "runs", shared_uri,
+                           "--snapshots", "--json"], capture_output=True, text=True, timeout=300)
+    assert res2.returncode == 0, res2.stderr[-2000:]
+    assert len(json.loads(res2.stdout)["rows"]) == out["snapshots_kept"]
