@@ -356,9 +356,9 @@ class Connection:
                               ) -> tuple[pa.Table, dict[str, Any]]:
         """Like :meth:`query`, also returning :meth:`explain`'s provenance of the answer;
         with ``limit`` its ``truncated`` entry says why the answer was cut (else None)."""
-        start = time.monotonic()
-        report = self._checked(valid_sql(sql))
-        ((table, cut),) = self._run(start, [report], limit)
+        with checked.check_budget(self.timeout_s) as spent:
+            report = self._checked(valid_sql(sql))
+        ((table, cut),) = self._run(spent.seconds, [report], limit)
         prov = report.provenance()
         prov["truncated"] = cut
         _log.debug("query: %s", sql)
@@ -377,29 +377,31 @@ class Connection:
             UsageError: a question named in ``facts`` reads evidence.
             QueryFailed: as :meth:`query`, for any of them.
         """
-        start = time.monotonic()
         gen = self._questions.generation
         answers = {s: self._facts[(gen, s)] for s in sqls
                    if s in facts and (gen, s) in self._facts}
         todo = list(dict.fromkeys(s for s in sqls if s not in answers))
-        reports = [self._checked(valid_sql(s)) for s in todo]
+        with checked.check_budget(self.timeout_s) as spent:
+            reports = [self._checked(valid_sql(s)) for s in todo]
         for s, report in zip(todo, reports, strict=True):
             if s in facts and (report.context is None
                                or any(st.base for st in report.context.streams)):
                 raise UsageError("Connection.facts answers questions over facts only (run, "
                                  "task, plan, program_version ...); ask about evidence with "
                                  "query()")
-        for s, (table, _) in zip(todo, self._run(start, reports, None), strict=True):
+        for s, (table, _) in zip(todo, self._run(spent.seconds, reports, None), strict=True):
             answers[s] = table
             if s in facts:
                 _keep(self._facts, gen, s, table)
         return [answers[s] for s in sqls]
 
-    def _run(self, start: float, reports: Sequence[checker.Report], limit: int | None
+    def _run(self, check_cpu_s: float, reports: Sequence[checker.Report], limit: int | None
              ) -> list[tuple[pa.Table, str | None]]:
         """Run accepted reports' statements together within what is left of the time limit
-        (counted from ``start``); without ``limit`` an answer past the caps raises."""
-        out = checked.run_reports(self._questions, reports, start, self.timeout_s,
+        once the checks' CPU seconds are taken off it (:func:`checked.run_reports`); without
+        ``limit`` an answer past the caps raises."""
+        start = time.monotonic()
+        out = checked.run_reports(self._questions, reports, check_cpu_s, self.timeout_s,
                                   self.max_rows, self.max_bytes, limit)
         for table, _ in out:
             _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)

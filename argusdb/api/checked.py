@@ -15,8 +15,8 @@ Example:
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -25,12 +25,13 @@ from argusdb import checker
 from argusdb.api.metadata import StoreMetadata
 from argusdb.api.metadata import refresh as _refresh
 from argusdb.checker import Metadata, Report
+from argusdb.checker.budget import CheckOverrun, Spent, cpu_budget
 from argusdb.errors import Finding, QueryFailed, QueryRefused
 from argusdb.store.embedded import Store
 from argusdb.store.guard import MAX_BYTES, MAX_ROWS
 
-__all__ = ["analyse", "check", "execute", "explain", "metadata_of", "refresh_metadata",
-           "run_reports"]
+__all__ = ["analyse", "check", "check_budget", "execute", "explain", "metadata_of",
+           "refresh_metadata", "run_reports"]
 
 
 def metadata_of(source: Store | Metadata | None) -> Metadata | None:
@@ -62,19 +63,40 @@ def refresh_metadata(store: Store, runs: Iterable[str] | None = None) -> str:
     return _refresh(store, runs)
 
 
-def run_reports(store: Store, reports: Sequence[Report], start: float, timeout_s: float,
+#: How a caller raises the time limit (every command that asks questions has the option).
+TIMEOUT_OPTION = "--timeout; timeout_s of argusdb.connect"
+
+
+@contextmanager
+def check_budget(timeout_s: float) -> Iterator[Spent]:
+    """The checks of one call, bounded by the time limit in CPU seconds of this process
+    (:mod:`argusdb.checker.budget`: a busy machine slows a check, it does not refuse it);
+    past it, the time-limit error. Yields what they used (``.seconds``, once done)."""
+    try:
+        with cpu_budget(timeout_s) as spent:
+            yield spent
+    except CheckOverrun as exc:
+        raise QueryFailed(f"checking the query used more than {timeout_s:g} s of CPU "
+                          f"({exc.spent_s:.1f} s) and was stopped",
+                          "ask a shorter, simpler question (fewer CTEs, subqueries and "
+                          f"nesting levels) or raise the time limit ({TIMEOUT_OPTION})"
+                          ) from None
+
+
+def run_reports(store: Store, reports: Sequence[Report], check_cpu_s: float, timeout_s: float,
                 max_rows: int = MAX_ROWS, max_bytes: int = MAX_BYTES,
                 limit: int | None = None) -> list[tuple[pa.Table, str | None]]:
-    """Run accepted reports' statements together within what is left of the time limit
-    (counted from ``start``, monotonic seconds); without ``limit`` an answer past the caps
-    raises. Each answer comes with why it was cut (None when whole)."""
+    """Run accepted reports' statements together within what is left of the time limit once
+    the CPU seconds their checks used (``check_cpu_s``, see :func:`check_budget`) are taken
+    off it; without ``limit`` an answer past the caps raises. Each answer comes with why it
+    was cut (None when whole)."""
     rows = max_rows if limit is None else max(0, min(int(limit), max_rows))
-    # The time limit covers the whole question: what the check took is not left to run.
-    left = timeout_s - (time.monotonic() - start)
+    # The time limit covers the whole question: what the check used is not left to run.
+    left = timeout_s - check_cpu_s
     if left <= 0:
-        raise QueryFailed(f"the query ran longer than {timeout_s:g} s (in the checker) and "
-                          "was stopped", "ask a shorter, simpler question or raise the time "
-                          "limit (--timeout)")
+        raise QueryFailed(f"checking the query used more than {timeout_s:g} s of CPU "
+                          f"({check_cpu_s:.1f} s)", "ask a shorter, simpler question or "
+                          f"raise the time limit ({TIMEOUT_OPTION})")
     out = store.stream_selects([r.executable for r in reports], left, rows, max_bytes,
                                limit_s=timeout_s)
     for _, cut in out:
@@ -93,9 +115,9 @@ def execute(sql: str, store: Store, timeout_s: float = checker.TIMEOUT_S,
         QueryFailed: DuckDB rejected it, it ran past the time limit, or its answer is larger
             than the caps.
     """
-    start = time.monotonic()
-    report = analyse(sql, store)
+    with check_budget(timeout_s) as spent:
+        report = analyse(sql, store)
     if not report.ok:
         raise QueryRefused(report.findings)
-    ((table, _),) = run_reports(store, [report], start, timeout_s, max_rows, max_bytes)
+    ((table, _),) = run_reports(store, [report], spent.seconds, timeout_s, max_rows, max_bytes)
     return table

@@ -96,6 +96,17 @@ def _filled(relation: str, cols: set[str]) -> list[str]:
     # A scope-tree path below the kernel (Proton 'k2/load') is a slice of it; a path with no
     # kernel is a tool scope above kernels. The test of ingest's region binding (the macro
     # kernel_wide_path of argusdb/queries/shape.sql).
+    # the clock domain of raw and aligned timestamps (interval_event says it; other relations
+    # with timestamps are on their run's clock)
+    if "clock_domain" in cols:
+        sel += ["x.clock_domain AS _clock", "x.aligned_domain AS _aligned_clock"]
+    elif "start_ns" in cols and "run_id" in cols:
+        family = ("CASE WHEN x.clock IN ('cuda_event', 'scope') THEN x.clock ELSE 'trace' END"
+                  if "clock" in cols else "'trace'")
+        sel += [f"concat({family}, ' clock of run ', x.run_id) AS _clock",
+                "NULL::VARCHAR AS _aligned_clock"]
+    else:
+        sel += ["NULL::VARCHAR AS _clock", "NULL::VARCHAR AS _aligned_clock"]
     sel.append(f"CASE WHEN kernel_wide_path({path}, {kernel}) THEN NULL "
                f"WHEN {kernel} IS NULL THEN 'tool_scope' ELSE 'in_kernel_scope' END "
                f"AS _path_level")
@@ -142,7 +153,8 @@ def _summary_sql(relation: str, cols: set[str], run_cols: set[str], where: str =
     keep = [c for c in SUMMARY_EVIDENCE_COLUMNS if c != "warp_role"] + list(
         SUMMARY_EXTRA_COLUMNS.get(relation, ()))
     coords = [f"{c} <> 'all' AS _not_all_{c}" for c in _SCOPE_COORDS if c != "warp_role"]
-    grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, _index_level, "
+    grouped = (f"SELECT {', '.join(keep)}, warp_role, _path_level, _index_level, _clock, "
+               f"_aligned_clock, "
                f"{', '.join(coords)}, "
                f"count(*) AS _rows "
                f"FROM (SELECT {', '.join(_filled(relation, cols))} FROM {relation} AS x "
@@ -226,7 +238,7 @@ class StoreMetadata:
         cols = list(SUMMARY_EVIDENCE_COLUMNS) + list(SUMMARY_EXTRA_COLUMNS.get(relation, ()))
         run_cols = self.columns("run")
         cols += [c for c in sorted(run_cols) if c not in cols]
-        cols += ["_scope", "_standing", "_granularity"]
+        cols += ["_clock", "_aligned_clock", "_scope", "_standing", "_granularity"]
         build = (f"SELECT {', '.join(cols)}, _rows FROM "
                  f"({_summary_sql(relation, self.columns(relation), run_cols, where)})")
         return cols, build

@@ -23,8 +23,8 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from argusdb.checker import functions
-from argusdb.checker.context import KEY_COLUMNS, Context, Props, Stream
+from argusdb.checker import functions, resolve
+from argusdb.checker.context import KEY_COLUMNS, Context, Lineage, Props, Stream
 from argusdb.checker.metadata import Metadata
 from argusdb.checker.passes import syntax as sx
 from argusdb.checker.passes.combinations import CombinationPass
@@ -51,11 +51,74 @@ class Analyzer(CombinationPass):
             if isinstance(sc.expression, exp.Select):
                 self._resolve_columns(sc)
         c = self.ctx
-        if c.unknown_tables or c.unknown_columns or c.bad_constructs or self.meta is None:
+        if c.unknown_tables or c.unknown_columns or c.ambiguous_columns or c.bad_constructs \
+                or self.meta is None:
             return c
         for sc in scopes:
-            self.out[id(sc.expression)] = self._analyse(sc)
+            self.out[id(sc.expression)] = self._named(sc, self._analyse(sc))
         return c
+
+    def _named(self, sc: Scope, st: Stream | None) -> Stream | None:
+        """The output stream of a CTE or derived table under its column list (``t(n)``):
+        its keys, values, labels and traced columns go by the listed names, in order."""
+        names = resolve.alias_columns(sc.expression)
+        if st is None or not names:
+            return st
+        mine = sx.output_names(sc.expression)
+        if len(mine) != len(names) or len(set(mine)) != len(mine):
+            # positions unknown: any listed column may carry evidence, none keys it
+            return Stream(st.alias, st.relation, st.node, st.props,
+                          {k: set() for k in KEY_COLUMNS}, set(names), set(st.acks),
+                          st.diffs_versions)
+        ren = dict(zip(mine, names, strict=True))
+        lin = st.lineage
+        return Stream(st.alias, st.relation, st.node, st.props,
+                      {k: {ren[c] for c in v if c in ren} for k, v in st.keys.items()},
+                      {ren[c] for c in st.values if c in ren}, set(st.acks), st.diffs_versions,
+                      lineage=None if lin is None else Lineage(
+                          lin.regroup, {ren[c]: v for c, v in lin.columns.items() if c in ren},
+                          lin.aggregations, lin.narrowed),
+                      labels={ren[c]: v for c, v in st.labels.items() if c in ren},
+                      group_keys={ren[c]: v for c, v in st.group_keys.items() if c in ren})
+
+    def _narrowed(self, sc: Scope, alias: str, st: Stream) -> tuple[Props, Lineage] | None:
+        """A derived stream under this scope's WHERE conjuncts on its traced columns (an
+        outer ``WHERE run_id = '...'`` on a CTE): its rows are those of its base stream with
+        the traced values, so the base rows under the rewritten predicates are all it holds.
+        None when no conjunct traces."""
+        lin = st.lineage
+        where = sc.expression.args.get("where")
+        if lin is None or where is None:
+            return None
+        extra: list[exp.Expression] = []
+        for c in sx.conjuncts(where.this):
+            c = self._listed(sc, c) or c
+            if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
+                continue
+            refs = [self._ref(sc, col) for col in c.find_all(exp.Column)]
+            if not refs or any(r is None or r[0] != alias or r[1] not in lin.columns
+                               for r in refs):
+                continue
+
+            def traced(n: exp.Expression) -> exp.Expression:
+                if isinstance(n, exp.Column):
+                    ref = self._ref(sc, n)
+                    assert ref is not None
+                    a, name = lin.columns[ref[1]]
+                    return exp.column(name, table=a)
+                return n
+            extra.append(c.transform(traced))
+        if not extra:
+            return None
+        narrowed = Lineage(lin.regroup, lin.columns, lin.aggregations,
+                           (*lin.narrowed, *extra))
+        found = narrowed.rows([])
+        if found is None:
+            return None
+        props = Props.of_rows(found[0])
+        for kept in lin.aggregations:
+            props.scopes = {sx.aggregated_scope(x, set(kept)) for x in props.scopes}
+        return props, narrowed
 
     # -- streams and combinations --------------------------------------------------------
 
@@ -63,7 +126,7 @@ class Analyzer(CombinationPass):
         node = sc.expression
         if isinstance(node, exp.SetOperation):
             names0 = sx.output_names(node)
-            parts = []
+            parts: list[Stream] = []
             for u in sx.set_op_scopes(sc):
                 p = self.out.get(id(u.expression))
                 if p is None:
@@ -75,7 +138,12 @@ class Analyzer(CombinationPass):
                     p = Stream(p.alias, p.relation, p.node, p.props,
                                {k: {ren.get(c, c) for c in v} for k, v in p.keys.items()},
                                {ren.get(c, c) for c in p.values}, set(p.acks),
-                               p.diffs_versions)
+                               p.diffs_versions,
+                               labels={ren.get(c, c): v for c, v in p.labels.items()},
+                               group_keys={ren.get(c, c): v for c, v in p.group_keys.items()})
+                elif names0 and mine != names0:
+                    p = Stream(p.alias, p.relation, p.node, p.props, p.keys, p.values,
+                               set(p.acks), p.diffs_versions)
                 parts.append(p)
             if not parts:
                 return None
@@ -87,6 +155,16 @@ class Analyzer(CombinationPass):
                 out.diffs_versions |= p.diffs_versions
             out.keys = {k: set.intersection(*(p.keys.get(k, set()) for p in parts))
                         for k in KEY_COLUMNS}
+            # a column every branch fills with literals ('s2' AS v) tells the branches apart
+            for col in set.intersection(*(set(p.labels) for p in parts)):
+                merged: dict[Any, Props] = {}
+                for p in parts:
+                    for v, props in p.labels[col].items():
+                        merged[v] = merged[v].merge(props) if v in merged else props
+                out.labels[col] = merged
+                kept = {k for k in KEY_COLUMNS if not any(x.mixed(k) for x in merged.values())}
+                if kept:
+                    out.group_keys[col] = kept
             return out
         if not isinstance(node, exp.Select):
             return None
@@ -124,10 +202,13 @@ class Analyzer(CombinationPass):
                 st = self.out.get(id(src.expression))
                 if st is not None:
                     name = alias or "(subquery)"
-                    streams[alias] = Stream(name, name, ref, st.props,
+                    props, lineage = self._narrowed(sc, alias, st) or (st.props, st.lineage)
+                    streams[alias] = Stream(name, name, ref, props,
                                             {k: set(v) for k, v in st.keys.items()},
                                             set(st.values), set(st.acks), st.diffs_versions,
-                                            lineage=st.lineage)
+                                            lineage=lineage,
+                                            group_keys={c: set(v) for c, v in
+                                                        st.group_keys.items()})
                 continue
             rel = self.relations.get(id(src))
             if rel is None:
@@ -137,9 +218,10 @@ class Analyzer(CombinationPass):
                 streams[alias], meta_rows[alias] = made
         self.ctx.streams.extend(streams.values())
         self._join_combinations(sc, node, streams, uf)
-        self._subquery_combinations(sc, streams)
+        scalars = self._subquery_combinations(sc, streams, uf)
         if aggregated:
             agg_keys = [k for k in group_keys if not any(k is r for r in rollup)]
+            self._timestamp_aggregates(sc, node, value_aggs, agg_keys, streams, meta_rows, uf)
             plain = [va for va in value_aggs if sx.filter_of(va) is None]
             conds = [c for va in value_aggs if (c := sx.filter_of(va)) is not None]
             # one output row puts every aggregate of its group together: identity properties
@@ -191,7 +273,7 @@ class Analyzer(CombinationPass):
                                      [wcond] if wcond is not None else None)
         grouped = [k for k in group_keys if not any(k is r for r in rollup)]
         return self._output(sc, node, streams, aggregated, group_keys, grouped,
-                            list(partitions.values()))
+                            list(partitions.values()), scalars)
 
     def _correlated(self, sc: Scope) -> list[exp.Expression]:
         if sc.parent is None:

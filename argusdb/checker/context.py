@@ -40,14 +40,22 @@ KEY_COLUMNS: dict[str, frozenset[str]] = {
     "unit": frozenset({"unit", "signal", "evidence_id"}),
     # a run is on one device
     "device": frozenset({"device", "device_info", "run_id", "evidence_id"}),
+    # raw timestamps of one run are on one process's clock; aligned ones of a launch group on
+    # its reference clock (judged only where timestamps meet: see CLOCK_PROPERTIES)
+    "clock": frozenset({"run_id", "clock_domain"}),
+    "aligned_clock": frozenset({"run_id", "aligned_domain", "launch_group"}),
 }
+#: Properties judged only at combinations made for them (where timestamps meet), not at every
+#: join or aggregate (durations are differences on one clock: comparable across clocks).
+CLOCK_PROPERTIES = frozenset({"clock", "aligned_clock"})
 
 
 #: Props sets filled from one metadata column each (runs and tasks: see ``Props.add``).
 _PROP_COLUMNS = (("versions", "program_version"), ("classes", "evidence_class"),
                  ("standings", "_standing"), ("signatures", "signature"),
                  ("passes", "replay_pass"), ("signals", "signal"), ("scopes", "_scope"),
-                 ("units", "unit"), ("granularities", "_granularity"), ("devices", "device"))
+                 ("units", "unit"), ("granularities", "_granularity"), ("devices", "device"),
+                 ("clocks", "_clock"), ("aligned_clocks", "_aligned_clock"))
 
 
 @dataclass
@@ -66,6 +74,8 @@ class Props:
     units: set[str] = field(default_factory=set)
     granularities: set[str] = field(default_factory=set)
     devices: set[str] = field(default_factory=set)
+    clocks: set[str] = field(default_factory=set)
+    aligned_clocks: set[str] = field(default_factory=set)
     rows: int = 0
     #: ``runs`` / ``tasks`` are samples (some metadata row had more than it lists); then
     #: ``run_count_at_least`` is a lower bound of the runs.
@@ -105,7 +115,8 @@ class Props:
     def merge(self, other: Props) -> Props:
         out = Props()
         for attr in ("versions", "runs", "tasks", "classes", "standings", "signatures",
-                     "passes", "signals", "scopes", "units", "granularities", "devices"):
+                     "passes", "signals", "scopes", "units", "granularities", "devices",
+                     "clocks", "aligned_clocks"):
             setattr(out, attr, getattr(self, attr) | getattr(other, attr))
         out.rows = self.rows + other.rows
         out.runs_sampled = self.runs_sampled or other.runs_sampled
@@ -134,6 +145,10 @@ class Props:
             return len(self.units) > 1
         if prop == "device":
             return len(self.devices) > 1
+        if prop == "clock":
+            return len(self.clocks) > 1
+        if prop == "aligned_clock":
+            return len(self.aligned_clocks) > 1
         raise ValueError(prop)
 
     def to_json(self) -> dict[str, Any]:
@@ -143,15 +158,17 @@ class Props:
                 "standings": sorted(self.standings), "replay_passes": sorted(self.passes),
                 "signals": sorted(self.signals), "scopes": sorted(self.scopes),
                 "units": sorted(self.units), "granularities": sorted(self.granularities),
-                "devices": sorted(self.devices), "rows": self.rows,
+                "devices": sorted(self.devices), "clock_domains": sorted(self.clocks),
+                "rows": self.rows,
                 "runs_sampled": self.runs_sampled, "tasks_sampled": self.tasks_sampled,
                 "run_count_at_least": max(len(self.runs), self.run_count_at_least)}
 
 
-#: Metadata rows of a base stream (its own scope's predicates) with the values of the given
-#: columns of that scope, and the row field holding each; None when a column is not over its
-#: metadata.
-Regroup = Callable[[list[tuple[str, str]]], "tuple[list[dict[str, Any]], list[str]] | None"]
+#: Metadata rows of a base stream (its own scope's predicates, and the extra predicates given,
+#: over columns of that scope) with the values of the given columns of that scope, and the row
+#: field holding each; None when a column or predicate is not over its metadata.
+Regroup = Callable[[list["tuple[str, str] | exp.Expression"], tuple[exp.Expression, ...]],
+                   "tuple[list[dict[str, Any]], list[str]] | None"]
 
 
 @dataclass
@@ -172,6 +189,15 @@ class Lineage:
     #: The GROUP BY columns of each aggregation on the way from the base stream, innermost
     #: first (what ``aggregated_scope`` keeps of the rows' scope levels).
     aggregations: list[frozenset[str]] = field(default_factory=list)
+    #: Predicates of outer scopes over traced columns, rewritten over the base stream's scope
+    #: (they narrow the rows every regroup reads).
+    narrowed: tuple[exp.Expression, ...] = ()
+
+    def rows(self, columns: list[tuple[str, str] | exp.Expression]
+             ) -> tuple[list[dict[str, Any]], list[str]] | None:
+        """The base rows (under ``narrowed``) grouped by ``columns`` (of the base stream's
+        scope, or expressions over them; see ``Regroup``)."""
+        return self.regroup(columns, self.narrowed)
 
 
 @dataclass
@@ -199,6 +225,12 @@ class Stream:
     #: the partitions of an outer scope); derived streams: where their columns come from.
     regroup: Regroup | None = None
     lineage: Lineage | None = None
+    #: Output columns that hold one literal per row set (``'s2' AS v`` in each branch of a
+    #: UNION ALL): column → literal → properties of the rows that carry it.
+    labels: dict[str, dict[Any, Props]] = field(default_factory=dict)
+    #: Properties each listed column keeps apart when grouped or partitioned by (labels whose
+    #: rows are not mixed in them); no key of a join (two streams' labels say nothing alike).
+    group_keys: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -256,6 +288,10 @@ class Context:
     streams: list[Stream] = field(default_factory=list)
     unknown_tables: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
     unknown_columns: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
+    #: Unqualified columns two sources of their scope have (DuckDB refuses to bind them),
+    #: with the aliases of those sources.
+    ambiguous_columns: list[tuple[exp.Expression, str, list[str]]] = field(
+        default_factory=list)
     constructs: list[dict[str, Any]] = field(default_factory=list)
     acknowledgements: list[dict[str, Any]] = field(default_factory=list)
     bad_constructs: list[tuple[exp.Expression, str, str]] = field(default_factory=list)
@@ -278,7 +314,8 @@ class Context:
         out: dict[tuple[int, str], Combination] = {}
         for c in self.combinations:
             if prop in c.separated or not c.props.mixed(prop) or (
-                    c.only is not None and prop not in c.only):
+                    c.only is not None and prop not in c.only) or (
+                    prop in CLOCK_PROPERTIES and c.only is None):
                 continue
             key = (id(c.node), ",".join(s.alias for s in c.streams))
             if key in out:

@@ -16,7 +16,10 @@ Metadata columns (``META_COLUMNS``):
     ``_granularity``: 'instruction' (a PC), 'line' (a source line), 'region' (an attributed
     region sum) or 'kernel' (a kernel-wide value);
     ``unit``: the value's unit ('(none)' where the artefact gives none); ``device``: the
-    run's device model (NULL where the run does not say).
+    run's device model (NULL where the run does not say);
+    ``_clock``: the clock domain of the row's raw timestamps (``interval_event.clock_domain``:
+    one process and clock; NULL for rows without timestamps); ``_aligned_clock``: that of its
+    aligned timestamps (``interval_event.aligned_domain``).
 
 A metadata row is grouped to what the rules compare (``RULE_COLUMNS`` and the query's keys),
 not per run: its runs and tasks come as aggregates. ``_runs`` (``_tasks``) lists a sample of
@@ -50,7 +53,7 @@ from argusdb.checker.predicates import NotSimple, Pred, evaluate
 #: Metadata columns every metadata row carries (the properties the rules look at).
 META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_standing",
                 "signature", "replay_pass", "signal", "_scope", "unit", "_granularity",
-                "device")
+                "device", "_clock", "_aligned_clock")
 #: The metadata columns a row is grouped by: all but the run and task (kept as aggregates).
 RULE_COLUMNS = tuple(c for c in META_COLUMNS if c not in ("run_id", "task_id"))
 #: Smallest run (task) ids a metadata row's sample is drawn from (see the module docstring).

@@ -142,9 +142,22 @@ def own_columns(scope: Scope) -> list[exp.Column]:
     return out
 
 
+def alias_columns(node: Any) -> list[str]:
+    """The column list a CTE or derived table gives its query (``t(n)`` in ``WITH t(n) AS
+    (...)``, ``(SELECT ...) AS t(a, b)``): the names its output columns go by, in order."""
+    parent = node.parent
+    alias = parent.args.get("alias") if isinstance(parent, exp.CTE | exp.Subquery) else None
+    if isinstance(alias, exp.TableAlias):
+        return [c.name.lower() for c in alias.columns]
+    return []
+
+
 def output_columns(scope: Scope, relations: dict[int, Relation]) -> set[str] | None:
     """Names of the columns a scope returns; None when they cannot be known."""
     node = scope.expression
+    named = alias_columns(node)
+    if named:
+        return set(named)
     if isinstance(node, exp.SetOperation):
         left = node.left
         while isinstance(left, exp.SetOperation):
@@ -284,7 +297,12 @@ class Resolver:
                         (col, f"{tbl}.{name}", f"no table or alias {tbl!r} in this query"
                                                f"{suggest(tbl, known)}"))
                 continue
-            if name in aliases or name in PSEUDO_COLUMNS or self._has_column(sc, name):
+            if name in aliases or name in PSEUDO_COLUMNS:
+                continue
+            if self._has_column(sc, name):
+                both = self._ambiguous(sc, name)
+                if both:
+                    self.ctx.ambiguous_columns.append((col, name, both))
                 continue
             cands = set(aliases)
             for s in chain(sc):
@@ -293,6 +311,28 @@ class Resolver:
             self.ctx.unknown_columns.append(
                 (col, name, f"no column {name!r} in the tables of this query"
                             f"{suggest(name, cands)}"))
+
+    def _ambiguous(self, sc: Scope, name: str) -> list[str]:
+        """The sources of the innermost scope that has column ``name``, when more than one
+        has it and no USING or NATURAL join merges them (DuckDB's "ambiguous reference");
+        [] otherwise, and when a source's columns cannot be known."""
+        for s in chain(sc):
+            hits = []
+            for a, (_, src) in s.selected_sources.items():
+                cols = self._cols(src)
+                if cols is None:
+                    return []
+                if name in cols:
+                    hits.append(a)
+            if not hits:
+                continue
+            joins = s.expression.args.get("joins") or [] if isinstance(
+                s.expression, exp.Select) else []
+            merged = any(str(j.args.get("method") or "").upper() == "NATURAL"
+                         or any(u.name.lower() == name for u in j.args.get("using") or [])
+                         for j in joins)
+            return hits if len(hits) > 1 and not merged else []
+        return []
 
     def _cols(self, src: object) -> set[str] | None:
         """Columns of a selected source, computed once per analysis."""

@@ -5,16 +5,24 @@ from __future__ import annotations
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import SQL_COMMAND, handle_errors, output_options, print_json, sql_text
+from argusdb.cli.output import (
+    SQL_COMMAND,
+    handle_errors,
+    output_options,
+    print_json,
+    sql_text,
+    timeout_option,
+)
 from argusdb.errors import QueryRefused
 
 
 @click.command("check", context_settings=SQL_COMMAND)
 @click.argument("store")
 @click.argument("sql")
+@timeout_option
 @output_options(csv=False)
 @handle_errors
-def command(store: str, sql: str, as_json: bool) -> None:
+def command(store: str, sql: str, timeout_s: float, as_json: bool) -> None:
     """Run the compatibility rules on SQL over STORE's metadata; do not run the query.
 
     Exit codes: 0 it would be answered, 1 refused (same findings as 'argus query'), 2 usage.
@@ -22,7 +30,7 @@ def command(store: str, sql: str, as_json: bool) -> None:
     Example: argus check argus.duckdb "SELECT median(value) FROM evidence"
     """
     text = sql_text(sql)
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         findings = db.check(text)
     if findings:
         raise QueryRefused(findings)

@@ -11,7 +11,13 @@ import click
 from argusdb.answers import format as fmt
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff, human_table, regressions
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+from argusdb.cli.output import (
+    handle_errors,
+    output_options,
+    print_json,
+    print_table,
+    timeout_option,
+)
 
 #: Exit code of ``--fail-on regression`` when a signal got worse (0, 1, 2, 3 are taken: answered,
 #: refused, usage error, no evidence), so a CI job tells a regression from a broken question.
@@ -59,10 +65,11 @@ class FailOn(click.ParamType):
               help="Exit 4 when a signal got significantly worse (its direction: a longer "
                    "duration, more stalls), by at least PCT percent (default: beyond the noise "
                    "floor). For CI jobs that watch kernels.")
+@timeout_option
 @output_options
 @handle_errors
 def command(store: str, region: str, before: str, after: str, signals: tuple[str, ...],
-            min_effect: float, alpha: float, fail_on: float | None, as_json: bool,
+            min_effect: float, alpha: float, fail_on: float | None, timeout_s: float, as_json: bool,
             as_csv: bool) -> None:
     """Compare REGION between two program versions over repeated launches.
 
@@ -81,7 +88,7 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     """
     from argusdb.answers.ranks import collective_rows
 
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         result = diff(db, region, before, after, list(signals) or None, min_effect=min_effect,
                       alpha=alpha)
         # Distributed programs: per step and per collective, from timing-clean launches.

@@ -5,15 +5,23 @@ from __future__ import annotations
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import SQL_COMMAND, handle_errors, output_options, print_json, sql_text
+from argusdb.cli.output import (
+    SQL_COMMAND,
+    handle_errors,
+    output_options,
+    print_json,
+    sql_text,
+    timeout_option,
+)
 
 
 @click.command("explain", context_settings=SQL_COMMAND)
 @click.argument("store")
 @click.argument("sql")
+@timeout_option
 @output_options(csv=False)
 @handle_errors
-def command(store: str, sql: str, as_json: bool) -> None:
+def command(store: str, sql: str, timeout_s: float, as_json: bool) -> None:
     """Show which program versions, runs, tasks, evidence classes, interference signatures,
     replay passes and scopes the answer to SQL would rest on, per source, with the constructs
     and acknowledgements it uses and the findings if it would be refused. Exit 0 always
@@ -22,7 +30,7 @@ def command(store: str, sql: str, as_json: bool) -> None:
     Example: argus explain argus.duckdb "SELECT * FROM version_diff('duration', 'A', 'B')"
     """
     text = sql_text(sql)
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         prov = db.explain(text)
     if as_json:
         print_json(prov)  # "ok": false when it would be refused

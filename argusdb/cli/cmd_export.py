@@ -7,7 +7,13 @@ import click
 from argusdb.answers import export
 from argusdb.answers.wire import dump
 from argusdb.api import connect
-from argusdb.cli.output import check_output_path, handle_errors, output_options, print_json
+from argusdb.cli.output import (
+    check_output_path,
+    handle_errors,
+    output_options,
+    print_json,
+    timeout_option,
+)
 from argusdb.errors import UsageError
 
 
@@ -23,10 +29,11 @@ from argusdb.errors import UsageError
 @click.option("--version", help="Version selector for --format hatchet.")
 @click.option("--program", help="Program name, to disambiguate a KEY=VALUE --version.")
 @click.option("--query", "sql", help="Checked SQL for --format parquet.")
+@timeout_option
 @output_options(csv=False)
 @handle_errors
 def command(store: str, out: str, fmt: str, run_id: tuple[str, ...], version: str | None,
-            program: str | None, sql: str | None, as_json: bool) -> None:
+            program: str | None, sql: str | None, timeout_s: float, as_json: bool) -> None:
     """Export to OUT: Perfetto/Chrome trace JSON of a run, Hatchet JSON of a region tree, or
     Parquet of a checked query.
 
@@ -41,7 +48,7 @@ def command(store: str, out: str, fmt: str, run_id: tuple[str, ...], version: st
     if not need[1]:
         raise UsageError(f"--format {fmt} needs {need[0]}")
     check_output_path(out)
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         if fmt == "perfetto":
             doc: object = export.perfetto_trace(db, list(run_id))
             n = len(doc["traceEvents"])  # type: ignore[index]

@@ -13,6 +13,7 @@ from argusdb.cli.output import (
     output_options,
     print_json,
     print_table,
+    timeout_option,
 )
 from argusdb.errors import NoEvidence, UsageError
 
@@ -44,12 +45,13 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--scope", "scopes", multiple=True, metavar="KEY=VALUE",
               help="Only claims of this scope coordinate, e.g. cta=0 (repeatable; implies "
                    "--detail).")
+@timeout_option
 @output_options
 @handle_errors
 def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[str, ...],
             max_entropy: float, max_unattributed: float, launch_group: str | None,
             timeline: str | None, perfetto: str | None, all_rows: bool, detail: bool,
-            scopes: tuple[str, ...], as_json: bool, as_csv: bool) -> None:
+            scopes: tuple[str, ...], timeout_s: float, as_json: bool, as_csv: bool) -> None:
     """Report the claims about REGION: value with its unit, evidence class, cohort, verdict.
 
     The default view fits a screen: one line per version and signal, signals measured per
@@ -71,7 +73,7 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
         if out is not None:
             check_output_path(out)
     program = region.split("/", 1)[0]
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         ranks = views.rank_section(db.store, program, launch_group)
         try:
             rep = report(db, region, list(versions) or None, signals=list(signals) or None,

@@ -6,7 +6,13 @@ import click
 
 from argusdb.answers.trajectory import human_table, trajectory
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+from argusdb.cli.output import (
+    handle_errors,
+    output_options,
+    print_json,
+    print_table,
+    timeout_option,
+)
 
 
 @click.command("trajectory")
@@ -19,10 +25,11 @@ from argusdb.cli.output import handle_errors, output_options, print_json, print_
 @click.option("--signal", "signals", multiple=True, help="Signal to follow (repeatable).")
 @click.option("--all", "all_series", is_flag=True,
               help="Also series with a value in one version only (no step to show).")
+@timeout_option
 @output_options
 @handle_errors
 def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[str, ...],
-            all_series: bool, as_json: bool, as_csv: bool) -> None:
+            all_series: bool, timeout_s: float, as_json: bool, as_csv: bool) -> None:
     """Show each region's evolution along an ordered series of program versions.
 
     Regions are followed by region ID, so a version whose lines moved is the same region.
@@ -33,7 +40,7 @@ def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[
         --versions variant=naive,variant=tiled,variant=tuned --signal duration
     """
     sep = ";" if ";" in versions else ","
-    with connect(store, read_only=True) as db:
+    with connect(store, read_only=True, timeout_s=timeout_s) as db:
         t = trajectory(db, list(regions) or None, [v for v in versions.split(sep) if v],
                        list(signals) or None)
     if as_json:

@@ -22,7 +22,6 @@ from argusdb.answers.format import cell, is_number
 from argusdb.answers.wire import dumps
 from argusdb.api import (
     cap_process_memory,
-    deadline,
     set_overrun_handler,
     valid_sql,
     valid_timeout,
@@ -91,12 +90,23 @@ def sql_text(sql: str) -> str:
     return valid_sql(sql)
 
 
+def timeout_option(func: F) -> F:
+    """The ``--timeout`` option (``timeout_s``) of a command that asks checked questions."""
+    return click.option("--timeout", "timeout_s", type=Seconds(), default=30.0,
+                        show_default=True,
+                        help="Time limit, seconds: of each question's run (wall time) and of "
+                             "its check (CPU time).")(func)
+
+
 @contextmanager
 def hard_time_limit(timeout_s: float, as_json: bool = False) -> Iterator[None]:
-    """End this process with the time-limit error when the command runs past ``timeout_s``
-    and the watchdog's grace (a single DuckDB operator checks for interrupts only between
-    vectors; the checker's Python has none): the CLI answers one question, read-only, so
-    nothing is lost, and no question outlives ``--timeout`` by more than a second."""
+    """End this process with the time-limit error when a statement runs past its limit and
+    the watchdog's grace (a single DuckDB operator checks for interrupts only between
+    vectors): the CLI answers one question, read-only, so nothing is lost, and no run outlives
+    ``--timeout`` by more than a second. The check is bounded in CPU seconds instead
+    (:mod:`argusdb.checker.budget`), so that a busy machine does not refuse it: there is no
+    wall-time deadline over the whole command, only over each statement it runs (opening
+    waits for a lock at most ARGUS_LOCK_TIMEOUT)."""
     exc = QueryFailed(f"the query ran longer than {timeout_s:g} s and was stopped",
                       "narrow it (filter by region, run or signal) or raise the time limit "
                       "(--timeout)")
@@ -112,8 +122,7 @@ def hard_time_limit(timeout_s: float, as_json: bool = False) -> Iterator[None]:
 
     previous = set_overrun_handler(stop)
     try:
-        with deadline(timeout_s):  # the whole command: open, check, run, print
-            yield
+        yield
     finally:
         set_overrun_handler(previous)
 

@@ -42,6 +42,7 @@ from argusdb.ingest.variants import VariantOf, bind
 from argusdb.schema import shape
 from argusdb.store import materialize
 from argusdb.store.embedded import Store
+from argusdb.store.versions import other_kernels_version
 
 __all__ = ["INGEST_MEMORY_LIMIT", "IngestResult", "Prepared", "expand_paths", "ingest_path",
            "ingest_paths", "parse_options", "prepare", "program_version_id", "read_artefact"]
@@ -121,6 +122,9 @@ class _Planned:
     other: list[str] | None = None
     other_version: str | None = None
     other_identity: dict[str, Any] | None = None
+    # The artefact's other kernels alone (no program version): names their timeline run, so
+    # that ingesting the artefact again finds it.
+    other_timeline: str | None = None
 
 
 def _shared_target(arts: list[tuple[Path, Artefact]], given: str | None) -> str | None:
@@ -189,9 +193,14 @@ def _plan(paths: list[Path], program: ProgramSource | None, options: dict[str, s
                           target, None, kernels, _launch_place(art, launch, str(p)))
             other = sorted(set(art.kernels) - set(kernels))
             if kernels and other:
-                pl.other, pl.other_identity = other, artefact_identity(art, other)
-                # The other kernels ran on the same device as the program's.
-                pl.other_version = program_version_id(None, {}, target, pl.other_identity)
+                pl.other = other
+                # The other kernels ran on the same device as the program's, in a run of this
+                # program version: their version is of both (never shared by two versions).
+                pl.other_timeline = program_version_id(None, {}, target,
+                                                       artefact_identity(art, other))
+                pl.other_version = other_kernels_version(pl.other_timeline, pl.version)
+                pl.other_identity = {**artefact_identity(art, other),
+                                     "kernels_of": pl.version}
         else:
             same = code_targets.get(str(art.meta.get("code_sha256")), set())
             target = art.target or given or (next(iter(same)) if len(same) == 1 else None)
@@ -546,6 +555,15 @@ def _version_row(version: str, program: ProgramSource | None,
         "options": options, "target": target, "identity": identity})
 
 
+def _timeline_version(store: Store, pending: _Pending, run_id: str) -> str | None:
+    """The program version of a timeline run this command or an earlier ingest wrote."""
+    for r in pending.runs:
+        if r["run_id"] == run_id:
+            return str(r["program_version"])
+    row = store.sql("SELECT program_version FROM run WHERE run_id = ?", [run_id]).fetchone()
+    return str(row[0]) if row else None
+
+
 def _run_row(pending: _Pending, pl: _Planned, run_id: str, seq: int, version: str,
              task_id: str, device: dict[str, Any], meta: dict[str, Any],
              now: datetime) -> None:
@@ -580,7 +598,7 @@ def _run_ids(pl: _Planned) -> tuple[str, str | None]:
         return run_id, None
     # The timeline run belongs to the artefact: ingesting it again for another program
     # version reuses it rather than storing its launches twice.
-    return run_id, hashlib.sha256(f"{pl.sha}:{pl.other_version}".encode()).hexdigest()[:16]
+    return run_id, hashlib.sha256(f"{pl.sha}:{pl.other_timeline}".encode()).hexdigest()[:16]
 
 
 def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: dict[str, str],
@@ -611,11 +629,16 @@ def _write(store: Store, pl: _Planned, program: ProgramSource | None, options: d
     other_new = False
     if other_id and pl.other_version:
         other_new = other_id not in pending.run_ids and other_id not in pending.present
+        if not other_new:
+            # the artefact's timeline run is there already: its kernels stay of its version
+            pl.other_version = _timeline_version(store, pending, other_id) or pl.other_version
         pending.run_ids.add(other_id)
         other_keys = {"run_seq": pending.seq_of[other_id] if other_new else None,
                       "program_version": pl.other_version, "task_id": task_id,
                       "run_id": other_id, "rank": rank}
-        _version_row(pl.other_version, None, {}, pl.target, pl.other_identity, pending)
+        if other_new:
+            _version_row(pl.other_version, None, {"kernels_of": pl.version}, pl.target,
+                         pl.other_identity, pending)
     rows: dict[str, int] = {}
     other_rows: dict[str, int] = {}
     stem = program.stem if program else None

@@ -21,6 +21,14 @@ Versions:
        of 1,000 runs cost ~1 s more than into a store of one. Migrating copies the table into
        one created by the current DDL (one pass over the rows, in the migrating transaction;
        a shared store has no index).
+    4. the kernels of an ingested trace that are not the program's (NCCL, cuBLAS, RNG) keep
+       the program version of the run they came from: their version is
+       :func:`other_kernels_version` of the artefact's other kernels and that program version
+       (before, one version per set of kernel names, shared by every program version whose
+       traces had them, so that two programs' all-reduces pooled into one median). Migrating
+       gives every timeline run (``run.meta.timeline_of``) the version of its program run's
+       version, with a ``program_version`` row (``options.kernels_of``), in every table that
+       keys rows by run and version; a version no run has any more is dropped.
 
 Time travel on an embedded store: snapshot ``S`` holds exactly the runs with
 ``run_seq <= store_snapshot.run_seq_max``. :func:`as_of` copies those runs and what they rest on
@@ -36,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -45,7 +54,7 @@ from argusdb.schema import catalog
 #: Version of ``argusdb/schema/`` this release writes. A store records its own in
 #: ``store_meta``; a store without that table but with ``run`` is version 1 (the first
 #: release). Bumped with a step in :func:`migrate`.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class Migrating(Protocol):
@@ -74,8 +83,54 @@ def migrate(store: Migrating, version: int) -> None:
             "ingested_at, run_seq, 'migrated', [run_id] FROM run ORDER BY run_seq")
     if version and version < 3:
         _recreate(store, "observed_evidence")
+    if version and version < 4:
+        _own_other_kernels(store)
     store.con.execute("INSERT OR REPLACE INTO store_meta VALUES ('schema_version', ?)",
                       [str(SCHEMA_VERSION)])
+
+
+def other_kernels_version(kernels_version: str, program_version: str) -> str:
+    """The program version of a trace's other kernels (not the program's) in a run of
+    ``program_version``: of the kernels (``kernels_version``, the version their names and
+    device give) and of the program version together (16 hex chars).
+
+    Example:
+        >>> other_kernels_version("c5b8b80ecbab018a", "ee0369be2e320607")
+        'ea5beb9a6053b9b7'
+    """
+    doc = f"other kernels {kernels_version} of {program_version}"
+    return hashlib.sha256(doc.encode()).hexdigest()[:16]
+
+
+def _own_other_kernels(store: Migrating) -> None:
+    """Schema 4: each timeline run's kernels get the version of their program run's version
+    (see the module docstring), in the caller's transaction."""
+    con = store.con
+    runs = con.execute(
+        "SELECT run_id, program_version, meta->>'$.timeline_of.program_version' FROM run "
+        "WHERE meta->>'$.timeline_of.program_version' IS NOT NULL").fetchall()
+    keyed = [t for (t,) in con.execute(
+        "SELECT table_name FROM duckdb_columns() WHERE schema_name = 'main' "
+        "AND column_name IN ('run_id', 'program_version') AND table_name IN "
+        "(SELECT table_name FROM duckdb_tables()) GROUP BY table_name "
+        "HAVING count(*) = 2 ORDER BY table_name").fetchall()]
+    old_versions = set()
+    for run_id, old, of in runs:
+        if old == of:
+            continue
+        new = other_kernels_version(old, of)
+        old_versions.add(old)
+        con.execute(
+            "INSERT OR IGNORE INTO program_version SELECT * REPLACE (? AS program_version, "
+            "json_object('kernels_of', ?) AS options, json_merge_patch(coalesce(identity, "
+            "'{}'), json_object('kernels_of', ?)) AS identity) FROM program_version "
+            "WHERE program_version = ?", [new, of, of, old])
+        for table in keyed:
+            con.execute(f"UPDATE {table} SET program_version = ? WHERE run_id = ?",
+                        [new, run_id])
+    for old in sorted(old_versions):
+        con.execute("DELETE FROM program_version WHERE program_version = ? AND NOT EXISTS "
+                    "(SELECT 1 FROM run WHERE program_version = ?)", [old, old])
 
 
 def _recreate(store: Migrating, table: str) -> None:

@@ -53,18 +53,92 @@ class CombinationPass(StreamPass):
                 where = sb.node if isinstance(sb.node, exp.Expression) else node
                 self.ctx.combinations.append(Combination("join", where, (sa, sb),
                                                          sa.props.merge(sb.props), sep))
+                # values of the two added, subtracted or compared: in one unit?
+                hit_unit = self._values_add(sc, node, [a], [b], streams)
+                if hit_unit is not None:
+                    self.ctx.combinations.append(Combination(
+                        "join", hit_unit, (sa, sb), sa.props.merge(sb.props), sep,
+                        only=frozenset({"unit"})))
+                # timestamps of the two compared or subtracted: on one clock?
+                for prop, aligned in (("clock", False), ("aligned_clock", True)):
+                    hit = self._timestamps_meet(sc, node, {a: sa, b: sb}, aligned)
+                    if hit is not None:
+                        self.ctx.combinations.append(Combination(
+                            "join", hit, (sa, sb), sa.props.merge(sb.props), sep,
+                            only=frozenset({prop})))
 
-    def _subquery_combinations(self, sc: Scope, streams: dict[str, Stream]) -> None:
-        """A scalar subquery over evidence meets every row of the outer streams: a join,
-        keyed only by its correlated equalities (``IN``/``EXISTS`` only filter)."""
+    def _values_add(self, sc: Scope, node: Any, left: list[Any], right: list[Any],
+                    streams: dict[str, Stream]) -> exp.Expression | None:
+        """The first sum, difference, comparison, ``least``/``greatest``/``coalesce`` of
+        ``node``'s own expressions with an operand reading values of ``left`` and another of
+        ``right`` (stream aliases, or scalar subquery nodes): where their units must agree (a
+        ratio or a product is a quantity of its own)."""
+        def reads(operand: Any, side: list[Any]) -> bool:
+            if any(isinstance(x, exp.Expression) for x in side):
+                return any(n is x for x in side for n in operand.walk())
+            return bool(set(self._value_streams(sc, streams, [operand])) & set(side))
+
+        for n in sx.own_nodes(node):
+            if isinstance(n, sx.ADDITIVE):
+                ops = [n.left, n.right] if isinstance(n, exp.Binary) else \
+                    [n.this, *n.expressions]
+                ops = [o for o in ops if isinstance(o, exp.Expression)]
+                if any(reads(x, left) for x in ops) and any(reads(y, right) for y in ops) and \
+                        any(reads(x, left) and not reads(x, right) for x in ops):
+                    return n
+        return None
+
+    def _timestamp_owner(self, sc: Scope, streams: dict[str, Stream], aligned: bool
+                         ) -> Callable[[exp.Column], str | None]:
+        """Which of ``streams`` (base streams) a column is a raw (or aligned) timestamp of."""
+        def owner(col: exp.Column) -> str | None:
+            ref = self._ref(sc, col)
+            if ref is None or ref[0] not in streams or not streams[ref[0]].base:
+                return None
+            st = streams[ref[0]]
+            return ref[0] if ref[1] in sx.clock_columns(st.relation, aligned) else None
+        return owner
+
+    def _timestamps_meet(self, sc: Scope, node: exp.Select, pair: dict[str, Stream],
+                         aligned: bool) -> exp.Expression | None:
+        """The first comparison, arithmetic or function of ``node``'s own expressions that
+        puts timestamps of both streams of ``pair`` together as points in time."""
+        owner = self._timestamp_owner(sc, pair, aligned)
+        for n in sx.own_nodes(node):
+            if (isinstance(n, exp.Binary) and not isinstance(n, exp.Connector)) or \
+                    isinstance(n, exp.Func):
+                if set(pair) <= sx.timestamp_terms(n, owner):
+                    return n
+        return None
+
+    def _timestamp_aggregates(self, sc: Scope, node: exp.Select, aggs: list[exp.Expression],
+                              keys: list[Any], streams: dict[str, Stream],
+                              meta_rows: dict[str, list[dict[str, Any]]],
+                              uf: sx.UnionFind) -> None:
+        """An aggregate that reads timestamps as points in time (``max(end_ns)``) compares
+        its rows' clocks: one combination per group, about the clock only."""
+        for prop, aligned in (("clock", False), ("aligned_clock", True)):
+            owner = self._timestamp_owner(sc, streams, aligned)
+            hit = sorted({a for agg in aggs for a in sx.timestamp_terms(agg, owner, True)})
+            if hit:
+                self._group_combinations(sc, node, "aggregate", keys, hit, streams, meta_rows,
+                                         uf, None, frozenset({prop}))
+
+    def _subquery_combinations(self, sc: Scope, streams: dict[str, Stream],
+                               uf: sx.UnionFind) -> list[Stream]:
+        """A scalar subquery over evidence meets every row of the outer streams, and every
+        other scalar subquery of the scope (``(SELECT ...) / (SELECT ...)``): joins, keyed
+        only by correlated equalities (on one outer column, for two subqueries). ``IN`` and
+        ``EXISTS`` only filter. Returns the scalar subqueries' streams, in order."""
+        scalars: list[tuple[Stream, list[tuple[str, tuple[str, str]]]]] = []
         for sub in getattr(sc, "subquery_scopes", []):
             inner = self.out.get(id(sub.expression))
-            if inner is None or isinstance(sub.expression.parent, exp.In | exp.Exists) \
-                    or isinstance(sub.expression.parent and sub.expression.parent.parent,
-                                  exp.Exists):
+            if inner is None or sx.filtering(sub.expression):
                 continue
-            sub_stream = Stream("(subquery)", "(subquery)", sub.expression, inner.props,
-                                inner.keys, inner.values, set(inner.acks), inner.diffs_versions)
+            name = f"(subquery {len(scalars) + 1})"
+            sub_stream = Stream(name, name, sub.expression,
+                                inner.props, inner.keys, inner.values, set(inner.acks),
+                                inner.diffs_versions)
             where = sub.expression.args.get("where")
             pairs = []
             for c in sx.conjuncts(where.this if where is not None else None):
@@ -72,7 +146,7 @@ class CombinationPass(StreamPass):
                         and isinstance(c.right, exp.Column):
                     for a, b in ((c.left, c.right), (c.right, c.left)):
                         ri, ro = self._ref(sub, a), self._ref(sc, b)
-                        if ri and ro and ro[0] in streams and b.table:
+                        if ri and ro and b.table:
                             pairs.append((ri[1], ro))
             for alias, outer in streams.items():
                 sep = {p for p, ks in KEY_COLUMNS.items()
@@ -81,6 +155,22 @@ class CombinationPass(StreamPass):
                 self.ctx.combinations.append(Combination(
                     "join", sub.expression, (outer, sub_stream), outer.props.merge(inner.props),
                     sep))
+            for other, other_pairs in scalars:
+                # both equated to one outer column: they read rows of one run (version ...)
+                sep = {p for p, ks in KEY_COLUMNS.items()
+                       if any(na in ks and nb in ks and uf.find(ra) == uf.find(rb)
+                              for na, ra in pairs for nb, rb in other_pairs)}
+                self.ctx.combinations.append(Combination(
+                    "join", sub.expression, (other, sub_stream),
+                    other.props.merge(inner.props), sep))
+                hit = self._values_add(sc, sc.expression, [other.node], [sub.expression],
+                                       streams)
+                if hit is not None:
+                    self.ctx.combinations.append(Combination(
+                        "join", hit, (other, sub_stream), other.props.merge(inner.props), sep,
+                        only=frozenset({"unit"})))
+            scalars.append((sub_stream, pairs))
+        return [st for st, _ in scalars]
 
     def _group_combinations(self, sc: Scope, where: Any, kind: str,
                             keys: list[Any], involved: list[str],
@@ -110,7 +200,8 @@ class CombinationPass(StreamPass):
                             names.add(n2)
                     if ref[0] == alias:
                         names.add(ref[1])
-            sep = {p for p in KEY_COLUMNS if names & st.keys.get(p, set())}
+            sep = {p for p in KEY_COLUMNS if names & st.keys.get(p, set())} | {
+                p for c in names & set(st.group_keys) for p in st.group_keys[c]}
             if not self._traced_groups(sc, where, kind, keys, alias, st, uf, sep, only):
                 self.ctx.combinations.append(Combination(kind, where, (st,), st.props, sep,
                                                          only=only))
@@ -126,21 +217,43 @@ class CombinationPass(StreamPass):
         if lin is None or not any(st.props.mixed(x) for x in KEY_COLUMNS
                                   if x not in sep and (only is None or x in only)):
             return False
-        traced: list[tuple[str, str]] = []
+        traced: list[tuple[str, str] | exp.Expression] = []
         labels: list[Callable[[], str]] = []
-        for k in keys:
-            ref = self._ref(sc, k) if isinstance(k, exp.Column) else None
+
+        def base_column(c: exp.Column) -> tuple[str, str] | None:
+            ref = self._ref(sc, c)
             if ref is None:
-                continue
+                return None
             same = [n2 for (a2, n2) in list(uf.parent)
                     if a2 == alias and uf.find((a2, n2)) == uf.find(ref)]
             col = ref[1] if ref[0] == alias else next(iter(same), None)
-            if col in lin.columns and lin.columns[col] not in traced:
-                traced.append(lin.columns[col])
-                labels.append(k.sql)
+            return lin.columns.get(col) if col is not None else None
+
+        for k in keys:
+            if isinstance(k, exp.Column):
+                hit = base_column(k)
+                if hit is not None and hit not in traced:
+                    traced.append(hit)
+                    labels.append(k.sql)
+                continue
+            # an expression of traced columns (PARTITION BY upper(region_id)) groups the base
+            # rows by the same expression of their columns
+            cols = list(k.find_all(exp.Column)) if isinstance(k, exp.Expression) else []
+            based = [base_column(c) for c in cols]
+            if not cols or any(b is None for b in based) or k.find(
+                    exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
+                continue
+            by_id = {id(c): b for c, b in zip(cols, based, strict=True)}
+            expr = k.copy()
+            for c, orig in zip(list(expr.find_all(exp.Column)), cols, strict=True):
+                b = by_id[id(orig)]
+                assert b is not None
+                c.replace(exp.column(b[1], table=b[0]))
+            traced.append(expr)
+            labels.append(k.sql)
         if not traced:
             return False
-        found = lin.regroup(traced)
+        found = lin.rows(traced)
         if found is None:
             return False
         self._per_group(where, kind, st, found[0], found[1], labels, sep, only, lin.aggregations)
@@ -191,10 +304,13 @@ class CombinationPass(StreamPass):
 
     def _output(self, sc: Scope, node: exp.Select, streams: dict[str, Stream], aggregated: bool,
                 group_keys: list[exp.Expression], grouped: list[exp.Expression],
-                partitions: list[list[exp.Expression]]) -> Stream | None:
+                partitions: list[list[exp.Expression]], scalars: list[Stream] | None = None
+                ) -> Stream | None:
         """The stream this scope outputs. ``grouped``: the GROUP BY keys that keep every
-        output row's rows apart (not the rolled-up ones); ``partitions``: every window's."""
-        if not streams:
+        output row's rows apart (not the rolled-up ones); ``partitions``: every window's;
+        ``scalars``: the streams of its scalar subqueries (their values are in its rows)."""
+        scalars = scalars or []
+        if not streams and not scalars:
             return None
         out = Stream("(derived)", "(derived)", node, Props(), {k: set() for k in KEY_COLUMNS},
                      set())
@@ -210,6 +326,10 @@ class CombinationPass(StreamPass):
             out.props = out.props.merge(props)
             out.acks |= st.acks
             out.diffs_versions |= st.diffs_versions
+        for st in scalars:
+            out.props = out.props.merge(st.props)
+            out.acks |= st.acks
+            out.diffs_versions |= st.diffs_versions
         for proj in node.expressions:
             if isinstance(proj, exp.Star) or (isinstance(proj, exp.Column)
                                               and isinstance(proj.this, exp.Star)):
@@ -220,6 +340,7 @@ class CombinationPass(StreamPass):
                     for p, cols in st.keys.items():
                         out.keys[p] |= cols
                     out.values |= st.values
+                    out.group_keys.update(st.group_keys)
                 continue
             name = proj.alias_or_name.lower()
             inner = proj.unalias()
@@ -229,6 +350,13 @@ class CombinationPass(StreamPass):
                     for p, cols in streams[ref[0]].keys.items():
                         if ref[1] in cols:
                             out.keys[p].add(name)
+                    if ref[1] in streams[ref[0]].group_keys:
+                        out.group_keys[name] = set(streams[ref[0]].group_keys[ref[1]])
+            elif isinstance(inner, exp.Literal):
+                # every row of this scope carries the literal: a label of its rows (UNION)
+                out.labels[name] = {inner.sql(): out.props}
+            if any(n is st.node for st in scalars for n in inner.walk()):
+                out.values.add(name)
             if self._value_streams(sc, streams, [inner]):
                 out.values.add(name)
         # the outermost scope's output meets nothing: no lineage to trace
@@ -280,4 +408,5 @@ class CombinationPass(StreamPass):
         if not columns:
             return None
         return Lineage(regroup, columns, [*(lin.aggregations if lin is not None and not st.base
-                                           else []), *([kept] if kept is not None else [])])
+                                           else []), *([kept] if kept is not None else [])],
+                       lin.narrowed if lin is not None and not st.base else ())

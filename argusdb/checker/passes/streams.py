@@ -81,28 +81,35 @@ class StreamPass(resolve.Resolver):
         inputs = con.input_predicates(resolve.rel_literals(rel)) if con is not None else []
         meta = self.meta
 
-        def fetch(keys: list[Pred], cols: set[str]) -> list[list[dict[str, Any]]]:
+        def fetch(keys: list[Pred], cols: set[str], more: list[Pred] | None = None
+                  ) -> list[list[dict[str, Any]]]:
             """Metadata rows per input (one part for a plain relation)."""
+            where = [*preds, *(more or [])]
             if not inputs:
-                return [meta.rows(base, preds, keys, cols)]
+                return [meta.rows(base, where, keys, cols)]
             # each selector is one input: the rows of the base its kind or role selects
-            return [meta.rows(base, [*preds, Pred(node, names)], keys, cols | set(names))
+            return [meta.rows(base, [*where, Pred(node, names)], keys, cols | set(names))
                     for node, names in map(_constant_predicate, inputs)]
 
         per_input = fetch(keys, used)
         rows = [r for part in per_input for r in part]
 
-        def regroup(columns: list[tuple[str, str]]
+        def regroup(columns: list[tuple[str, str] | exp.Expression],
+                    extra: tuple[exp.Expression, ...] = ()
                     ) -> tuple[list[dict[str, Any]], list[str]] | None:
-            if all(c in key_fields for c in columns):
+            if not extra and all(isinstance(c, tuple) and c in key_fields for c in columns):
                 # keys of this scope already (GROUP BY, PARTITION BY): its rows have them
-                return rows, [key_fields[c] for c in columns]
+                return rows, [key_fields[c] for c in columns if isinstance(c, tuple)]
             kused = set(pred_used)
-            ks = [self._rewrite(sc, exp.column(n, table=a), alias, uf, mapping, kused)
-                  for a, n in columns]
-            if any(k is None for k in ks):
+            ks = [self._rewrite(sc, c if isinstance(c, exp.Expression) else
+                                exp.column(c[1], table=c[0]), alias, uf, mapping, kused)
+                  for c in columns]
+            # an outer scope's predicates on traced columns narrow these rows (Lineage)
+            more = [self._rewrite(sc, e, alias, uf, mapping, kused) for e in extra]
+            if any(k is None for k in ks) or any(m is None for m in more):
                 return None
-            return ([r for part in fetch([k for k in ks if k is not None], kused)
+            return ([r for part in fetch([k for k in ks if k is not None], kused,
+                                         [m for m in more if m is not None])
                      for r in part], [f"_k{i}" for i in range(len(ks))])
         if con is not None and con.diffs_versions:
             self._check_diff_versions(src, rel, rows)
@@ -195,6 +202,16 @@ class StreamPass(resolve.Resolver):
                 if p is not None:
                     out.append(p)
                 continue
+            if isinstance(c, exp.EQ) and isinstance(c.left, exp.Column | exp.Subquery) \
+                    and isinstance(c.right, exp.Column | exp.Subquery) \
+                    and isinstance(c.left, exp.Subquery) != isinstance(c.right, exp.Subquery):
+                # col = (SELECT ...): the value the scalar subquery gives, as col IN (...)
+                col, sub = (c.left, c.right) if isinstance(c.right, exp.Subquery) else \
+                    (c.right, c.left)
+                p = self._semi_join(sc, exp.In(this=col, query=sub), alias, uf, mapping, used)
+                if p is not None:
+                    out.append(p)
+                continue
             if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window, exp.Placeholder):
                 continue
             p = self._rewrite(sc, c, alias, uf, mapping, used)
@@ -216,6 +233,8 @@ class StreamPass(resolve.Resolver):
             return None
         query = c.args["query"]
         sub = query.this if isinstance(query, exp.Subquery) else query
+        if not isinstance(sub, exp.Query) or self._correlated_to(sc, sub):
+            return None
         values = self.meta.values(sub.sql(dialect="duckdb"))
         if values is None:
             return None
@@ -225,6 +244,40 @@ class StreamPass(resolve.Resolver):
         node = exp.In(this=exp.column(target.names[0]), expressions=lits or [exp.Null()])
         used.add(target.names[0])
         return Pred(node, [target.names[0]])
+
+    def _listed(self, sc: Scope, c: exp.Expression) -> exp.Expression | None:
+        """``col IN (SELECT ...)`` or ``col = (SELECT ...)`` (uncorrelated) as ``col IN
+        (<the values it returns>)``; None for any other conjunct or unknown values."""
+        if isinstance(c, exp.In) and c.args.get("query") is not None:
+            col, query = c.this, c.args["query"]
+        elif isinstance(c, exp.EQ) and isinstance(c.left, exp.Column) \
+                and isinstance(c.right, exp.Subquery):
+            col, query = c.left, c.right
+        elif isinstance(c, exp.EQ) and isinstance(c.right, exp.Column) \
+                and isinstance(c.left, exp.Subquery):
+            col, query = c.right, c.left
+        else:
+            return None
+        sub = query.this if isinstance(query, exp.Subquery) else query
+        if not isinstance(col, exp.Column) or not isinstance(sub, exp.Query) \
+                or self.meta is None or self._correlated_to(sc, sub):
+            return None
+        values = self.meta.values(sub.sql(dialect="duckdb"))
+        if values is None:
+            return None
+        lits: list[exp.Expression] = [
+            exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
+            for v in values if v is not None]
+        return exp.In(this=col.copy(), expressions=lits or [exp.Null()])
+
+    def _correlated_to(self, sc: Scope, sub: Any) -> bool:
+        """Whether subquery ``sub`` refers to a source of ``sc`` (or an enclosing scope)
+        by a qualified column its own FROM items do not name."""
+        own = {t.alias_or_name.lower() for t in sub.find_all(exp.Table)} | {
+            c.alias_or_name.lower() for c in sub.find_all(exp.CTE)}
+        outer = {a for s in resolve.chain(sc) for a in s.selected_sources}
+        return any(c.table and c.table.lower() not in own and c.table.lower() in outer
+                   for c in sub.find_all(exp.Column))
 
     def _propagated(self, sc: Scope, c: exp.Expression, alias: str, uf: sx.UnionFind,
                     mapping: set[str] | None, used: set[str]) -> Pred | None:

@@ -149,6 +149,57 @@ def set_op_scopes(sc: Scope) -> list[Scope]:
     return list(getattr(sc, "set_operation_scopes", None) or getattr(sc, "union_scopes", []))
 
 
+def filtering(sub: exp.Expression) -> bool:
+    """Whether subquery ``sub`` only filters its outer rows (``x IN (SELECT ...)``,
+    ``EXISTS (SELECT ...)``) rather than giving a value that meets them."""
+    parent = sub.parent
+    if isinstance(parent, exp.Subquery):
+        parent = parent.parent
+    return isinstance(parent, exp.In | exp.Exists)
+
+
+#: Operations whose operands must be in one unit (a ratio or a product is a new quantity).
+ADDITIVE = (exp.Add, exp.Sub, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Greatest,
+            exp.Least, exp.Coalesce)
+#: Raw and aligned timestamp columns of relations with a clock (see ``clock_columns``).
+_RAW_TIMES = frozenset({"start_ns", "end_ns"})
+_ALIGNED_TIMES = frozenset({"aligned_start_ns", "aligned_end_ns"})
+#: Relations whose start_ns / end_ns are already on the launch group's reference clock.
+ALIGNED_RELATIONS = frozenset({"interval_span_join_ranks"})
+
+
+def clock_columns(relation: str, aligned: bool) -> frozenset[str]:
+    """Timestamp columns of ``relation`` on its rows' raw clock (``aligned`` False) or on the
+    launch group's reference clock (True)."""
+    if relation in ALIGNED_RELATIONS:
+        return _RAW_TIMES if aligned else frozenset()
+    return _ALIGNED_TIMES if aligned else _RAW_TIMES
+
+
+def timestamp_terms(node: Any, owner: Any, row_durations: bool = False) -> set[str]:
+    """Streams whose timestamps appear in ``node`` as points in time: ``owner(column)`` names
+    the stream of a timestamp column (None: not one). A difference of one stream's
+    timestamps (``end_ns - start_ns``) is a duration, on no clock; with ``row_durations`` any
+    difference of timestamps is (within one joined row, whose clocks the join is judged on:
+    ``least(a.end_ns, b.end_ns) - greatest(a.start_ns, b.start_ns)``). Nested queries are
+    not looked into."""
+    if isinstance(node, exp.Column):
+        who = owner(node)
+        return {who} if who is not None else set()
+    if isinstance(node, exp.Query):
+        return set()
+    if isinstance(node, exp.Sub):
+        left = timestamp_terms(node.left, owner, row_durations)
+        right = timestamp_terms(node.right, owner, row_durations)
+        if (left == right and len(left) == 1) or (row_durations and left and right):
+            return set()
+        return left | right
+    out: set[str] = set()
+    for child in node.iter_expressions():
+        out |= timestamp_terms(child, owner, row_durations)
+    return out
+
+
 def own_nodes(root: exp.Expression) -> list[exp.Expression]:
     """Nodes of ``root`` outside its nested queries (depth-first, pruned at each Query)."""
     out: list[exp.Expression] = []

@@ -21,7 +21,9 @@ class SandboxStatement(Rule):
     """Only one read-only SELECT reaches the engine: no DDL or DML (CREATE, INSERT, UPDATE,
     DELETE, DROP, ALTER, CREATE MACRO, SELECT INTO), no PRAGMA, SET, ATTACH/DETACH, USE, COPY,
     INSTALL/LOAD, EXPORT/IMPORT, CALL, CHECKPOINT, VACUUM or transaction control, and never
-    more than one statement. Schema discovery is answered, not refused: ``DESCRIBE <table>``,
+    more than one statement, and no time travel inside the query (``FROM run AT (VERSION =>
+    1)``): the whole question is asked of one snapshot, the one the checker judges it against
+    (``--as-of``). Schema discovery is answered, not refused: ``DESCRIBE <table>``,
     ``SHOW TABLES`` and ``information_schema`` become SELECTs over the documented catalog, and
     ``PIVOT`` is checked as its grouped SELECT (:mod:`argusdb.checker.statements`).
 
@@ -58,6 +60,14 @@ class SandboxStatement(Rule):
                     "USING ... is)", "write it as PIVOT src ON col USING agg(value) GROUP BY "
                     "..., or as a SELECT with max(value) FILTER (WHERE signal = '...') per "
                     "column", statement="PIVOT"))
+            elif bad is None and isinstance(s, exp.Query) and (travel := next(
+                    (n for n in nodes if isinstance(n, exp.HistoricalData)), None)) is not None:
+                out.append(self.finding(
+                    ctx, travel.parent, f"{travel.sql(dialect='duckdb')} reads another snapshot "
+                    f"of the store than the one the checker judges the query against",
+                    "ask the whole question as the store stood then: argus query STORE SQL "
+                    f"--as-of {_snapshot(travel)} (argusdb.connect(path, "
+                    "as_of=...)), without AT (...) in the query", statement="AT"))
             elif bad is not None:
                 out.append(self.finding(
                     ctx, bad, f"{_kind(bad)} is not allowed: queries are read-only",
@@ -81,6 +91,12 @@ def _at_statement_start(sql: str, f: Finding) -> Finding:
     f.line = sql.count("\n", 0, start) + 1
     f.col = start - (sql.rfind("\n", 0, start) + 1) + 1
     return f
+
+
+def _snapshot(travel: exp.Expression) -> str:
+    """The snapshot an ``AT (VERSION => n)`` clause names, as ``--as-of`` takes it."""
+    when = travel.expression
+    return str(when.this) if isinstance(when, exp.Literal) else when.sql(dialect="duckdb")
 
 
 def _kind(node: exp.Expression) -> str:

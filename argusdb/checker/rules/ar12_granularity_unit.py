@@ -15,7 +15,10 @@ class GranularityUnit(Rule):
     Nsight Compute's raw page gives ``inst_executed`` as a kernel total (unit ``inst``) and its
     source page per instruction (unit ``count``): summed together they count every instruction
     twice. ``sum(value)`` over one run adds nanoseconds to bytes. Granularity and unit are part
-    of a value's identity, like its program version. Keys that separate them: ``pc`` or
+    of a value's identity, like its program version. Values of two joined streams (or two
+    scalar subqueries) that are added, subtracted or compared must be in one unit too
+    (``a.value - b.value`` of a duration and a byte count); a ratio is a quantity of its own.
+    Keys that separate them: ``pc`` or
     ``source_line`` (granularity), ``unit`` or ``signal`` (unit), ``evidence_class``
     (attributed region sums vs the observed rows they come from).
 
@@ -51,8 +54,8 @@ class GranularityUnit(Rule):
                 "(evidence_class = 'attributed'); or group by pc/source_line/evidence_class",
                 granularities=gs))
         for c in ctx.mixing("unit"):
-            if c.kind == "join":
-                continue
+            if c.kind == "join" and c.only is None:
+                continue  # a join is judged where its values are added or compared
             us = sorted(c.props.units)
             shown = ", ".join(us[:6]) + (f" and {len(us) - 6} more" if len(us) > 6 else "")
             out.append(self.finding(

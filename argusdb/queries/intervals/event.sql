@@ -28,6 +28,11 @@ WITH raw AS (
     SELECT e.run_id, 'scope', 'compute', e.scope_path, 'cta:' || e.cta || '/warp:' || e.warp,
            NULL, e.start_ns, e.start_ns + e.dur_ns, 'scope', e.src_row
     FROM scope_event AS e
+),
+clocked AS (
+    /* the kind of clock: CUDA events, a scope's nominal clock, or the tracer's timeline */
+    SELECT *, CASE WHEN clock IN ('cuda_event', 'scope') THEN clock ELSE 'trace' END AS family
+    FROM raw
 )
 SELECT
     -- Program version of the run.
@@ -54,6 +59,20 @@ SELECT
     x.clock,
     -- Clock domain: 'scope' for intra-kernel scope instances, else 'trace' (one per run).
     CASE WHEN x.clock = 'scope' THEN 'scope' ELSE 'trace' END AS domain,
+    -- Clock the raw timestamps (start_ns, end_ns) were taken on: one process (the run, of its
+    -- rank) and one clock, e.g. 'rank 1 cuda_event clock of run 3f2a...': 'trace' for the
+    -- tracer's timeline of the run (Kineto and CUPTI put host and device times on it; the
+    -- spans recorder's perf_counter), 'cuda_event' for CUDA events of the spans recorder,
+    -- 'scope' for an intra-kernel scope's nominal clock. Raw timestamps of two clock domains
+    -- are not comparable: compare aligned_* (aligned_domain) instead.
+    concat(CASE WHEN r.rank IS NOT NULL THEN 'rank ' || r.rank || ' ' END,
+           x.family || ' clock of run ' || x.run_id) AS clock_domain,
+    -- Clock of aligned_start_ns / aligned_end_ns: the launch group's reference clock where the
+    -- run has a clock_alignment offset (one per launch group and clock), else clock_domain.
+    CASE WHEN x.family <> 'scope' AND a.offset_ns IS NOT NULL
+         THEN concat(x.family, ' reference clock of launch group ', r.launch_group)
+         ELSE concat(CASE WHEN r.rank IS NOT NULL THEN 'rank ' || r.rank || ' ' END,
+                     x.family || ' clock of run ' || x.run_id) END AS aligned_domain,
     -- Start, ns, run clock.
     x.start_ns,
     -- End, ns, run clock.
@@ -70,6 +89,6 @@ SELECT
     r.signature,
     -- True when the run's durations are unperturbed (run.timing_clean).
     r.timing_clean
-FROM raw AS x
+FROM clocked AS x
 JOIN run AS r ON r.run_id = x.run_id
 LEFT JOIN clock_alignment AS a ON a.run_id = x.run_id;
