@@ -6,7 +6,7 @@ the last commit. Recording ``k`` is the H200 softmax CUPTI trace with its first 
 repeated ``k`` more times (``tests/store/worker.py``). The two contenders alternate per round on
 the same machine; the ratio is shared runs/s over embedded runs/s.
 
-Needs a PostgreSQL server: ``.ci/postgres start`` prints a connection string for ``--pg``.
+Needs a PostgreSQL server: ``.ci/postgres start DIR`` prints a connection string for ``--pg``.
 
 Example:
     python bench/bench_store.py --runs 40 --pg "host=127.0.0.1 port=55432 user=postgres"

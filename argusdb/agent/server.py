@@ -32,8 +32,9 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -57,14 +58,45 @@ MAX_ROWS = 1000
 MAX_MESSAGE_BYTES = 4 * 2**20
 
 
-def _result(doc: dict[str, Any], error: bool = False) -> CallToolResult:
-    """The JSON document as text and as structured content (same content both ways)."""
+def _result(doc: dict[str, Any], error: bool = False,
+            redactions: Sequence[tuple[str, str]] = ()) -> CallToolResult:
+    """The JSON document as text and as structured content (same content both ways); an
+    error's text has the server's own paths replaced (:func:`_redact`)."""
+    if error:
+        doc = _redact(doc, redactions)
     return CallToolResult(content=[TextContent(type="text", text=dumps(doc))],
                           structured_content=doc, is_error=error)
 
 
+def _redactions(store: str, roots: Sequence[str]) -> list[tuple[str, str]]:
+    """What an error sent to a client must not show, longest first: the source roots, the
+    store's folder and the server's home folder (a client sees only names)."""
+    out = [(r, f"<source root {Path(r).name}>") for r in roots]
+    folder = str(Path(store).resolve().parent)
+    out += [(folder, "<store folder>")] if folder != "/" else []
+    home = os.path.expanduser("~")
+    out += [(home, "~")] if home not in ("", "/", "~") else []
+    return sorted(out, key=lambda kv: -len(kv[0]))
+
+
+def _redact(value: Any, redactions: Sequence[tuple[str, str]]) -> Any:
+    """``value`` (JSON) with every string's server paths replaced."""
+    if isinstance(value, str):
+        for path, name in redactions:
+            value = value.replace(path, name)
+        return value
+    if isinstance(value, dict):
+        return {k: _redact(v, redactions) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact(v, redactions) for v in value]
+    return value
+
+
 class _Server(MCPServer):
     """MCPServer whose argument errors are the CLI's envelope, not validation text."""
+
+    #: Server paths an error must not show (see :func:`_redactions`).
+    redactions: Sequence[tuple[str, str]] = ()
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
@@ -81,8 +113,8 @@ class _Server(MCPServer):
                 err = UsageError(f"no tool named {name!r}; tools: query, check, explain, "
                                  f"report, diff, trajectory, observe_plan")
             else:
-                return _result(_envelope(exc), error=True)
-            return _result(_envelope(err), error=True)
+                return _result(_envelope(exc), error=True, redactions=self.redactions)
+            return _result(_envelope(err), error=True, redactions=self.redactions)
 
 
 def build_server(store: str, source_roots: list[str | Path] | None = None,
@@ -101,12 +133,13 @@ def build_server(store: str, source_roots: list[str | Path] | None = None,
         "'evidence' view (keys: program_version, run_id, region_id, signal, evidence_class); "
         "compare versions with 'diff', follow regions with 'trajectory', and get per-claim "
         "verdicts with 'report'. Refusals carry stable rule codes and a remedy."))
+    server.redactions = _redactions(store, roots)
 
     def answer(tool: str, **args: Any) -> CallToolResult:
         # One call at a time, on the event loop: the worker is one process, and no thread
         # is made per call.
         doc, error = worker.call(tool, args)
-        return _result(doc, error)
+        return _result(doc, error, server.redactions)
 
     @server.tool()
     async def query(sql: str, max_rows: int = MAX_ROWS) -> CallToolResult:

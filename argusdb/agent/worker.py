@@ -95,8 +95,8 @@ def source_under_roots(source: str, roots: list[str]) -> Path:
     refused = UsageError(
         "source must name a Python source file (.py, at most "
         f"{MAX_SOURCE_BYTES // 1024} KiB) under the server's source roots "
-        f"({', '.join(roots) or 'none configured'}); start 'argus mcp' with --source-root "
-        "to allow another folder")
+        f"({', '.join(Path(r).name + '/' for r in roots) or 'none configured'}); start "
+        "'argus mcp' with --source-root to allow another folder")
     if not isinstance(source, str) or not source or "\x00" in source or not roots:
         raise refused
     try:

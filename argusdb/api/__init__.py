@@ -47,8 +47,8 @@ KEPT_REPORTS = 128
 #: ``argus -v`` shows each query's size and time (``-vv`` its text).
 _log = logging.getLogger("argusdb.api")
 
-__all__ = ["Connection", "cap_process_memory", "connect", "deadline", "set_overrun_handler",
-           "valid_sql", "valid_timeout"]
+__all__ = ["MAX_TIMEOUT_S", "Connection", "cap_process_memory", "connect", "deadline",
+           "set_overrun_handler", "valid_sql", "valid_timeout"]
 
 
 def cap_process_memory(max_bytes: int) -> None:
@@ -70,19 +70,27 @@ def cap_process_memory(max_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
+#: Longest time limit of a question, seconds (a day): past it, waits overflow the platform's
+#: clock arithmetic (``--timeout 99999999999`` ended in an OverflowError traceback).
+MAX_TIMEOUT_S = 86_400.0
+
+
 def valid_timeout(value: Any, name: str = "timeout") -> float:
-    """``value`` as a time limit in seconds: a positive finite number.
+    """``value`` as a time limit in seconds: a positive finite number, at most
+    :data:`MAX_TIMEOUT_S`.
 
     Raises:
-        UsageError: anything else (``nan``, ``inf``, ``1e309``, zero, negative, text).
+        UsageError: anything else (``nan``, ``inf``, ``1e309``, ``99999999999``, zero,
+            negative, text).
     """
     try:
         seconds = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         seconds = math.nan
-    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0:
-        raise UsageError(f"{name} must be a positive, finite number of seconds, not {value!r}; "
-                         f"e.g. 30")
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds <= 0 \
+            or seconds > MAX_TIMEOUT_S:
+        raise UsageError(f"{name} must be a positive, finite number of seconds, at most "
+                         f"{MAX_TIMEOUT_S:g} (a day), not {value!r}; e.g. 30")
     return seconds
 
 

@@ -12,6 +12,7 @@ from argusdb.answers import format as fmt
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff, human_table, regressions
 from argusdb.api import connect
 from argusdb.cli.output import (
+    Number,
     handle_errors,
     output_options,
     print_json,
@@ -57,9 +58,10 @@ class FailOn(click.ParamType):
 @click.option("--to", "after", required=True, metavar="VERSION", help="Same forms as --from.")
 @click.option("--signal", "signals", multiple=True, help="Signal to compare (repeatable); "
               "default: every signal both versions have.")
-@click.option("--min-effect", type=float, default=MIN_EFFECT, show_default=True,
+@click.option("--min-effect", type=Number(0), default=MIN_EFFECT, show_default=True,
               help="Smallest relative change that may count as significant.")
-@click.option("--alpha", type=float, default=ALPHA, show_default=True,
+@click.option("--alpha", type=Number(0, 1, min_open=True, max_open=True), default=ALPHA,
+              show_default=True,
               help="Significance level of the Mann-Whitney U test.")
 @click.option("--fail-on", "fail_on", type=FailOn(), default=None,
               help="Exit 4 when a signal got significantly worse (its direction: a longer "

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from argusdb.api import connect
+from argusdb.api import MAX_TIMEOUT_S, connect
 from argusdb.api.surface import (
     INGEST_MEMORY_LIMIT,
     IngestResult,
@@ -18,7 +18,7 @@ from argusdb.api.surface import (
     parse_options,
     prepare,
 )
-from argusdb.cli.output import handle_errors, output_options, print_json
+from argusdb.cli.output import Number, handle_errors, output_options, print_json
 from argusdb.errors import UsageError
 
 
@@ -33,25 +33,29 @@ from argusdb.errors import UsageError
 @click.option("--transform", help="Transform that made the variant, e.g. "
                                   "'forced_wait:softmax/softmax_fwd/load' (with --parent-version).")
 @click.option("--transform-task", help="Task that made the variant (default 'x-<version>').")
-@click.option("--lock-timeout", type=float, default=None, metavar="S",
+@click.option("--lock-timeout", type=Number(0, MAX_TIMEOUT_S), default=None, metavar="S",
               help="Wait at most S seconds for another process's lock on the store "
                    "(default: ARGUS_LOCK_TIMEOUT, else 120).")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Take files of a folder that are links to files outside it (refused by "
+                   "default: a folder's walk stays inside the folder).")
 @output_options(csv=False)
 @handle_errors
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
             options: tuple[str, ...], parent_version: str | None, transform: str | None,
-            transform_task: str | None, as_json: bool, lock_timeout: float | None = None
-            ) -> None:
+            transform_task: str | None, as_json: bool, lock_timeout: float | None = None,
+            follow_symlinks: bool = False) -> None:
     """Ingest artefacts (kind detected from content), each as one run, all in one transaction.
 
     With --program, the artefacts share the GPU target any of them states (a conflict is
     refused, nothing written). Without it, a version is identified by what each artefact
     states: kernel names, application, device model.
 
-    PATHS are files, folders (every artefact under a folder that a collector recognizes) or
-    glob patterns (quoted, e.g. 'runs/**/*.cupti.jsonl'). STORE may be left out when
-    $ARGUS_STORE names it. Many small files are read in worker processes when two cores are
-    idle ($ARGUS_INGEST_WORKERS fixes their number; 0 reads them in place).
+    PATHS are files, folders (every artefact under a folder that a collector recognizes; a
+    link out of the folder is refused without --follow-symlinks) or glob patterns (quoted,
+    e.g. 'runs/**/*.cupti.jsonl'). STORE may be left out when $ARGUS_STORE names it. Many
+    small files are read in worker processes when two cores are idle ($ARGUS_INGEST_WORKERS
+    fixes their number; 0 reads them in place).
 
     Example: argus ingest argus.duckdb softmax.source.csv --program softmax.py
     """
@@ -62,7 +66,7 @@ def command(store: str, paths: tuple[str, ...], program_path: str | None,
     variant = VariantOf(parent_version, transform, transform_task) \
         if parent_version and transform else None
     program = ProgramSource.from_path(program_path) if program_path else None
-    files = expand_paths(paths)
+    files = expand_paths(paths, follow_symlinks)
     if not files:
         raise UsageError(f"no artefact found in {', '.join(paths)}: name artefact files or "
                          "folders that hold them")

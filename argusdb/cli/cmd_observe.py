@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from argusdb.api.surface import parse_options
-from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+from argusdb.cli.output import Number, handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
 from argusdb.observe import observe, plan_json
 from argusdb.observe.planner.scope import parse_pairs
@@ -56,23 +56,34 @@ def _signals_epilog() -> str:
 @click.option("--store", default=None, help="Store to reuse evidence from and write to.")
 @click.option("--program", default=None, help="The kernel's module file (default: found by "
               "the region's module name from the command's directory).")
-@click.option("--budget-s", "budget_s", type=float, default=None, metavar="SECONDS",
+@click.option("--budget-s", "budget_s", type=Number(0, 10**9, min_open=True), default=None,
+              metavar="SECONDS",
               help="Trim the plan to this many estimated wall seconds (recorded task costs); "
                    "the notes say which signals were dropped.")
 @click.option("--option", "option", multiple=True, metavar="KEY=VALUE",
               help="Compile option or target that pins the program version (as for ingest).")
 @click.option("--dry-run", is_flag=True, help="Only plan; print the tasks (no GPU needed).")
+@click.option("--no-replay", "no_replay", is_flag=True,
+              help="Run the program for every collection instead of once with the others on "
+                   "replays of the captured launch.")
+@click.option("--capture-limit", "capture_limit", default=None, metavar="SIZE",
+              help="Most bytes the capture of the measured launch may copy (e.g. 512M, 4G; "
+                   "default 4G); over it the collections run the program again.")
 @output_options(csv=False)
 @handle_errors
 def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, ...],
             store: str | None, program: str | None, budget_s: float | None,
-            option: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
+            option: tuple[str, ...], dry_run: bool, no_replay: bool, capture_limit: str | None,
+            as_json: bool) -> None:
     """Observe SIGNALS of REGION in the program COMMAND runs: plan the measurements and, on a
-    GPU, run them (each run runs COMMAND again, unmodified, with argusdb's Triton hooks).
+    GPU, run them. COMMAND runs unmodified with argusdb's Triton hooks: once (it finds the
+    launch, times the program's launches and captures the measured launch; the other
+    collections run on replays of it), or for every collection with --no-replay or where a
+    replay cannot stand in (the plan and the report say why).
 
     With --dry-run --json it prints {"ok": true, "tasks": [{"id", "kind", "depends_on", "run",
-    "why", "action", "params", "reuse", "estimate"}], "notes": [...]} in topological order. A run
-    exits 1 with "ok": false when any task failed.
+    "why", "action", "params", "reuse", "estimate", "runs_program"}], "notes": [...]} in
+    topological order. A run exits 1 with "ok": false when any task failed.
     """
     harness = _harness_file(args)
     if not args:
@@ -89,7 +100,7 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
     else:
         obs = observe(region, signals, parse_pairs(scope), store=store, source=program,
                       run=list(args), dry_run=dry_run, options=opts, budget_s=budget_s,
-                      progress=progress)
+                      progress=progress, replay=not no_replay, capture_limit=capture_limit)
     for note in obs.plan.notes if not quiet else []:
         click.echo(f"note: {note}", err=True)
     if dry_run:
@@ -98,17 +109,27 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
             return
         click.echo(f"plan {obs.plan.plan_id}: {len(obs.plan.tasks)} tasks", err=True)
         prefix = obs.plan.plan_id + "."
-        print_table(["task", "kind", "run", "depends_on", "reuse"],
+        # runs_program: the command form's; est_wall_s: where some task has an estimate
+        tasks = obs.plan.tasks
+        command = any(t.runs_program is not None for t in tasks)
+        costed = any(t.estimate for t in tasks)
+        print_table(["task", "kind", "run", *(["runs_program"] if command else []),
+                     *(["est_wall_s"] if costed else []), "depends_on", "reuse"],
                     [(t.id.removeprefix(prefix), t.kind, t.run or "",
+                      *([] if not command else
+                        ["" if t.runs_program is None else str(t.runs_program).lower()]),
+                      *([] if not costed else
+                        ["" if not t.estimate else f"{t.estimate['wall_s'] or 0:.3g}"]),
                       ",".join(d.removeprefix(prefix) for d in t.depends_on),
-                      (t.reuse or {}).get("run_id", "")) for t in obs.plan.tasks])
+                      (t.reuse or {}).get("run_id", "")) for t in tasks])
         click.echo("")
         for t in obs.plan.tasks:
             click.echo(f"{t.id.removeprefix(prefix)}: {t.why}")
         est = obs.report["estimate"]
         if est["estimated"]:
-            click.echo(f"\nestimated cost (medians of past tasks in the store): "
-                       f"{est['wall_s']:.3g} s wall, {est['gpu_s']:.3g} s GPU"
+            click.echo(f"\nestimated cost ({'; '.join(est['basis'])}): "
+                       f"{est['wall_s']:.3g} s wall, {est['gpu_s']:.3g} s GPU, "
+                       f"{est['program_runs']} run(s) of the program"
                        + (f"; no history for {len(est['unknown'])} task(s)"
                           if est["unknown"] else ""))
         return

@@ -8,6 +8,7 @@ from argusdb.answers.report import MAX_ENTROPY_BITS, report
 from argusdb.answers.sufficiency import MAX_UNATTRIBUTED_SHARE
 from argusdb.api import connect
 from argusdb.cli.output import (
+    Number,
     check_output_path,
     handle_errors,
     output_options,
@@ -24,10 +25,10 @@ from argusdb.errors import NoEvidence, UsageError
 @click.option("--version", "versions", multiple=True,
               help="Version selector (repeatable); default every version with evidence.")
 @click.option("--signal", "signals", multiple=True, help="Signal (repeatable); default all.")
-@click.option("--max-entropy", type=float, default=MAX_ENTROPY_BITS, show_default=True,
+@click.option("--max-entropy", type=Number(0, 64), default=MAX_ENTROPY_BITS, show_default=True,
               help="Association entropy (bits) above which an attributed claim is "
                    "insufficient.")
-@click.option("--max-unattributed", type=float, default=MAX_UNATTRIBUTED_SHARE,
+@click.option("--max-unattributed", type=Number(0, 1), default=MAX_UNATTRIBUTED_SHARE,
               show_default=True, help="Share (0..1) of a kernel's total in _unattributed above "
               "which attributed claims about its regions are insufficient.")
 @click.option("--launch-group", default=None, help="Distributed programs: show this launch "

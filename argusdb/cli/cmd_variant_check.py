@@ -5,16 +5,16 @@ from __future__ import annotations
 import click
 
 from argusdb.api import connect
-from argusdb.cli.output import handle_errors, output_options, print_json
+from argusdb.cli.output import Number, handle_errors, output_options, print_json
 
 
 @click.command("variant-check")
 @click.argument("store")
 @click.argument("variant_version")
 @click.option("--parent", "parent_version", required=True, help="Parent program version.")
-@click.option("--rel-err", type=float, required=True,
+@click.option("--rel-err", type=Number(0), required=True,
               help="Relative error of the variant's output against the parent's.")
-@click.option("--tolerance", type=float, default=1e-5, show_default=True,
+@click.option("--tolerance", type=Number(0), default=1e-5, show_default=True,
               help="Largest relative error accepted as the same result.")
 @click.option("--task", "task_id", help="Task that ran the check.")
 @output_options(csv=False)

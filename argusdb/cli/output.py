@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -72,6 +73,40 @@ class Seconds(click.ParamType):
             return valid_timeout(value, param.opts[0] if param and param.opts else "timeout")
         except UsageError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class Number(click.ParamType):
+    """A finite number within bounds (``nan``, ``inf`` and values outside refused, with the
+    range in the message): every numeric option of the CLI that is not a time limit.
+
+    Example:
+        >>> Number(0, 1, min_open=True).convert("0.05", None, None)
+        0.05
+    """
+
+    name = "number"
+
+    def __init__(self, low: float | None = None, high: float | None = None,
+                 min_open: bool = False, max_open: bool = False) -> None:
+        self.low, self.high, self.min_open, self.max_open = low, high, min_open, max_open
+
+    def _range(self) -> str:
+        lo = "" if self.low is None else f"{self.low:g} {'<' if self.min_open else '<='} "
+        hi = "" if self.high is None else f" {'<' if self.max_open else '<='} {self.high:g}"
+        return f"{lo}x{hi}"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError, OverflowError):
+            x = math.nan
+        bad = not math.isfinite(x) or (
+            self.low is not None and (x <= self.low if self.min_open else x < self.low)) or (
+            self.high is not None and (x >= self.high if self.max_open else x > self.high))
+        if bad:
+            self.fail(f"{value!r} is not a finite number with {self._range()}", param, ctx)
+        return x
 
 
 def sql_text(sql: str) -> str:

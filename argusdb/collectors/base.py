@@ -19,10 +19,13 @@ Example:
 from __future__ import annotations
 
 import codecs
+import functools
 import gzip
 import hashlib
+import io
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -55,7 +58,11 @@ class Interference:
 
     A clean timing run has only ``activity_tracing`` set. Anything else perturbs timing:
     torch.profiler's host-op tracing too (seen on 2 H200s: an overlapped tensor-parallel step
-    ran 38 times slower under it while the serial version did not change).
+    ran 38 times slower under it while the serial version did not change). ``launch_replay``:
+    the kernel ran as a replay of a captured launch, out of its program (restored inputs, other
+    caches, no neighbouring kernels; :mod:`argusdb.observe.runner.replay`): its durations are
+    not the program's, a standing of their own (``timing_clean`` is False; a derivation pairs
+    replays with replays of the same signature).
     """
 
     activity_tracing: bool = False
@@ -69,13 +76,14 @@ class Interference:
     serialized: bool = False
     clock_control: str | None = None
     cache_control: str | None = None
+    launch_replay: bool = False
 
     def signature(self) -> str:
         """A canonical, human-readable signature, e.g. ``replay(38 passes, full)+clock:none``."""
         parts: list[str] = []
         if self.counter_replay:
             parts.append(f"replay({self.replay_passes or '?'} passes, {self.section_set or '?'})")
-        for flag in ("instrumentation", "forced_wait", "pc_sampling", "serialized",
+        for flag in ("launch_replay", "instrumentation", "forced_wait", "pc_sampling", "serialized",
                      "torch_profiler", "activity_tracing"):
             if getattr(self, flag):
                 parts.append(flag)
@@ -88,7 +96,8 @@ class Interference:
     def timing_clean(self) -> bool:
         """True when durations from this run reflect unperturbed execution."""
         return not (self.counter_replay or self.instrumentation or self.forced_wait
-                    or self.pc_sampling or self.serialized or self.torch_profiler)
+                    or self.pc_sampling or self.serialized or self.torch_profiler
+                    or self.launch_replay)
 
 
 @dataclass(frozen=True)
@@ -141,9 +150,98 @@ class Reader(Protocol):
 
 
 
+#: Longest line a line-based artefact may have (characters): the tools write lines of at most
+#: a few hundred KiB (an ncu source page row with every metric); a 4 GiB line in a 4 MB gzip
+#: took 57 s to end in a MemoryError.
+MAX_LINE_CHARS = 16 * 2**20
+#: Most bytes a gzip artefact may inflate to, and the largest ratio of inflated to compressed
+#: bytes once it has inflated :data:`RATIO_AFTER_BYTES` (the tools' traces compress 5-30x;
+#: a run of one repeated byte, a "bomb", ~1000x).
+MAX_INFLATED_BYTES = 64 * 2**30
+MAX_INFLATE_RATIO = 200
+RATIO_AFTER_BYTES = 8 * 2**20
+#: Bytes of a gzip artefact inflated, and dropped, when it is opened, to apply those bounds
+#: before a reader parses anything (~0.1 s).
+PROBE_BYTES = 64 * 2**20
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n / 2**10:,.1f} KiB"
+
+
+class _Inflating(io.RawIOBase):
+    """A gzip file's decompressed bytes, refused past :data:`MAX_INFLATED_BYTES` or, once
+    :data:`RATIO_AFTER_BYTES` are out, past :data:`MAX_INFLATE_RATIO` times the compressed
+    bytes read: a decompression bomb is refused while it is opened (well under a second), never
+    held."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._raw = open(path, "rb")
+        self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb")
+        self.out = 0
+        # Inflate (and drop) the first PROBE_BYTES before a reader parses anything: a bomb
+        # is refused in a fraction of a second, not after its reader has parsed megabytes.
+        try:
+            chunk = bytearray(2**20)
+            while self.out < PROBE_BYTES and self.readinto(chunk):
+                pass
+            self._gz.seek(0)
+        except (EOFError, OSError, zlib.error):
+            self._gz.seek(0)   # a corrupt stream: its reader says where, as it reads
+        except BaseException:
+            self.close()
+            raise
+        self.out = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._gz.seek(offset, whence)   # inflates again from the start when back
+
+    def tell(self) -> int:
+        return self._gz.tell()
+
+    def readinto(self, buf: Any) -> int:
+        n = self._gz.readinto(buf)
+        self.out = self._gz.tell()
+        if self.out > MAX_INFLATED_BYTES or (
+                self.out > RATIO_AFTER_BYTES
+                and self.out > MAX_INFLATE_RATIO * max(self._raw.tell(), 1)):
+            raise InputError(str(self.path), f"inflates to more than {_size(self.out)} from "
+                             f"{_size(self._raw.tell())} of gzip (more than "
+                             f"{MAX_INFLATE_RATIO}:1, or past {MAX_INFLATED_BYTES / 2**30:g} GiB):"
+                             " not an artefact a tool wrote",
+                             "ingest the tool's own output; a file this compressible is refused "
+                             "before it is inflated")
+        return n
+
+    def close(self) -> None:
+        with suppress(Exception):
+            self._gz.close()
+        self._raw.close()
+        super().close()
+
+
+def open_stream(path: Path) -> IO[bytes]:
+    """A file's bytes for reading, decompressed (and bounded: :class:`_Inflating`) when it is
+    gzip; every reader opens its artefact through this or :func:`open_text`."""
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    if gz:
+        return io.BufferedReader(_Inflating(Path(path)), buffer_size=1 << 16)
+    return open(path, "rb")
+
+
 class StrictText:
-    """A text file (plain or gzip) read as UTF-8: a leading BOM is skipped, an invalid byte or a
-    truncated gzip stream becomes an :class:`InputError` naming the line.
+    """A text file (plain or gzip) read as UTF-8: a leading BOM is skipped, an invalid byte, a
+    line longer than :data:`MAX_LINE_CHARS` or a truncated gzip stream becomes an
+    :class:`InputError` naming the line; a gzip file is inflated within bounds
+    (:func:`open_stream`).
 
     Iterating yields lines, as a text file object does.
     """
@@ -152,8 +250,7 @@ class StrictText:
         self.path = Path(path)
         with open(self.path, "rb") as fh:
             self.gz = fh.read(2) == b"\x1f\x8b"
-        self._fh: IO[str] = (gzip.open(self.path, "rt", encoding="utf-8-sig") if self.gz
-                             else open(self.path, encoding="utf-8-sig"))
+        self._fh: IO[str] = io.TextIOWrapper(open_stream(self.path), encoding="utf-8-sig")
 
     def __enter__(self) -> StrictText:
         return self
@@ -166,11 +263,20 @@ class StrictText:
         self._fh.close()
 
     def __iter__(self) -> Iterator[str]:
+        no = 0
         try:
-            yield from self._fh
+            for line in iter(functools.partial(self._fh.readline, MAX_LINE_CHARS + 1), ""):
+                no += 1
+                if len(line) > MAX_LINE_CHARS:
+                    raise InputError(str(self.path), f"line {no} is longer than "
+                                     f"{MAX_LINE_CHARS // 2**20} MiB characters (it was not "
+                                     "read whole): not a line a tool wrote",
+                                     "ingest the tool's own output; a damaged or padded file "
+                                     "is refused")
+                yield line
         except UnicodeDecodeError as exc:
-            line, byte = _first_bad_utf8(self.path, self.gz)
-            raise InputError(str(self.path), f"is not valid UTF-8 (line {line}: byte "
+            bad, byte = _first_bad_utf8(self.path, self.gz)
+            raise InputError(str(self.path), f"is not valid UTF-8 (line {bad}: byte "
                              f"{byte!r} cannot be decoded)", "re-export the file from the tool "
                              "(argus reads UTF-8 text, with or without a byte-order mark); "
                              "a file that was edited or converted to another encoding is "
@@ -184,7 +290,7 @@ def _first_bad_utf8(path: Path, gz: bool) -> tuple[int, bytes]:
     """1-based line and the byte of the first invalid UTF-8 sequence in a file."""
     dec = codecs.getincrementaldecoder("utf-8")()
     line = 1
-    with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+    with open_stream(path) as fh:
         while chunk := fh.read(1 << 16):
             try:
                 dec.decode(chunk)

@@ -15,17 +15,16 @@ Example:
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 import ijson
 
-from argusdb.collectors.base import BOM
+from argusdb.collectors.base import BOM, open_stream
 from argusdb.errors import InputError
 
 _THOUSAND = Decimal(1000)
@@ -37,9 +36,7 @@ BUF_SIZE = 16 * 1024
 def open_binary(path: Path) -> IO[bytes]:
     """Open a possibly gzip-compressed file for binary reading (ijson wants bytes), past a
     UTF-8 byte-order mark if the text starts with one."""
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    fh2 = cast(IO[bytes], gzip.open(path, "rb")) if magic == b"\x1f\x8b" else open(path, "rb")
+    fh2 = open_stream(path)   # a gzip stream inflates within bounds (a bomb is refused)
     try:
         if fh2.read(len(BOM)) != BOM:
             fh2.seek(0)

@@ -337,14 +337,19 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
     return done
 
 
-def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
+def expand_paths(paths: Sequence[str | Path], follow_symlinks: bool = False) -> list[Path]:
     """Files named by ``paths``: a file as given; a directory, every file under it that a
-    collector recognizes (sorted, hidden files and folders left out); a glob pattern (``*``,
-    ``?``, ``[...]``, ``**`` across folders) that names no existing path, what it matches,
-    sorted.
+    collector recognizes (sorted, hidden files and folders left out; folders that are links
+    are not entered); a glob pattern (``*``, ``?``, ``[...]``, ``**`` across folders) that
+    names no existing path, what it matches, sorted.
+
+    A folder's walk stays inside the folder: a file there that is a link to a file outside it
+    is refused, unless ``follow_symlinks`` (``argus ingest --follow-symlinks``); a link to a
+    file inside the folder is taken.
 
     Raises:
-        InputError: a path that does not exist, or a pattern that matches nothing.
+        InputError: a path that does not exist, a pattern that matches nothing, or a link
+            out of a folder.
     """
     import glob
 
@@ -356,12 +361,19 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
             if not hits:
                 raise InputError(str(given), "the pattern matches no file",
                                  "check the pattern (quote it so the shell leaves it alone)")
-            out.extend(expand_paths(hits))
+            out.extend(expand_paths(hits, follow_symlinks))
             continue
         if p.is_dir():
+            root = p.resolve()
             for f in sorted(p.rglob("*")):
                 rel = f.relative_to(p).parts
-                if f.is_file() and not any(x.startswith(".") for x in rel) and _known(f):
+                if not f.is_file() or any(x.startswith(".") for x in rel):
+                    continue
+                if f.is_symlink() and not follow_symlinks and not f.resolve().is_relative_to(root):
+                    raise InputError(str(f), f"a link to a file outside the folder {given}",
+                                     "ingest that file by its own path, or pass "
+                                     "--follow-symlinks to take the links out of the folder")
+                if _known(f):
                     out.append(f)
         elif p.exists():
             out.append(p)
@@ -579,7 +591,8 @@ def _run_row(pending: _Pending, pl: _Planned, run_id: str, seq: int, version: st
         "section_set": itf.section_set, "pc_sampling": itf.pc_sampling,
         "instrumentation": itf.instrumentation, "forced_wait": itf.forced_wait,
         "serialized": itf.serialized, "clock_control": itf.clock_control,
-        "cache_control": itf.cache_control, "device": device.get("name"),
+        "cache_control": itf.cache_control, "launch_replay": itf.launch_replay,
+        "device": device.get("name"),
         "device_info": device, "meta": meta, "ingested_at": now,
         **{k: pl.place.get(k) for k in LAUNCH_KEYS}})
 

@@ -53,7 +53,8 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
             run: Callable[[], Any] | Sequence[str] | None = None,
             cwd: str | Path | None = None, budget_s: float | None = None,
             dry_run: bool = False, options: dict[str, str] | None = None,
-            workdir: str | Path | None = None, progress: bool | None = None) -> Observation:
+            workdir: str | Path | None = None, progress: bool | None = None,
+            replay: bool = True, capture_limit: int | str | None = None) -> Observation:
     """Observe ``signals`` of ``region`` at ``scope``: plan, run, store and return evidence.
 
     Args:
@@ -74,6 +75,11 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
         options: compile options and ``target`` that pin the program version (see ingest).
         workdir: where the runner writes artefacts (default: ``<store>.runs/<plan_id>``).
         progress: progress bar (default: on a terminal).
+        replay: with ``run``, run the program once and collect what needs only the kernel on
+            replays of the captured launch (:mod:`argusdb.observe.planner.replays`); False runs
+            the program again for every collection (``--no-replay``).
+        capture_limit: bytes the capture may copy, an int or text such as ``512M``/``4G``
+            (``--capture-limit``; default 4 GiB); over it the plan falls back to runs.
 
     Raises:
         PlanError: the request cannot be planned.
@@ -102,7 +108,15 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
     with observation_store(store, dry_run) as st:
         kw: dict[str, Any] = {"options": options}
         if command is not None:
-            kw.update({"command": command, "cwd": str(wd.resolve())})
+            from argusdb.observe.launch.capture import limit_bytes
+
+            try:
+                limit = limit_bytes(capture_limit)
+            except ValueError as exc:
+                raise UsageError(f"--capture-limit {capture_limit}: not a size (give bytes, "
+                                 f"or a number with K, M, G or T, e.g. 4G)") from exc
+            kw.update({"command": command, "cwd": str(wd.resolve()), "replay": replay,
+                       "capture_limit": limit})
         p = make_plan(source, region, names, scope, st, **kw)
         if budget_s is not None:
             p = trim(p, budget_s, lambda sigs: make_plan(source, region, sigs, scope, st, **kw))
@@ -334,7 +348,10 @@ def estimate(p: Plan) -> dict[str, Any]:
     known = [t.estimate for t in todo if t.estimate]
     return {"wall_s": sum(e["wall_s"] or 0.0 for e in known),
             "gpu_s": sum(e["gpu_s"] or 0.0 for e in known), "estimated": len(known),
-            "unknown": [t.id for t in todo if not t.estimate]}
+            "unknown": [t.id for t in todo if not t.estimate],
+            "basis": sorted({e.get("basis") or "median of past tasks in the store"
+                             for e in known}),
+            "program_runs": sum(1 for t in todo if t.runs_program)}
 
 
 def _run(p: Plan, st: Store, source: Path, workdir: str | Path | None,
@@ -393,7 +410,7 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
                         strict=True):
         counts.setdefault(sig, {}).setdefault(cls, 0)
         counts[sig][cls] += 1
-    tasks = [{"id": t.id, "action": t.action, "run": t.run,
+    tasks = [{"id": t.id, "action": t.action, "run": t.run, "runs_program": t.runs_program,
               "status": rows.get(t.id, {}).get("status", "reused" if t.reuse else "missing"),
               "wall_s": rows.get(t.id, {}).get("wall_s"), "gpu_s": rows.get(t.id, {}).get("gpu_s"),
               "reuse": t.reuse} for t in p.tasks]
@@ -410,9 +427,33 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
                                            "program_version": cfg.get("program_version")}})
     return {"plan_id": p.plan_id, "ok": not failed, "failed": failed, "tasks": tasks,
             "evidence": counts, "attribution": attribution_verdict(p, st),
+            **({"replay": replay_summary(p, rows)} if "command" in p.request else {}),
+            "not_applicable": p.request.get("not_applicable") or {},
             "notes": p.notes + _binary_notes(p, rows) + _probe_notes(ev),
             "wall_s": sum(t["wall_s"] or 0 for t in tasks),
             "gpu_s": sum(t["gpu_s"] or 0 for t in tasks)}
+
+
+def replay_summary(p: Plan, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How a command plan collected: whether replay was planned, which tasks ran the program
+    (``runs_program`` as planned, and as run: a fall-back runs it), the fall-backs with their
+    reasons, and which duration is which (in-context: the program's launches; replay: the
+    captured launch, isolated)."""
+    planned = bool(p.request.get("replay"))
+    fallbacks: dict[str, str] = {}
+    ran_program: list[str] = []
+    for t in p.tasks:
+        detail = json.loads(rows.get(t.id, {}).get("config") or "{}").get("detail") or {}
+        if detail.get("replay_fallback"):
+            fallbacks[t.id] = str(detail["replay_fallback"])
+        if t.runs_program or t.id in fallbacks:
+            ran_program.append(t.id)
+    durations = {t.id: ("in-context (the program's launches)" if t.params.get("from_control")
+                        or not t.params.get("replay") else
+                        "replay (the captured launch, isolated: launch_replay)")
+                 for t in p.tasks if t.action == "cupti_timing"}
+    return {"planned": planned, "program_runs": len(ran_program), "ran_program": ran_program,
+            "fallbacks": fallbacks, "durations": durations}
 
 
 def _probe_notes(ev: Any) -> list[str]:

@@ -22,7 +22,13 @@ SELECT
     -- When the task finished (UTC).
     t.finished_at,
     -- Ranks the task launched (a torchrun launch: its world size); NULL for other tasks.
-    TRY_CAST(t.config -> 'params' ->> 'world_size' AS INTEGER) AS world_size
+    TRY_CAST(t.config -> 'params' ->> 'world_size' AS INTEGER) AS world_size,
+    -- True when the task ran on replays of a launch captured from the program (the replay
+    -- worker), not by running the program.
+    coalesce(TRY_CAST(t.config -> 'params' ->> 'replay' AS BOOLEAN), false) AS replayed,
+    -- True when the task read what the control run of the program recorded (no run of its own).
+    coalesce(TRY_CAST(t.config -> 'params' ->> 'from_control' AS BOOLEAN), false)
+        AS from_control
 FROM task AS t
 WHERE t.plan_id IS NOT NULL;
 

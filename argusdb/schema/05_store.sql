@@ -1,5 +1,7 @@
 -- Facts about the store itself, one row per key: 'schema_version' (an integer as text: the
--- version of argusdb/schema/ the store was written with; argusdb migrates older stores and refuses newer).
+-- version of argusdb/schema/ the store was written with; argusdb migrates older stores and refuses newer);
+-- 'committing' (the runs of the last ingest, written just before its commit so that the
+-- write-ahead log is never empty while a commit is pending: see STORE.argus-pending).
 -- Provenance: argusdb, when it creates or migrates a store.
 CREATE TABLE IF NOT EXISTS store_meta (
     -- Name of the fact, e.g. 'schema_version'.

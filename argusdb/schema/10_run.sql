@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS run (
     adapter_version VARCHAR NOT NULL,
     -- Canonical interference signature, e.g. 'replay(38 passes, full)+clock:none'.
     signature VARCHAR NOT NULL,
-    -- True when durations of this run reflect unperturbed execution (no replay, probes, sampling).
+    -- True when durations of this run reflect unperturbed execution in the program (no counter
+    -- replay, probes, sampling, nor a launch replayed out of its program: launch_replay).
     timing_clean BOOLEAN NOT NULL,
     -- Activity tracing (CUPTI activity API, nsys, Kineto) was active.
     activity_tracing BOOLEAN NOT NULL,
@@ -89,5 +90,9 @@ CREATE TABLE IF NOT EXISTS run (
     -- CUDA device ordinal the rank ran on (as the process numbered it); NULL when not stated.
     device_index INTEGER,
     -- When the run was ingested (UTC).
-    ingested_at TIMESTAMP NOT NULL
+    ingested_at TIMESTAMP NOT NULL,
+    -- The kernel ran as a replay of a launch captured from its program (restored inputs, other
+    -- caches, no neighbouring kernels): durations of their own standing, not in-context timing.
+    -- Provenance: the LAUNCH_REPLAY record of argusdb's replay worker's CUPTI file.
+    launch_replay BOOLEAN NOT NULL DEFAULT false
 );

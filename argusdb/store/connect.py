@@ -4,10 +4,12 @@ connection gets, and what a file that is not a store is told (:func:`connect_wai
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -29,7 +31,10 @@ def lock_timeout_s() -> float:
     if raw is None:
         return LOCK_TIMEOUT_S
     try:
-        return max(0.0, float(raw))
+        seconds = float(raw)
+        if math.isnan(seconds):
+            raise ValueError(raw)
+        return max(0.0, seconds)
     except ValueError as exc:
         raise StoreError(f"ARGUS_LOCK_TIMEOUT={raw!r} is not a number of seconds. Set it to "
                          "e.g. 120, or unset it.") from exc
@@ -104,12 +109,17 @@ def open_error(path: str, exc: Exception) -> StoreError:
                       "is an argusdb store.")
 
 
-def connect_waiting(p: Path, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyConnection:
-    """Connect, waiting up to ``timeout_s`` while another process holds the file's lock."""
+def connect_waiting(p: Path, read_only: bool, timeout_s: float,
+                    before: Callable[[], None] | None = None) -> duckdb.DuckDBPyConnection:
+    """Connect, waiting up to ``timeout_s`` while another process holds the file's lock;
+    ``before`` is called just before each attempt (the store notes its write-ahead log's
+    state there, as it is when DuckDB replays it)."""
     deadline = time.monotonic() + timeout_s
     told = False
     pause = 0.01
     while True:
+        if before is not None:
+            before()
         try:
             return session(duckdb.connect(str(p), read_only=read_only, config=dict(CONFIG)))
         except duckdb.Error as exc:

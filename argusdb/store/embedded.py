@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -41,6 +42,7 @@ from argusdb.store.guard import (
     WATCHDOG,
     Guarded,
     KeptPlans,
+    first_line,
     join_unwinding,
     one_select,
     results,
@@ -49,8 +51,79 @@ from argusdb.store.versions import SCHEMA_VERSION
 
 
 def _pending_path(path: Path) -> Path:
-    """Marker of committed runs not yet checkpointed from the WAL into the store file."""
+    """Marker of runs committed, or being committed, and not yet checkpointed from the WAL
+    into the store file (see :meth:`Store.transaction`)."""
     return path.with_name(path.name + ".argus-pending")
+
+
+def _wal_state(path: Path) -> str:
+    """What the store's write-ahead log holds now: 'absent', or its size and SHA-256.
+
+    Written into the pending marker just before a COMMIT, and taken again before the store
+    is next opened: a log that is still byte for byte what it was before the COMMIT proves
+    that the COMMIT never reached it (the runs were not committed); any other log may have
+    held them. The log is at most a few MiB (every commit is checkpointed); past 64 MiB only
+    its first and last MiB are hashed.
+    """
+    wal = path.with_name(path.name + ".wal")
+    try:
+        with wal.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            digest = hashlib.sha256()
+            if size <= 64 * 2**20:
+                for chunk in iter(lambda: fh.read(2**20), b""):
+                    digest.update(chunk)
+            else:
+                digest.update(fh.read(2**20))
+                fh.seek(size - 2**20)
+                digest.update(fh.read(2**20))
+    except FileNotFoundError:
+        return "absent"
+    return f"{size}:{digest.hexdigest()}"
+
+
+def _with_pending_runs(p: Path, exc: StoreError) -> StoreError:
+    """``exc`` (the store could not be opened), naming the runs the pending marker holds when
+    it is the write-ahead log that DuckDB could not replay."""
+    marker = _pending_path(p)
+    if "write-ahead log" not in str(exc) or not marker.exists():
+        return exc
+    record = _read_marker(marker)
+    runs = record["committed"] + record["committing"]
+    return StoreError(f"{exc} It held run(s) {', '.join(runs)}, named in {marker.name}.")
+
+
+def _write_marker(marker: Path, record: dict[str, Any]) -> None:
+    """Write the pending marker durably (the file and its directory entry)."""
+    tmp = marker.with_name(marker.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(json.dumps(record, sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, marker)
+    with suppress(OSError):
+        fd = os.open(marker.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _read_marker(marker: Path) -> dict[str, Any]:
+    """The pending marker: runs ``committed`` (their COMMIT returned), runs ``committing``
+    (their COMMIT was under way) and ``wal`` (:func:`_wal_state` before that COMMIT). A marker
+    of an older release is a list of committed run ids, one a line."""
+    text = marker.read_text(errors="replace")
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return {"committed": text.split(), "committing": [], "wal": None}
+    if not isinstance(record, dict):
+        return {"committed": text.split(), "committing": [], "wal": None}
+    return {"committed": [str(r) for r in record.get("committed") or []],
+            "committing": [str(r) for r in record.get("committing") or []],
+            "wal": record.get("wal")}
+
 
 def _catalog_mark() -> str:
     """The end of ``store_meta``'s comment in a store whose catalog this release wrote."""
@@ -124,11 +197,19 @@ class Store:
         if p.exists() and (what := not_a_store(p)):
             raise StoreError(f"{path}: {what}. Name an argusdb store, or create one with "
                              f"'argus init NEW.duckdb'.")
-        con = connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
-                               else lock_timeout)
+        wal: list[str | None] = [None]
+
+        def note_wal() -> None:  # the log as it is just before DuckDB replays it
+            wal[0] = _wal_state(p) if _pending_path(p).exists() else None
+
+        try:
+            con = connect_waiting(p, read_only, lock_timeout_s() if lock_timeout is None
+                                  else lock_timeout, before=note_wal)
+        except StoreError as exc:
+            raise _with_pending_runs(p, exc) from exc.__cause__
         st = cls(str(p), con, read_only)
         try:
-            st._check_pending()
+            st._check_pending(wal[0])
             version = st.schema_version()
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{path}: written by a newer argusdb (store schema {version}; "
@@ -137,11 +218,12 @@ class Store:
             if version == 0 and (read_only or not create):
                 raise StoreError(f"{path}: not an argusdb store (no 'run' table). "
                                  f"Create one with 'argus init'.")
-            if read_only and (version < SCHEMA_VERSION or (
+            rebuild = version == SCHEMA_VERSION and st._check_structure()
+            if read_only and (version < SCHEMA_VERSION or rebuild or (
                     not upgraded and not st.catalog_current())):
                 st.needs_upgrade = True
             if not read_only:
-                st.ensure_schema(version)
+                st.ensure_schema(version, rebuild=rebuild)
         except BaseException:
             st.close()
             raise
@@ -189,8 +271,14 @@ class Store:
             if row is None:
                 raise StoreError(f"{self.path}: its store_meta table names no schema_version; "
                                  "it was not written by argusdb. Use a new store file.")
-            return int(row[0])
+            return store_versions.parse_version(self.path, row[0])
         if self.has_table("run"):
+            if self.has_table("store_snapshot"):   # schema 2 brought both: one was dropped
+                raise StoreError(f"{self.path}: damaged: it has the store_snapshot table of "
+                                 "store schema 2 and later but no store_meta table, which names "
+                                 "its schema version. Restore the store from a copy, or create "
+                                 "a new store ('argus init NEW.duckdb') and ingest the "
+                                 "artefacts again.")
             return 1
         row = self.con.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary"
                                ).fetchone()
@@ -200,20 +288,30 @@ class Store:
                              "name a new store file.")
         return 0
 
-    def _check_pending(self) -> None:
-        """Refuse a store whose WAL lost runs that were committed (see :meth:`transaction`)."""
+    def _check_pending(self, wal: str | None) -> None:
+        """Refuse a store whose WAL lost runs that were committed (see :meth:`transaction`).
+
+        ``wal`` is the log's state before this opening replayed it. Runs the marker names as
+        committing count as committed unless that state is still the one recorded before
+        their COMMIT (then the COMMIT never reached the log: the writer stopped before it)."""
         marker = _pending_path(Path(self.path))
         if not marker.exists():
             return
-        runs = [r for r in marker.read_text().split() if r]
-        missing = [r for r in runs if not (self.has_table("run") and self.run_exists(r))]
-        if missing:
+        record = _read_marker(marker)
+        held = self.has_table("run")
+        missing = [r for r in record["committed"] if not (held and self.run_exists(r))]
+        unsure = [r for r in record["committing"] if not (held and self.run_exists(r))]
+        if unsure and record["wal"] is not None and wal == record["wal"]:
+            unsure = []   # the log is as it was before that COMMIT: it did not happen
+        if missing or unsure:
+            lost = missing + unsure
             raise StoreError(
-                f"{self.path}: committed run(s) {', '.join(missing)} are missing: the write-ahead "
-                f"log ({Path(self.path).name}.wal) that held them did not replay (it is damaged, "
-                "truncated or was removed). The store file holds every run committed before "
-                f"them. To accept that loss, delete {marker.name} and ingest those artefacts "
-                "again.")
+                f"{self.path}: run(s) {', '.join(lost)} are missing: they were committed, or "
+                f"being committed, and the write-ahead log ({Path(self.path).name}.wal) that "
+                "held them did not replay (it is damaged, truncated or was removed, or the "
+                "writer stopped inside that COMMIT). The store file holds every run "
+                f"checkpointed before them. To accept that loss, delete {marker.name} beside "
+                "the store and ingest those artefacts again.")
         if not self.read_only:
             self.con.execute("CHECKPOINT")
             marker.unlink(missing_ok=True)
@@ -277,18 +375,65 @@ class Store:
             "temporary AND database_name = current_database()").fetchone()
         return bool(row and row[0] and str(row[0]).endswith(_catalog_mark()))
 
-    def ensure_schema(self, version: int = SCHEMA_VERSION) -> None:
+    def _check_structure(self) -> bool:
+        """Check a store of this schema against ``argusdb/schema/``: every table and column
+        its DDL declares must be there (a dropped or renamed one means lost rows or values:
+        refused). Returns whether a view, macro, derived table or the run sequence is missing
+        (code and counters argusdb re-creates: :meth:`ensure_schema` with ``rebuild``).
+
+        Raises:
+            StoreError: a table or column of the schema is missing, naming each one.
+        """
+        have: dict[str, set[str]] = {}
+        for table, column in self.con.execute(
+                "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+                "current_database() AND schema_name = 'main' AND NOT internal").fetchall():
+            have.setdefault(str(table), set()).add(str(column))
+        lost: list[str] = []
+        extra: list[str] = []
+        for mod in catalog.schema_modules():
+            for obj in mod.objects:
+                if obj.kind != "table":
+                    continue
+                if obj.name not in have:
+                    lost.append(f"table {obj.name}")
+                    continue
+                lost += [f"column {obj.name}.{c}" for c in obj.columns if c not in have[obj.name]]
+                extra += [f"{obj.name}.{c}" for c in sorted(have[obj.name] - set(obj.columns))]
+        if lost:
+            also = f" (and has column(s) it does not declare: {', '.join(extra[:5])})" \
+                if extra else ""
+            raise StoreError(
+                f"{self.path}: damaged: {', '.join(lost[:8])}{' ...' if len(lost) > 8 else ''} "
+                f"of store schema {SCHEMA_VERSION} {'is' if len(lost) == 1 else 'are'} "
+                f"missing{also}; the rows or values held there are gone, so argusdb does not "
+                "open it. Restore the store from a copy, or create a new store ('argus init "
+                "NEW.duckdb') and ingest the artefacts again.")
+        code = {str(n) for (n,) in self.con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = "
+            "current_database() UNION SELECT function_name FROM duckdb_functions() WHERE "
+            "function_type IN ('macro', 'table_macro') AND NOT internal AND database_name = "
+            "current_database() UNION SELECT sequence_name FROM duckdb_sequences() WHERE "
+            "database_name = current_database()").fetchall()} | set(have)
+        wanted = {o.name for m in catalog.query_modules() for o in m.objects} | {"run_seq_gen"}
+        return bool(wanted - code)
+
+    def ensure_schema(self, version: int = SCHEMA_VERSION, rebuild: bool = False) -> None:
         """Create missing tables, (re)create views and macros, and copy the docs in; a store of
         an older schema ``version`` is migrated in the same transaction. A store of this
         schema whose catalog is this release's already (:meth:`catalog_current`) is left as
-        it is: re-creating every view, macro and comment costs ~0.4 s CPU per command."""
-        if version == SCHEMA_VERSION and self.catalog_current():
+        it is (unless ``rebuild``: a view, macro or the run sequence was dropped):
+        re-creating every view, macro and comment costs ~0.4 s CPU per command."""
+        if version == SCHEMA_VERSION and not rebuild and self.catalog_current():
             return
         try:
             self.con.execute("BEGIN")
             for mod in catalog.schema_modules():
                 self.con.execute(mod.text)
-            self.con.execute("CREATE SEQUENCE IF NOT EXISTS run_seq_gen START 1")
+            # a dropped sequence restarts after the highest run held (never a number again)
+            row = self.con.execute("SELECT coalesce(max(run_seq), 0) + 1 FROM run").fetchone()
+            self.con.execute(f"CREATE SEQUENCE IF NOT EXISTS run_seq_gen START "
+                             f"{int(row[0]) if row else 1}")
             store_versions.migrate(self, version)
             for mod in catalog.query_modules():
                 self.con.execute(mod.text)
@@ -299,7 +444,10 @@ class Store:
             self.con.execute("COMMIT")
         except duckdb.Error as exc:
             self.con.execute("ROLLBACK")
-            raise StoreError(f"{self.path}: cannot create the argusdb schema ({exc}).") from exc
+            raise StoreError(f"{self.path}: cannot create the argusdb schema ({first_line(exc)}"
+                             "). The store may be damaged: restore it from a copy, or create a "
+                             "new store ('argus init NEW.duckdb') and ingest the artefacts "
+                             "again.") from exc
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
@@ -487,8 +635,9 @@ class Store:
 
         A transaction that adds runs also records a snapshot (``store_snapshot``), and once it
         has committed the WAL is checkpointed into the store file, so losing the WAL cannot lose
-        the run; until then a marker names the runs, and :meth:`open` refuses a store whose WAL
-        did not give them back.
+        the run. From just before the COMMIT until that checkpoint a marker names the runs
+        (:meth:`_mark_pending`), and :meth:`open` refuses a store whose WAL did not give them
+        back, unless the WAL is provably as it was before the COMMIT (no commit happened).
         """
         with self._lock:
             with self._local_transaction(snapshot=True) as con:
@@ -504,18 +653,26 @@ class Store:
         self.con.execute("BEGIN")
         self._new_runs = []
         self._appended = False
+        earlier: dict[str, Any] | None = None
         try:
             yield self.con
             if snapshot:
                 self._before_commit()
+                earlier = self._mark_pending()
         except BaseException:
             self.con.execute("ROLLBACK")
             self._new_runs = []
             raise
         # The commit writes the appended rows' last row groups: on the threads they were
         # appended on (see _append_threads).
-        with self._append_threads() if self._appended else nullcontext():
-            self.con.execute("COMMIT")
+        try:
+            with self._append_threads() if self._appended else nullcontext():
+                self.con.execute("COMMIT")
+        except duckdb.Error:   # not committed: the marker goes back to what it was
+            if earlier is not None:
+                self._restore_marker(earlier)
+            self._new_runs = []
+            raise
         self.generation += 1
 
     def _before_commit(self) -> None:
@@ -525,18 +682,61 @@ class Store:
                 "store_snapshot), 0) + 1, now()::TIMESTAMP, (SELECT max(run_seq) FROM run), "
                 "'ingest', ?", [self._new_runs])
 
+    def _mark_pending(self) -> dict[str, Any] | None:
+        """Before the COMMIT of a transaction that adds runs: name them in the pending marker,
+        with the state of the write-ahead log, so that no moment exists at which they can be
+        committed and then lost with the log without the store refusing to open.
+
+        An empty log first gets one small committed write (``store_meta`` 'committing', on a
+        cursor of its own), so the state recorded is never "no log": a log removed after the
+        COMMIT then differs from it too. Runs of earlier commits whose checkpoint has not
+        happened yet (another cursor held a transaction open) stay in the marker as
+        committed."""
+        if not self._new_runs or not Path(self.path).is_file():
+            return None
+        p = Path(self.path)
+        marker = _pending_path(p)
+        earlier = _read_marker(marker) if marker.exists() else {}
+        wal = _wal_state(p)
+        if wal == "absent" or wal.startswith("0:"):
+            cur = self.con.cursor()
+            try:
+                cur.execute("INSERT OR REPLACE INTO store_meta VALUES ('committing', ?)",
+                            [" ".join(self._new_runs)])
+            finally:
+                cur.close()
+            wal = _wal_state(p)
+        committed = [*earlier.get("committed", []), *earlier.get("committing", [])]
+        _write_marker(marker, {"committed": committed, "committing": list(self._new_runs),
+                               "wal": wal})
+        return earlier
+
+    def _restore_marker(self, earlier: dict[str, Any]) -> None:
+        """Put the pending marker back as it was before a COMMIT that failed."""
+        marker = _pending_path(Path(self.path))
+        runs = [*earlier.get("committed", []), *earlier.get("committing", [])]
+        if runs:
+            _write_marker(marker, {"committed": runs, "committing": [], "wal": None})
+        else:
+            marker.unlink(missing_ok=True)
+
     def _after_commit(self) -> None:
+        """After the COMMIT: checkpoint the log into the store file and drop the marker (or,
+        when another cursor's open transaction blocks the checkpoint, keep the runs in the
+        marker as committed; a later commit or opening checkpoints them)."""
         runs, self._new_runs = self._new_runs, []
         if not runs or not Path(self.path).is_file():
             return
         marker = _pending_path(Path(self.path))
-        with open(marker, "w") as fh:
-            fh.write("\n".join(runs) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        with suppress(duckdb.Error):   # another cursor's open transaction: the next one does
+        try:
             self.con.execute("CHECKPOINT")
-            marker.unlink(missing_ok=True)
+        except duckdb.Error:   # another cursor's open transaction: the next one does
+            record = _read_marker(marker) if marker.exists() else {}
+            _write_marker(marker, {"committed": sorted({*record.get("committed", []),
+                                                        *record.get("committing", []), *runs}),
+                                   "committing": [], "wal": None})
+            return
+        marker.unlink(missing_ok=True)
 
     def retrying(self, attempt: Any) -> Any:
         """Run ``attempt()`` (one whole write); a shared store reruns it on a commit conflict."""

@@ -82,7 +82,7 @@ from argusdb.schema import catalog
 from argusdb.schema.sqltext import literal as _q
 from argusdb.store.connect import NOT_TRIED_COMPRESSION, SHARED_PREFIX, lock_timeout_s
 from argusdb.store.embedded import SCHEMA_VERSION, Store
-from argusdb.store.versions import parse_time, schema_tables
+from argusdb.store.versions import parse_time, parse_version, schema_tables
 
 _log = logging.getLogger(__name__)
 
@@ -361,16 +361,17 @@ class SharedStore(Store):
     def _version(self) -> int:
         row = self.con.execute("SELECT value FROM lake.store_meta "
                                "WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        return parse_version(self.path, row[0]) if row else 0
 
     def _lake_columns(self, table: str) -> set[str]:
         return {c for (c,) in self.con.execute(
             "SELECT column_name FROM duckdb_columns() WHERE database_name = 'lake' "
             "AND table_name = ?", [table]).fetchall()}
 
-    def ensure_schema(self, version: int = SCHEMA_VERSION) -> None:
+    def ensure_schema(self, version: int = SCHEMA_VERSION, rebuild: bool = False) -> None:
         """Make the query surface in this process's memory: a view per lake table (columns
-        an older lake lacks read NULL) and the views and macros of ``argusdb/queries/``.
+        an older lake lacks read NULL) and the views and macros of ``argusdb/queries/``
+        (always made anew: ``rebuild`` changes nothing here).
 
         The modules' views are bound (at CREATE) against empty views of the tables' types,
         then the table views are pointed at the lake: DuckDB binds a view again where it is

@@ -29,6 +29,9 @@ Versions:
        gives every timeline run (``run.meta.timeline_of``) the version of its program run's
        version, with a ``program_version`` row (``options.kernels_of``), in every table that
        keys rows by run and version; a version no run has any more is dropped.
+    5. ``run.launch_replay`` (a kernel replayed from a launch captured from its program, a
+       standing of its own): added by :meth:`add_missing_columns`, false for the runs stored
+       before.
 
 Time travel on an embedded store: snapshot ``S`` holds exactly the runs with
 ``run_seq <= store_snapshot.run_seq_max``. :func:`as_of` copies those runs and what they rest on
@@ -54,7 +57,7 @@ from argusdb.schema import catalog
 #: Version of ``argusdb/schema/`` this release writes. A store records its own in
 #: ``store_meta``; a store without that table but with ``run`` is version 1 (the first
 #: release). Bumped with a step in :func:`migrate`.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class Migrating(Protocol):
@@ -70,6 +73,28 @@ DERIVED = ("attribution_split", "region_attribution", "derived_evidence", "mater
            "attribution_pc_line")
 #: Tables kept as of a time by a timestamp column of theirs.
 _BY_TIME = {"variant_check": "checked_at", "plan": "created_at"}
+
+
+def parse_version(path: str, raw: object) -> int:
+    """The schema version recorded in ``store_meta`` (its text ``raw``), as a whole number
+    from 1 up (a newer one than :data:`SCHEMA_VERSION` is the caller's to refuse).
+
+    Raises:
+        StoreError: it is not a whole number (``'abc'``), or below 1 (``-1``, ``0``): no
+            argusdb wrote it, so nothing can say which migrations the store needs.
+    """
+    text = str(raw).strip()
+    try:
+        version = int(text)
+    except ValueError:
+        version = None
+    if version is None or version < 1:
+        raise StoreError(f"{path}: its schema version in store_meta is {text!r}, which no "
+                         f"argusdb release writes (versions 1 to {SCHEMA_VERSION}); the store "
+                         "is damaged or was edited by hand, so argusdb cannot tell how to read "
+                         "or migrate it. Restore it from a copy, or create a new store ('argus "
+                         "init NEW.duckdb') and ingest the artefacts again.")
+    return version
 
 
 def migrate(store: Migrating, version: int) -> None:

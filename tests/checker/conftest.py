@@ -91,7 +91,7 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
     """Add the SEED runs and rows (see the module docstring)."""
     v1 = ids["V1"]
     ids.update(RN="seed0ncu00000001", RP="seed0proton00001", RF="seed0forcedwait1",
-               VF="seedvariant00001")
+               VF="seedvariant00001", RR="seed0replay00001")
     with open_store(path) as st, st.transaction():
         _seed_run(st, ids["RN"], v1, counter_replay=True, replay_passes=3, section_set="full",
                   device="NVIDIA H200",
@@ -121,6 +121,14 @@ def seed(path: Path, ids: dict[str, str]) -> dict[str, str]:
                 {"launch": launch, "warp_role": "consumer", "signal": "busy_ns",
                  "value": 21000.0, "unit": "ns"}]
         _seed_rows(st, ids["RP"], v1, rows)
+        # V1's kernel replayed from a captured launch (argusdb.observe.runner.replay): clean
+        # of probes, but out of its program, a standing of its own
+        _seed_run(st, ids["RR"], v1, activity_tracing=True, launch_replay=True,
+                  cache_control="all", signature="launch_replay+activity_tracing+cache:all",
+                  timing_clean=False, device="NVIDIA H200")
+        _seed_rows(st, ids["RR"], v1, [
+            {"launch": lc, "signal": "duration", "value": 29500.0, "unit": "ns"}
+            for lc in ("0", "1")])
         st.insert_row("program_version", {"program_version": ids["VF"], "program": "softmax",
                                           "parent_version": v1, "transform": "forced_wait:load"})
         _seed_run(st, ids["RF"], ids["VF"], forced_wait=True, activity_tracing=True,

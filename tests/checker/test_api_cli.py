@@ -52,14 +52,14 @@ def test_explain_names_versions_runs_classes_signatures(seeded_path: Path,
         prov = db.explain("SELECT e.launch, e.value FROM evidence e "
                           f"WHERE e.program_version = '{ids['V1']}' AND e.signal = 'duration'")
     assert prov["ok"] and prov["program_versions"] == [ids["V1"]]
-    assert set(prov["runs"]) == {ids["R1"], ids["RN"], ids["RP"]}
+    assert set(prov["runs"]) == {ids["R1"], ids["RN"], ids["RP"], ids["RR"]}
     assert prov["evidence_classes"] == ["observed"]
     assert set(prov["interference_signatures"]) == {
         "activity_tracing", "replay(3 passes, full)+clock:none",
-        "activity_tracing+instrumentation(proton)"}
+        "activity_tracing+instrumentation(proton)", "launch_replay+activity_tracing+cache:all"}
     # the softmax trace holds 27 kernel launches: V1 has softmax_fwd's 20 (the 7 torch
     # launches are a timeline run of their own version), and 2 seed rows each
-    assert prov["rows"] == 20 + 2 + 2
+    assert prov["rows"] == 20 + 2 + 2 + 2
     assert prov["sources"][0]["predicates"] == [f"program_version = '{ids['V1']}'",
                                                 "signal = 'duration'"]
 

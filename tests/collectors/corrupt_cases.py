@@ -250,7 +250,7 @@ def raw_duplicate_result(b: bytes) -> bytes:
 
 # --- the cases -----------------------------------------------------------------------------
 
-CUT_SASS = "ends early|no closing ';'"
+CUT_SASS = "ends early|no closing ';'|has no line end"
 CUT_PTX = r"ends inside|has no body|no \.version|no \.entry"
 CUT_MLIR = r"ends inside|never closed|cannot resolve location|no 'module'|no tt\.func"
 TARGET = "not a known CUDA target"

@@ -65,10 +65,10 @@ def test_ingest_checks_the_program_lines(store: Store) -> None:
 def test_listing_without_header_or_instructions(tmp_path: Path) -> None:
     text = SASS.read_text()
     bad = tmp_path / "noinsn.sass"
-    bad.write_text("\n".join(ln for ln in text.splitlines() if "/*" not in ln))
+    bad.write_text("".join(ln for ln in text.splitlines(keepends=True) if "/*" not in ln))
     with pytest.raises(InputError, match=r"noinsn\.sass: holds no instructions"):
         detect(bad).read(bad)
     body = tmp_path / "body.sass"
-    body.write_text("\n".join(text.splitlines()[1:]))
+    body.write_text("".join(text.splitlines(keepends=True)[1:]))
     with pytest.raises(InputError, match="unknown artefact format"):
         detect(body)

@@ -60,7 +60,9 @@ def test_plans_carry_estimates_from_past_tasks(store: Store, table: TableCounter
              store=store, counter=table)
     est = {t.action: t.estimate for t in p.tasks}
     # Medians over finished plan tasks: the reused one and the manual ingest left out.
-    assert est["find_launch"] == {"wall_s": 3.0, "gpu_s": None, "from_tasks": 2}
-    assert est["cupti_timing"] == {"wall_s": 4.0, "gpu_s": 1.0, "from_tasks": 2}
-    assert est["ncu_source"] == {"wall_s": 40.0, "gpu_s": 12.0, "from_tasks": 1}
+    basis = {"basis": "median of past tasks in the store"}
+    assert est["find_launch"] == {"wall_s": 3.0, "gpu_s": None, "from_tasks": 2} | basis
+    assert est["cupti_timing"] == {"wall_s": 4.0, "gpu_s": 1.0, "from_tasks": 2} | basis
+    assert est["ncu_source"] == {"wall_s": 40.0, "gpu_s": 12.0, "from_tasks": 1} | basis
+    # the harness form has no shipped figures: no history, no estimate
     assert est["attribute"] is None

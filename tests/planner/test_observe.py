@@ -30,7 +30,8 @@ def test_dry_run_plans_without_store(tmp_path: Path) -> None:
     assert obs.evidence is None
     assert obs.report == {"plan_id": obs.plan.plan_id, "tasks": 4, "runs": 2, "reused": [],
                           "notes": [], "estimate": {"wall_s": 0.0, "gpu_s": 0.0, "estimated": 0,
-                                                    "unknown": [t.id for t in obs.plan.tasks]}}
+                                                    "unknown": [t.id for t in obs.plan.tasks],
+                                                    "basis": [], "program_runs": 0}}
     assert not (tmp_path / "none.duckdb").exists()  # a dry run creates no store
 
 

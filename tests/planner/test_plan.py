@@ -251,10 +251,11 @@ def test_cycle_is_refused() -> None:
     ("softmax/softmax_fwd", ["duration"], {"warp": "some"}, "a value is 'all', 'each'"),
     ("softmax/softmax_fwd", ["inst_executed"], {"warp": "each"},
      "only Proton scopes (signal 'duration') resolve warp"),
+    # the only signal asked cannot apply: nothing is left to plan
     ("softmax/softmax_fwd", ["exposed_latency"], None, "is the whole kernel"),
     ("softmax/softmax_fwd/store", ["exposed_latency"], None,
-     "cannot plan the forced_wait variant: softmax.py: region softmax/softmax_fwd/store assigns "
-     "no tl.load result"),
+     "exposed_latency of softmax/softmax_fwd/store is not applicable: softmax.py: region "
+     "softmax/softmax_fwd/store assigns no tl.load result"),
 ])
 def test_bad_requests_say_what_and_how_to_fix(region: str, signals: list[str],
                                                scope: dict[str, str] | None,
@@ -272,3 +273,13 @@ def test_a_kernel_at_warp_scope_is_timed_through_its_regions(table: TableCounter
                                            "softmax/softmax_fwd/store"]
     assert scopes.params["transform"] == ("proton_scopes:softmax/softmax_fwd/load,"
                                           "softmax/softmax_fwd/reduce,softmax/softmax_fwd/store")
+
+
+def test_a_signal_that_cannot_apply_is_not_applicable_and_the_others_are_planned() -> None:
+    p = plan(SOFTMAX, "softmax/softmax_fwd/store", ["exposed_latency", "inst_executed"])
+    assert p.request["not_applicable"] == {"exposed_latency": (
+        "softmax.py: region softmax/softmax_fwd/store assigns no tl.load result. force a wait "
+        "in a region that loads from global memory (x = tl.load(...))")}
+    assert [t.action for t in p.tasks] == ["find_launch", "ncu_source", "attribute"]
+    assert any(n.startswith("exposed_latency of softmax/softmax_fwd/store: not applicable")
+               for n in p.notes)

@@ -25,12 +25,16 @@ SIGNALS = "duration,inst_executed,warp_stall_samples,exposed_latency"
 
 
 def replay_observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, region: str,
-                   signals: str, *cmd: str) -> tuple[int, dict[str, Any]]:
-    """Observe ``region`` of recorded program ``name`` into ``tmp_path/s.duckdb``."""
+                   signals: str, *cmd: str, replay: bool = False) -> tuple[int, dict[str, Any]]:
+    """Observe ``region`` of recorded program ``name`` into ``tmp_path/s.duckdb``.
+
+    The bundles were recorded by the per-run path (every collection ran the program), so the
+    request is planned as that path plans it (``--no-replay``) unless ``replay``."""
     bundle = tmp_path / "bundle"
     shutil.copytree(RECORDED / name, bundle)
     monkeypatch.chdir(PROGRAMS / name)
     monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
     r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", signals,
-                                  "--store", str(tmp_path / "s.duckdb"), "--json", "--", *cmd])
+                                  "--store", str(tmp_path / "s.duckdb"), "--json",
+                                  *([] if replay else ["--no-replay"]), "--", *cmd])
     return r.exit_code, json.loads(r.stdout.splitlines()[-1])

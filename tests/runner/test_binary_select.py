@@ -99,8 +99,8 @@ def _observe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, region: str, signa
     monkeypatch.chdir(PKG)
     monkeypatch.setenv("ARGUS_REPLAY", str(_bundle(tmp_path)))
     r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", signals,
-                                  "--store", str(tmp_path / "s.duckdb"), "--json", *extra,
-                                  "--", "python3", "train.py"])
+                                  "--store", str(tmp_path / "s.duckdb"), "--json",
+                                  "--no-replay", *extra, "--", "python3", "train.py"])
     return r.exit_code, json.loads(r.stdout.splitlines()[-1])
 
 

@@ -109,10 +109,12 @@ def test_dry_run_of_a_command_resolves_the_module_by_name(monkeypatch: pytest.Mo
     assert code == 0
     doc = json.loads(out)
     assert doc["request"]["command"] == ["python3", "model/model.py"]
-    # the region's own duration: a proton_scopes variant and one instrumented launch of it
+    # the region's own duration: a proton_scopes variant and one instrumented launch of it;
+    # exposed latency from replays: the parent's replayed timing beside the program's own
     assert [t["action"] for t in doc["tasks"]] == [
-        "find_launch", "proton_scopes", "cupti_timing", "forced_wait", "ncu_source",
-        "proton_instr", "cupti_timing", "attribute", "derive_exposed_latency"]
+        "find_launch", "proton_scopes", "cupti_timing", "cupti_timing", "forced_wait",
+        "ncu_source", "proton_instr", "cupti_timing", "attribute", "derive_exposed_latency"]
+    assert [t["runs_program"] for t in doc["tasks"] if t["kind"] == "collect"] == [False] * 5
     assert doc["tasks"][0]["params"]["program"] == "fused_norm"
     assert not any("keyed to it" in n for n in doc["notes"])
 

@@ -3,7 +3,8 @@
 ``tools/h200/observe_programs.sh`` ran ``argus observe --region R --signals
 duration,inst_executed,warp_stall_samples,exposed_latency -- python3 PROG`` from an installed
 wheel; each task's folder is in ``tests/data/gpu/programs/<program>/``. Here the same command
-runs with ``ARGUS_REPLAY`` pointing at them: every step after collection (program versions
+runs with ``ARGUS_REPLAY`` pointing at them, planned as they were recorded (``--no-replay``:
+every collection ran the program): every step after collection (program versions
 from the found binary, ingest of its TTGIR and SASS, attribution, derivation, reuse, budget) runs
 for real, and the figures README states are recomputed (``tools/h200/program_figures.py``).
 """
@@ -43,7 +44,8 @@ def observe(monkeypatch: pytest.MonkeyPatch, name: str, store: Path, *extra: str
     monkeypatch.chdir(PROGRAMS / name)
     monkeypatch.setenv("ARGUS_REPLAY", str(RECORDED / name))
     r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", CASE_SIGNALS[name],
-                                  "--store", str(store), "--json", *extra, "--", *argv])
+                                  "--store", str(store), "--json", "--no-replay", *extra,
+                                  "--", *argv])
     return r.exit_code, json.loads(r.stdout.splitlines()[-1] if r.stdout else "{}")
 
 
@@ -101,7 +103,7 @@ def test_without_the_binary_s_call_sites_the_verdict_is_insufficient(
     monkeypatch.chdir(PROGRAMS / "model")
     r = CliRunner().invoke(main, ["observe", "--region", CASES["model"][0], "--signals",
                                   "inst_executed", "--store", str(tmp_path / "s.duckdb"),
-                                  "--json", "--", "python3", "model.py"])
+                                  "--json", "--no-replay", "--", "python3", "model.py"])
     rep = json.loads(r.stdout)
     v = rep["attribution"]["inst_executed"]
     assert v["verdict"] == "insufficient" and 0 < v["unattributed_share"] < 1
@@ -162,7 +164,8 @@ def test_budget_drops_signals_by_recorded_costs(observed: dict[str, Any],
     def dry(*extra: str) -> dict[str, Any]:
         r = CliRunner().invoke(main, ["observe", "--region", "fused_norm/layernorm_fwd/store",
                                       "--signals", SIGNALS, "--store", str(observed["store"]),
-                                      "--dry-run", "--json", *extra, "--", *argv])
+                                      "--dry-run", "--json", "--no-replay", *extra, "--",
+                                      *argv])
         assert r.exit_code == 0, r.stderr
         return dict(json.loads(r.stdout))
 
@@ -200,7 +203,8 @@ def test_a_failed_task_fails_the_command(observed: dict[str, Any], tmp_path: Pat
     monkeypatch.chdir(PROGRAMS / "model")
     monkeypatch.setenv("ARGUS_REPLAY", str(bundle))
     r = CliRunner().invoke(main, ["observe", "--region", region, "--signals", SIGNALS,
-                                  "--store", str(tmp_path / "f.duckdb"), "--json", "--", *argv])
+                                  "--store", str(tmp_path / "f.duckdb"), "--json",
+                                  "--no-replay", "--", *argv])
     assert r.exit_code == 1
     rep = json.loads(r.stdout)
     assert rep["ok"] is False

@@ -1,8 +1,8 @@
 """Fixtures of the store tests: a shared (DuckLake on PostgreSQL) store per test.
 
-The PostgreSQL server comes from ARGUS_TEST_PG (a libpq connection string); without it, from
-``.ci/postgres start``'s default (127.0.0.1:55432). When none answers, the shared-store tests
-skip with the reason, unless ARGUS_REQUIRE_PG=1 (CI sets it) makes them fail.
+The PostgreSQL server comes from ARGUS_TEST_PG (a libpq connection string, which
+``.ci/postgres start DIR`` prints); without it, 127.0.0.1:55432. When none answers, the
+shared-store tests skip with the reason, unless ARGUS_REQUIRE_PG=1 (CI sets it) makes them fail.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def pg_conninfo() -> str | None:
 def pg() -> str:
     info = pg_conninfo()
     if info is None:
-        msg = ("no PostgreSQL on 127.0.0.1 for the shared-store tests: run '.ci/postgres start' "
-               "or set ARGUS_TEST_PG to a libpq connection string")
+        msg = ("no PostgreSQL on 127.0.0.1 for the shared-store tests: run "
+               "'.ci/postgres start \"$(mktemp -d)\"' and set ARGUS_TEST_PG to what it prints")
         if os.environ.get("ARGUS_REQUIRE_PG") == "1":
             pytest.fail(msg)
         pytest.skip(msg)

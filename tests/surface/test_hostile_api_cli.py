@@ -182,10 +182,10 @@ def test_cli_ends_a_runaway_operator_at_the_deadline(hostile_store: str) -> None
         assert "ran longer than 1 s" in doc["errors"][0]["message"]
 
 
-def test_api_answers_in_time_when_an_operator_ignores_its_interrupt(hostile_store: str) -> None:
+def test_api_waits_for_an_operator_that_ignores_its_interrupt(hostile_store: str) -> None:
     """An operator that does not stop at its interrupt (here: a fetch that sleeps through it)
-    costs the API caller at most the limit + grace + abandon wait; the store then closes after
-    the operator ends, and no query thread is left behind."""
+    is interrupted again and waited for: the caller gets the time-limit error once it has
+    ended, so no query thread (and none of its memory) outlives the call."""
     from argusdb.store.guard import ABANDON_S
     from argusdb.store.guard import Watchdog as _Watchdog
 
@@ -195,8 +195,7 @@ def test_api_answers_in_time_when_an_operator_ignores_its_interrupt(hostile_stor
     with pytest.raises(QueryFailed, match=r"ran longer than 0\.5 s"):
         st._guarded("SELECT 42", 0.5, lambda cur: time.sleep(2.5))
     waited = time.monotonic() - t0
-    assert 0.5 + _Watchdog.GRACE_S + ABANDON_S - 0.05 <= waited < 0.5 + 1.0  # limit + 1 s
-    st.close()   # waits for the sleeping operator, then closes
-    assert time.monotonic() - t0 >= 2.5
-    time.sleep(0.1)
+    assert max(2.5, 0.5 + _Watchdog.GRACE_S + ABANDON_S) - 0.05 <= waited < 2.5 + 1.0
     assert threading.active_count() <= before + 1   # at most the process's watchdog
+    assert not [t for t in threading.enumerate() if t.name == "argus-query"]
+    st.close()

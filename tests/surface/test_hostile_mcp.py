@@ -196,7 +196,23 @@ def test_observe_plan_reads_sources_under_its_roots_only(hostile_store: str,
     texts = {r.content[0].text for r in res[1:]}
     assert all(r.is_error for r in res[1:])
     assert len(texts) == 1  # one text for every refused path: no existence or parse oracle
-    assert "passwd" not in texts.pop()
+    text = texts.pop()
+    assert "passwd" not in text
+    assert str(root) not in text and str(tmp_path) not in text   # no server path echoed
+    assert "src/" in text   # the root by its folder name
+
+
+def test_errors_never_show_the_servers_paths(tmp_path: Path) -> None:
+    from argusdb.agent.server import _redact, _redactions
+
+    home = os.path.expanduser("~")
+    store = tmp_path / "data" / "s.duckdb"
+    rules = _redactions(str(store), [str(tmp_path / "kernels")])
+    doc = {"ok": False, "errors": [{"message": f"{store}: locked; see {home}/.cache/x and "
+                                               f"{tmp_path / 'kernels'}/a.py"}]}
+    text = json.dumps(_redact(doc, rules))
+    assert str(tmp_path) not in text and (home == "/" or home not in text), text
+    assert "<store folder>/s.duckdb" in text and "<source root kernels>/a.py" in text
 
 
 async def _long_lived(store: str, n: int) -> dict[str, Any]:

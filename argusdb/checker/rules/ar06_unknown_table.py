@@ -26,9 +26,11 @@ class UnknownTable(Rule):
     phase = "names"
 
     def check(self, ctx: Context) -> list[Finding]:
-        known = ", ".join(known_relations())
+        # the names themselves go to the JSON envelope ('known'), not into the remedy line a
+        # person reads (54 names on one line)
+        known = list(known_relations())
         return [self.finding(ctx, node, f"no table or view {name!r} in the store{hint}",
-                             f"read one of: {known} (documented in argusdb/schema/ and "
-                             f"argusdb/queries/; "
-                             f"evidence is the main view)", table=name)
+                             f"read one of the {len(known)} documented tables and views "
+                             f"('argus schema' lists them; evidence is the main view)",
+                             table=name, known=known)
                 for node, name, hint in ctx.unknown_tables]

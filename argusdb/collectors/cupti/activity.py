@@ -43,7 +43,14 @@ _INT_FIELDS = {"correlation_id": (1 << 63) - 1, "grid_x": INT32_MAX, "grid_y": I
                "block_z": INT32_MAX, "registers_per_thread": INT32_MAX,
                "static_shared_memory": INT32_MAX, "dynamic_shared_memory": INT32_MAX,
                "device_id": INT32_MAX, "stream_id": (1 << 63) - 1}
+#: First line of the files argusdb writes (``argusdb.observe.runner.gpu_tools.write_jsonl``):
+#: such a file must end with a :data:`TRAILER` record counting the records between them.
+HEADER = {"kind": "ARGUS_HEADER", "writer": "argusdb", "format": "cupti.activity_jsonl"}
+TRAILER = "ARGUS_TRAILER"
 _KERNEL_KINDS = ("CONCURRENT_KERNEL", "KERNEL")
+#: The record argusdb's replay worker ends its timing file with: the kernels ran as replays of
+#: a captured launch (restored inputs, L2 flushed before each), not in their program.
+REPLAY_KIND = "LAUNCH_REPLAY"
 _API_KINDS = ("RUNTIME", "DRIVER")
 #: Launching calls by (record kind, cbid): CUPTI_RUNTIME_TRACE_CBID_* and
 #: CUPTI_DRIVER_TRACE_CBID_* of CUDA 13.0, version suffix dropped.
@@ -82,9 +89,12 @@ class ActivityJsonlReader:
         first = head.lstrip().split(b"\n", 1)[0]
         return first.startswith(b"{") and b'"kind"' in first and (
             b'"RUNTIME"' in first or b'"CONCURRENT_KERNEL"' in first or b'"KERNEL"' in first
-            or b'"DRIVER"' in first)
+            or b'"DRIVER"' in first or b'"ARGUS_HEADER"' in first)
 
     def _records(self, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The activity records; a file argusdb wrote (its first line the :data:`HEADER`)
+        must end with the :data:`TRAILER` and its count, else it was cut short."""
+        framed, count, trailer = False, 0, None
         with open_text(path) as fh:
             for i, line in enumerate(fh):
                 if not line.strip():
@@ -97,14 +107,37 @@ class ActivityJsonlReader:
                 if not isinstance(rec, dict) or "kind" not in rec:
                     raise InputError(str(path), f"line {i + 1} has no 'kind' field",
                                      "pass a cupti-python activity JSONL file")
+                if trailer is not None:
+                    raise InputError(str(path), f"line {i + 1}: a record after the trailer "
+                                     f"(line {trailer})", "pass the file as argusdb wrote it")
+                if rec["kind"] == HEADER["kind"] and not count and not framed:
+                    framed = True
+                    continue
+                if rec["kind"] == TRAILER:
+                    said = rec.get("records")
+                    if said != count:
+                        raise InputError(str(path), f"line {i + 1}: its trailer counts {said!r} "
+                                         f"records, the file holds {count}",
+                                         "the file is truncated or was edited; record it again")
+                    trailer = i + 1
+                    continue
+                count += 1
                 yield i, _checked(path, i, rec)
+        if framed and trailer is None:
+            raise InputError(str(path), f"ends after {count} records without the trailer that "
+                             "argusdb writes last: the file was cut short",
+                             "record it again (or copy it whole)")
 
     def read(self, path: Path) -> Artefact:
         kernels: set[str] = set()
         devices: set[int] = set()
         shapes: set[tuple[str, int | None, int | None, int | None]] = set()
         unique = Unique(path, "activity record", lambda n: f"line {n}")
+        replay: dict[str, Any] | None = None
         for i, rec in self._records(path):
+            if rec["kind"] == REPLAY_KIND:  # argusdb's replay worker: a standing of its own
+                replay = {k: v for k, v in rec.items() if k != "kind"}
+                continue
             unique.add(tuple(rec.get(k) for k in ("kind", "start", "end", "correlation_id",
                                                   "device_id", "stream_id", "thread_id",
                                                   "name")), i + 1)
@@ -124,9 +157,11 @@ class ActivityJsonlReader:
         return Artefact(
             path=str(path), collector="cupti", kind=self.kind, tool="cupti-python",
             adapter_version=ADAPTER_VERSION, batches=lambda: self._batches(path),
-            interference=Interference(activity_tracing=True),
+            interference=Interference(activity_tracing=True, launch_replay=replay is not None,
+                                      cache_control="all" if replay else None),
             kernels=sorted(kernels), device={"device_ids": sorted(devices)},
-            meta={"devices": sorted(devices), "launch_shape": launch_shapes(shapes)})
+            meta={"devices": sorted(devices), "launch_shape": launch_shapes(shapes),
+                  **({"launch_replay": replay} if replay else {})})
 
     def _calls(self, path: Path) -> dict[Any, tuple[Any, ...]]:
         """Correlation ID → the launching call's columns (:data:`_API_COLUMNS`), for the

@@ -66,6 +66,40 @@ BATCH_INSTRUCTIONS = 4096
 CHECKED_CELLS = 8 << 20
 
 
+
+#: Bytes of one instruction on the GPUs Nsight Compute profiles (Volta and later), and of the
+#: block a kernel's code is padded to (with NOPs, after its final self-branch).
+_INSTRUCTION_BYTES, _CODE_ALIGN = 16, 128
+
+
+def _check_complete(path: Path, code: list[tuple[str, int, str]]) -> None:
+    """Refuse a page that lists only part of a kernel's code: a page cut at a line boundary
+    (75 of 184 instructions) parsed cleanly, and every total from it came out low.
+
+    The page lists every instruction of the kernel, grouped by source file; together they
+    cover the code without a gap, and the code ends in the NOP padding (or the final
+    ``BRA`` to itself) that fills its last 128-byte block.
+    """
+    by_kernel: dict[str, dict[int, str]] = {}
+    for kernel, addr, sass in code:
+        by_kernel.setdefault(kernel, {})[addr] = sass
+    for kernel, ins in sorted(by_kernel.items()):
+        lo, hi, n = min(ins), max(ins), len(ins)
+        last = ins[hi].strip().split(None, 1)[0].rstrip(";") if ins[hi].strip() else ""
+        span = hi - lo + _INSTRUCTION_BYTES
+        why = None
+        if span != n * _INSTRUCTION_BYTES:
+            why = (f"its {n} instructions span {span // _INSTRUCTION_BYTES} instruction slots "
+                   f"({hex(lo)}-{hex(hi)}): some are missing")
+        elif span % _CODE_ALIGN or last not in ("NOP", "BRA"):
+            why = (f"its {n} instructions end at {hex(hi)} with {last or 'an empty row'}, not "
+                   f"with the padding that ends a kernel's code ({_CODE_ALIGN}-byte blocks, "
+                   "NOPs after the final BRA)")
+        if why:
+            raise InputError(str(path), f"kernel {kernel}: {why}; the page is cut short or "
+                             "edited", "export the source page again, whole (ncu -i R --page "
+                             "source --csv --print-source cuda,sass)")
+
 class _Checked(dict[tuple[int, int], list[pa.Array]]):
     """The metric columns ``read`` checked, by (first line, lines); they count against
     :data:`CHECKED_CELLS` while the artefact holding them lives."""
@@ -345,6 +379,7 @@ class SourceCsvReader:
             raise InputError(str(path), "holds no SASS instruction rows",
                              "export with --print-source cuda,sass from a report collected "
                              "with the SourceCounters section")
+        _check_complete(path, code)
         return Artefact(
             path=str(path), collector="ncu", kind=self.kind, tool="Nsight Compute",
             adapter_version=ADAPTER_VERSION, export_schema="page=source,print-source=cuda,sass",

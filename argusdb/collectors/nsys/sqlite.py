@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
@@ -99,6 +100,28 @@ def connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
 
 
+def _check_size(path: Path) -> None:
+    """Refuse a database file whose length is not what its header says (pages of the header's
+    size times its page count): a copy cut short, even by one byte, that SQLite itself would
+    read without a word where the missing pages hold no table it is asked about."""
+    with open(path, "rb") as fh:
+        head = fh.read(100)
+        size = os.fstat(fh.fileno()).st_size
+    if len(head) < 100:
+        raise InputError(str(path), f"is {size} bytes, shorter than an SQLite header",
+                         f"the file is truncated; {_FIX}")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    counted = head[24:28] == head[92:96] and pages > 0   # the header's page count is current
+    want = page * pages if counted else None
+    if page < 512 or page & (page - 1) or size % page or (want is not None and size != want):
+        expect = f"{want:,} bytes ({pages:,} pages of {page:,})" if want is not None \
+            else f"a whole number of {page:,}-byte pages"
+        raise InputError(str(path), f"is truncated or padded: {size:,} bytes where its SQLite "
+                         f"header says {expect}", f"the file is truncated or corrupt; {_FIX}")
+
+
 class NsysSqliteReader:
     """Nsight Systems SQLite export: kernels, runtime calls, GPUs, export metadata."""
 
@@ -111,6 +134,7 @@ class NsysSqliteReader:
         return head.startswith(b"SQLite format 3\x00")
 
     def read(self, path: Path) -> Artefact:
+        _check_size(path)
         try:
             with closing(connect(path)) as con:
                 return self._read(path, con)

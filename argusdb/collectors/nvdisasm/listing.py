@@ -61,8 +61,14 @@ _FIX = "pass the complete output of nvdisasm -g -gi -c K.cubin (the listing is c
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The listing's lines; one whose last line has no line end is cut short (nvdisasm ends
+    every line, the last one too): a listing short by one byte is refused."""
+    no, line = 0, "\n"
     with open_text(path) as fh:
-        yield from enumerate(fh, start=1)
+        for no, line in enumerate(fh, start=1):
+            yield no, line
+    if not line.endswith("\n"):
+        raise InputError(str(path), f"its last line ({no}) has no line end", _FIX)
 
 
 class SassListingReader:

@@ -27,7 +27,7 @@ from typing import Any
 
 from argusdb.collectors.regions import ProgramSource, Region, parse_regions
 from argusdb.errors import PlanError
-from argusdb.observe.planner import cost, reuse
+from argusdb.observe.planner import cost, replays, reuse
 from argusdb.observe.planner import target as targets
 from argusdb.observe.planner.interference import explain_splits
 from argusdb.observe.planner.plan import Plan
@@ -64,7 +64,8 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
          scope: dict[str, str] | None = None, store: Store | None = None, *,
          options: dict[str, str] | None = None, counter: PassCounter | None = None,
          plan_id: str | None = None, command: list[str] | None = None,
-         cwd: str | None = None, budget_s: float | None = None) -> Plan:
+         cwd: str | None = None, budget_s: float | None = None, replay: bool = True,
+         capture_limit: int | None = None) -> Plan:
     """Plan the measurements that answer ``signals`` of ``region_id`` at ``scope``.
 
     Args:
@@ -85,6 +86,11 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
         cwd: the command's working directory.
         budget_s: drop the costliest signals until the plan's estimated wall seconds fit
             (estimates from the store's recorded task costs); the notes say what was dropped.
+        replay: in the command form, run the program once (the control run finds the launch,
+            times the program's launches and captures the measured one) and collect what
+            needs only the kernel on replays of that launch (:mod:`argusdb.observe.runner.
+            replay`); False: run the program again for every collection (``--no-replay``).
+        capture_limit: bytes the capture may copy (``--capture-limit``; default 4 GiB).
 
     Raises:
         PlanError: unknown region, signal or scope, or a signal the scope cannot have.
@@ -116,12 +122,23 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
     last = int(launch.split("-")[-1]) if launch[0].isdigit() else -1
     ctx = PlanContext(plan_id or _plan_id(request), src, region, sc, intra, command, counter,
                       chip, tgt.how, max(LAUNCHES_MEASURED, last + 1),
-                      select=request.get("select") or {})
+                      select=request.get("select") or {},
+                      replay=bool(replay and command is not None))
+    if command is not None:
+        request["replay"] = ctx.replay
     ctx.control = _control(ctx)
     for family, recipe in RECIPES:
         of_family = [s for s in sigs if s.family == family]
         if of_family:
             recipe(ctx, of_family)
+    if ctx.not_applicable:
+        request["not_applicable"] = dict(ctx.not_applicable)
+        asked = {s.label for s in sigs}
+        if asked <= set(ctx.not_applicable):
+            raise PlanError("; ".join(f"{s} of {region_id} is not applicable: {why}"
+                                      for s, why in ctx.not_applicable.items()))
+        ctx.notes += [f"{s} of {region_id}: not applicable ({why}); the other signals are "
+                      f"planned" for s, why in ctx.not_applicable.items()]
     if ctx.mapped:
         ctx.add("attribute", "synthesize", "attribute",
                 f"map per-PC and per-line values of "
@@ -129,13 +146,15 @@ def plan(source_path: str | Path, region_id: str, signals: list[str],
                 f"shared by regions are split by execution counts",
                 {"runs": [t.id for t in ctx.mapped], "region_id": region_id}, ctx.mapped)
 
+    if command is not None:
+        replays.mark(ctx, capture_limit)
     p = Plan(ctx.plan_id, request, ctx.tasks, ctx.notes)
     p.tasks = p.ordered()
     _number_runs(p)
     explain_splits(p, counter, chip)
     if store is not None:
         _reuse(p, store, src, options, f"{region.program}/{region.kernel}", region.kernel, sc)
-        _estimate(p, store)
+    _estimate(p, store)
     p.validate()
     return p
 
@@ -248,7 +267,10 @@ def _reuse(p: Plan, store: Store, src: ProgramSource, options: dict[str, str] | 
         p.notes.append(f"nothing reused: {parents.why}")
 
 
-def _estimate(p: Plan, store: Store) -> None:
-    est = cost.estimates(store)
+def _estimate(p: Plan, store: Store | None) -> None:
+    """Each task's estimate: the store's medians of past tasks of its action and path (replayed
+    or not), else the shipped H200 medians of the command form (:data:`cost.SHIPPED_H200`)."""
+    est = cost.estimates(store) if store is not None else {}
     for t in p.tasks:
-        t.estimate = est.get(t.action)
+        key = cost.key(t.action, bool(t.params.get("replay")), bool(t.params.get("from_control")))
+        t.estimate = est.get(key) or (cost.shipped(key) if "command" in p.request else None)

@@ -42,7 +42,12 @@ class Task:
         action: what the runner does (``find_launch``, ``cupti_timing``, ...).
         params: the action's parameters (see PLAN_CONTRACT).
         reuse: ``{"run_id", "why"}`` when the store already holds what the task would collect.
-        estimate: ``{"wall_s", "gpu_s", "from_tasks"}`` from past tasks of the same action.
+        estimate: ``{"wall_s", "gpu_s", "from_tasks", "basis"}``: medians of past tasks of
+            the same action and path in the store, else shipped H200 medians (``basis`` says
+            which).
+        runs_program: in the command form, whether the task runs the user's program (True) or
+            the replay worker on the captured launch, or reads the control run (False); None in
+            the harness form.
     """
 
     id: str
@@ -54,6 +59,7 @@ class Task:
     params: dict[str, Any] = field(default_factory=dict)
     reuse: dict[str, Any] | None = None
     estimate: dict[str, Any] | None = None
+    runs_program: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -57,7 +57,8 @@ from argusdb.store.embedded import Store
 __all__ = ["TaskResult", "VariantMismatch", "command_backend", "execute"]
 
 
-def command_backend(request: dict[str, Any]) -> Backend:
+def command_backend(request: dict[str, Any], tasks: list[dict[str, Any]] | None = None
+                    ) -> Backend:
     """Replay of recorded task folders from ``ARGUS_REPLAY``, else the command on this GPU."""
     import os
 
@@ -66,7 +67,12 @@ def command_backend(request: dict[str, Any]) -> Backend:
     replay = os.environ.get("ARGUS_REPLAY")
     if replay:
         return CommandReplayBackend(Path(replay))
-    return CommandBackend(list(request["command"]), Path(request.get("cwd") or "."))
+    backend = CommandBackend(list(request["command"]), Path(request.get("cwd") or "."))
+    if request.get("replay"):
+        from argusdb.observe.runner.replayed import ReplayedCommandBackend
+
+        return ReplayedCommandBackend(backend, tasks)
+    return backend
 
 #: Largest relative error of a variant against its parent that still counts as "the same result".
 TOLERANCE = 1e-5
@@ -305,6 +311,12 @@ class _CommandRun(_Run):
         self.launch.update({"binary": b["hash"], "pin": d.get("pin"),
                             "measure_index": d.get("measure_index", 0),
                             "ncu_launch_skip": d.get("ncu_launch_skip", 0)})
+        if "capture" in d or "in_context_timing" in d:
+            # what the replayed collections and the control-run timing read
+            self.launch["control"] = {
+                "folder": str(self.job(task, self.parent).workdir.resolve()),
+                "capture": d.get("capture"), "in_context_timing": d.get("in_context_timing"),
+                "num_warps": b.get("num_warps")}
         for path in got.paths:
             ing = ingest_path(self.store, path, self.src,
                               {**self.parent.options, "target": self.parent.target},
@@ -400,7 +412,7 @@ def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path
     """
     command = plan["request"].get("command")
     if command:
-        backend = backend or command_backend(plan["request"])
+        backend = backend or command_backend(plan["request"], plan["tasks"])
         run: _Run = _CommandRun(plan, store, Path(source_path), Path(workdir), backend)
     else:
         backend = backend or default_backend()

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from argusdb.errors import CommandFailed, InputError
 from argusdb.observe.launch import command_env, read_launches, write_spec
@@ -57,6 +57,10 @@ class CommandBackend:
                                 "warmup": _warmup(p)}
         if job.action == "find_launch" and p.get("select"):
             spec["select"] = dict(p["select"])
+        if job.action == "find_launch" and p.get("capture"):
+            # one run for the program-level work: discovery, in-context timing, the capture
+            spec["capture"] = dict(p["capture"])
+            spec["time"] = bool(p.get("time"))
         if mode == "pcsampling":
             spec["sample_from"] = int(p.get("measure_index", 0))
             spec["sample_launches"] = int(p.get("launches", 20))
@@ -171,6 +175,13 @@ class CommandBackend:
             result["module_sha256"] = hashlib.sha256(Path(mod).read_bytes()).hexdigest()
         result["files"] = [f for f in doc.get("files", []) if f.endswith((".ttgir", ".sass"))]
         result["kept_files"] = doc.get("files", [])
+        if "capture" in doc:
+            result["capture"] = checked_capture(doc["capture"], result, job.workdir)
+        if job.params.get("time"):
+            result["in_context_timing"] = {
+                "files": [f for f in doc.get("files", []) if f.startswith(("timing.", "apart."))],
+                "timing": doc.get("timing"), "errors": doc.get("errors") or [],
+                "pid": doc["pid"]}
         return self._result(job, result)
 
     def _timing(self, job: Job) -> Collected:
@@ -285,27 +296,54 @@ class CommandBackend:
                                 "make the program's launches deterministic")
         if "==PROF== Disconnected" not in log and not Path(f"{rep}.ncu-rep").exists():
             raise CommandFailed("ncu", f"profiled nothing: {_tail(log)}", "see command.log")
-        files = []
-        pages: list[tuple[str, str, list[str]]] = [("raw", "raw.csv", [])]
-        if "SourceCounters" in (job.params.get("sections") or []):
-            pages.insert(0, ("source", "source.csv", ["--print-source", "cuda,sass"]))
-        for page, name, extra in pages:
-            q = subprocess.run([ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
-                               capture_output=True, text=True)
-            if q.returncode != 0:
-                raise CommandFailed("ncu", f"export of the {page} page failed: {_tail(q.stderr)}",
-                                    "see the report in " + str(job.workdir))
-            (job.workdir / f"ncu.{name}").write_text(q.stdout)
-            files.append(f"ncu.{name}")
+        files = self.export_ncu(rep, job.workdir, job.params)
         passes = [ln for ln in log.splitlines() if "==PROF== Profiling" in ln and " pass" in ln]
         return self._result(job, {"files": files, "gpu_s": wall, "binary": got,
                                   "ncu_launch_skip": skip, "pass_lines": passes,
                                   "cmd": " ".join([*prefix, *self.argv])})
 
     @staticmethod
+    def export_ncu(rep: Path, workdir: Path, params: dict[str, Any]) -> list[str]:
+        """Export the report ``rep.ncu-rep``: its raw page and, with the SourceCounters section,
+        its source page (CUDA and SASS), as ``ncu.raw.csv`` / ``ncu.source.csv``."""
+        ncu = ncu_path() or "ncu"
+        files = []
+        pages: list[tuple[str, str, list[str]]] = [("raw", "raw.csv", [])]
+        if "SourceCounters" in (params.get("sections") or []):
+            pages.insert(0, ("source", "source.csv", ["--print-source", "cuda,sass"]))
+        # the pages export concurrently: each `ncu -i` spends most of its second starting
+        procs = [(page, name, subprocess.Popen(
+            [ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            for page, name, extra in pages]
+        for page, name, q in procs:
+            out, err = q.communicate()
+            if q.returncode != 0:
+                raise CommandFailed("ncu", f"export of the {page} page failed: {_tail(err)}",
+                                    "see the report in " + str(workdir))
+            (workdir / f"ncu.{name}").write_text(out)
+            files.append(f"ncu.{name}")
+        return files
+
+    @staticmethod
     def _result(job: Job, doc: dict[str, Any]) -> Collected:
         (job.workdir / RESULT).write_text(json.dumps(doc, indent=1, default=str))
         return collected(job.workdir, doc)
+
+
+def checked_capture(cap: dict[str, Any], found: dict[str, Any], workdir: Path
+                    ) -> dict[str, Any]:
+    """The control run's capture as the runner uses it: ``ok`` only when it copied the very
+    launch the control task measures (:func:`discovery`'s ``measured_launch``), with the folder
+    and the kernel's module file; else ``ok`` False and ``why``."""
+    out = dict(cap)
+    if cap.get("ok") and cap.get("launch") != found.get("measured_launch"):
+        out.update(ok=False, why=f"the capture copied launch {cap.get('launch')}, not the "
+                   f"measured launch {found.get('measured_launch')}")
+    if out.get("ok"):
+        out["folder"] = str((workdir / str(cap.get("folder", "capture"))).resolve())
+        out["module_file"] = found.get("module_file")
+    return out
 
 
 def _warmup(params: dict[str, Any]) -> int:
@@ -450,7 +488,7 @@ def discovery(doc: dict[str, Any], warmup: int, select: dict[str, str] | None = 
                          "captured": sum(1 for x in prog if x.get("captured")),
                          "autotune": sum(1 for x in doc["launches"] if x["role"] == "autotune"),
                          "of_binary": len(of_binary)},
-            "measure_index": index, "ncu_launch_skip": skip,
+            "measure_index": index, "ncu_launch_skip": skip, "measured_launch": target["i"],
             "autotune": doc.get("autotune"),
             "pin": chosen_cfg[0] if len(chosen_cfg) == 1 else None,
             "pid": doc["pid"], "processes_with_launches": doc.get("processes_with_launches"),
@@ -471,8 +509,15 @@ class CommandReplayBackend:
     def __init__(self, bundle: Path) -> None:
         self.bundle = Path(bundle)
 
+    #: Tasks a replay plan adds, answered from the recording of the per-run path's task that
+    #: collects the same (the bundle's files say how they were collected: a replay's timing
+    #: file carries its LAUNCH_REPLAY record, a per-run one does not).
+    RECORDED_AS: ClassVar[dict[str, str]] = {"cupti_timing.parent_replay": "cupti_timing.parent"}
+
     def run(self, job: Job) -> Collected:
         src = self.bundle / job.workdir.name
+        if not (src / RESULT).exists() and job.workdir.name in self.RECORDED_AS:
+            src = self.bundle / self.RECORDED_AS[job.workdir.name]
         doc_path = src / RESULT
         if not doc_path.exists():
             raise InputError(str(self.bundle), f"no recording of task {job.workdir.name} "

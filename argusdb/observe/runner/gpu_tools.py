@@ -103,9 +103,16 @@ class Activity:
 
 
 def write_jsonl(path: Path, recs: list[dict[str, Any]]) -> None:
+    """Write activity records one a line, between a header and a trailer that counts them
+    (:data:`argusdb.collectors.cupti.activity.HEADER`): the reader refuses a file that has the
+    header and not a trailer with the count, i.e. one cut short, even at a record boundary."""
+    from argusdb.collectors.cupti.activity import HEADER, TRAILER
+
     with open(path, "w") as fh:
+        fh.write(json.dumps(HEADER) + "\n")
         for r in recs:
             fh.write(json.dumps(r) + "\n")
+        fh.write(json.dumps({"kind": TRAILER, "records": len(recs)}) + "\n")
 
 
 def kernel_durations_us(recs: list[dict[str, Any]], name: str) -> list[float]:

@@ -1,6 +1,7 @@
 -- requires: derivation.probe, derivation.exposed_communication, derivation.clock_offset, shape
 -- The launches a forced-wait derivation looks at, each kept or dropped with a reason. A usable
--- probe (status 'ok') is paired, per clean timing run of the variant, with the newest clean
+-- probe (status 'ok') is paired, per clean timing run of the variant (or per replay of its
+-- captured launch: launch_replay, paired with replays only), with the newest clean
 -- timing run of the parent under the same collection (same collector, signature and device).
 -- In each run the launches of the target kernel are the intervals where the probe explains the
 -- target: kept, except the first `warmup` launch (cold caches, TLBs and instruction cache) and
@@ -14,8 +15,10 @@ WITH pairs AS (
     SELECT p.variant_version, p.parent_version, p.region_id, p.kernel, v.run_id AS variant_run,
            arg_max(q.run_id, q.run_seq) AS parent_run
     FROM derivation_probe AS p
-    JOIN run AS v ON v.program_version = p.variant_version AND v.timing_clean
-    JOIN run AS q ON q.program_version = p.parent_version AND q.timing_clean
+    JOIN run AS v ON v.program_version = p.variant_version
+        AND (v.timing_clean OR v.launch_replay)
+    JOIN run AS q ON q.program_version = p.parent_version
+        AND (q.timing_clean OR q.launch_replay) AND q.launch_replay = v.launch_replay
         AND q.collector = v.collector AND q.signature = v.signature
         AND q.device IS NOT DISTINCT FROM v.device
     WHERE p.status = 'ok' AND (variants IS NULL OR list_contains(variants, p.variant_version))

@@ -60,6 +60,12 @@ class PlanContext:
     mapped: list[Task] = field(default_factory=list)
     control: Task | None = None
     parent_timing: Task | None = None
+    #: Kernel-only collections run on replays of the launch the control run captures.
+    replay: bool = False
+    #: The parent's timing on replays (the parent side of a derivation from replays).
+    replay_timing: Task | None = None
+    #: Requested signals that cannot apply to the region, with the reason.
+    not_applicable: dict[str, str] = field(default_factory=dict)
 
     @property
     def kernel(self) -> str:
@@ -93,8 +99,26 @@ class PlanContext:
                 f"clean activity timing of {self.kernel} ({purpose})",
                 {"version": "parent", "launches": self.measured, "launch": self.launch,
                  "signals": ["duration"]}, [self.root()])
+            if self.replay:  # in context: the program's own launches, in the control run
+                t.params["from_control"] = True
+                t.why += (": the control run records it (CUPTI activity from start to exit), "
+                          "the in-context duration of the program's launches; the launch whose "
+                          "inputs the capture copied is kept apart")
         elif purpose not in t.why:
             t.why += f"; also {purpose}"
+        return t
+
+    def replayed_timing(self, purpose: str) -> Task:
+        """The parent's activity timing on replays of the captured launch (added once): the
+        parent side of a derivation whose variant is timed on replays too."""
+        t = self.replay_timing
+        if t is None:
+            t = self.replay_timing = self.add(
+                "cupti_timing.parent_replay", "collect", "cupti_timing",
+                f"activity timing of {self.kernel} on replays of the captured launch "
+                f"({purpose}); isolated from the program, so only replays are compared with it",
+                {"version": "parent", "launches": self.measured, "launch": self.launch,
+                 "signals": ["duration"]}, [self.root()])
         return t
 
     def variant(self, action: str, params: dict[str, Any]) -> str:

@@ -1,0 +1,41 @@
+"""A question whose answer has a column type Arrow has no form of (``get_type(...)`` is TYPE,
+``variant_normalize(...)`` VARIANT) is an argusdb error with the fix, not DuckDB's
+``OSError: Unsupported Arrow type`` from the hand-over."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from argusdb.api import connect
+from argusdb.cli import main
+from argusdb.errors import QueryFailed
+from tests.conftest import DEMO, KERNELS
+
+QUESTIONS = ["SELECT get_type(run_seq) AS t FROM run",
+             "SELECT variant_normalize(1::VARIANT) AS v",
+             "SELECT 1::VARIANT AS v"]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("arrow") / "a.duckdb"
+    with connect(path, create=True) as con:
+        con.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", program=KERNELS / "softmax.py")
+    return path
+
+
+@pytest.mark.parametrize("sql", QUESTIONS)
+def test_an_answer_arrow_cannot_carry_is_an_argusdb_error(db: Path, sql: str) -> None:
+    with connect(db, read_only=True) as con:
+        with pytest.raises(QueryFailed, match=r"cannot be handed over.*Unsupported Arrow type"
+                           ) as err:
+            con.query(sql)
+        assert "CAST(... AS VARCHAR)" in str(err.value)
+        assert con.query("SELECT CAST(get_type(run_seq) AS VARCHAR) AS t FROM run LIMIT 1"
+                         ).to_pylist() == [{"t": "BIGINT"}]
+    res = CliRunner().invoke(main, ["query", str(db), sql])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit), res.output
+    assert "Unsupported Arrow type" in res.output
