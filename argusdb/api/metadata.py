@@ -407,7 +407,7 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
     summary stays. Without, or when the stored summary has other columns, it is rebuilt.
     Returns 'fresh', 'incremental' or 'rebuilt'.
     """
-    if store.read_only:
+    if store.read_only or not store.keeps_summaries:
         return "fresh"
     meta = StoreMetadata(store)
     cur = meta.cur

@@ -50,7 +50,8 @@ def open_store(path: str | Path, create: bool = False, read_only: bool = False,
         StoreError: see :meth:`Store.open_file` and :func:`argusdb.store.shared.open_shared`.
     """
     if str(path).startswith(SHARED_PREFIX):
-        return shared.open_shared(str(path), create=create, read_only=read_only, as_of=as_of)
+        return shared.open_shared(str(path), create=create, read_only=read_only, as_of=as_of,
+                                  lock_timeout=lock_timeout)
     if as_of is not None:
         with Store.open_file(path, read_only=True, lock_timeout=lock_timeout) as src:
             return snapshots.as_of(src, as_of)

@@ -73,6 +73,10 @@ def _catalog_mark() -> str:
 class Store(RowWriter):
     """An argusdb store (DuckDB file)."""
 
+    #: Whether writers keep the checker's metadata summaries in the store (a shared store
+    #: keeps them in each connection's memory).
+    keeps_summaries = True
+
     def __init__(self, path: str, con: duckdb.DuckDBPyConnection,
                  read_only: bool = False) -> None:
         self.path = path
