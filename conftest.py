@@ -43,7 +43,7 @@ ARTEFACTS = {
 DOCTEST_ROOTS = (ROOT / "argusdb",)
 #: Modules that are programs, not examples: the CLI entry point and the recorded kernels.
 collect_ignore = ["argusdb/__main__.py"]
-collect_ignore_glob = ["argusdb/demo/h200/*"]
+collect_ignore_glob = ["argusdb/demo/h200/*", "argusdb/demo/kernels/*"]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -91,11 +91,12 @@ def _doctest_folder(request: pytest.FixtureRequest, tmp_path: Path,
     shutil.copy(ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.ttgir",
                 tmp_path / "softmax.ttgir")
     (tmp_path / "tools").symlink_to(ROOT / "tools")
+    (tmp_path / "argusdb").symlink_to(ROOT / "argusdb")
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     for name, rel in ARTEFACTS.items():
         (tmp_path / name).symlink_to(DATA / rel)
     monkeypatch.chdir(tmp_path)
     ns = request.getfixturevalue("doctest_namespace")
     ns.update({"argusdb": argusdb, "sqlglot": sqlglot, "exp": exp, "Path": Path,
-               "json": json})
+               "json": json, "open_store": open_store})
     yield

@@ -19,6 +19,7 @@ claims. :func:`summarise` folds them for a person:
 report's own claims (``argus report --detail`` or ``--scope``); ``--json`` has every field.
 
 Example:
+    >>> from argusdb.answers.report import report
     >>> with argusdb.connect("argus.duckdb", read_only=True) as db:
     ...     lines = summarise(db, report(db, "softmax/softmax_fwd"))
     >>> lines[0].startswith("softmax/softmax_fwd: 1 version")

@@ -5,7 +5,7 @@ process is killed half-way (DuckDB only makes a transaction durable at COMMIT). 
 ``argusdb/queries/`` are (re)created when a store is opened so code and store never disagree.
 
 Example:
-    >>> with Store.open("argus.duckdb", read_only=True) as st:
+    >>> with Store.open_file("argus.duckdb", read_only=True) as st:
     ...     st.rows("SELECT count(*) AS n FROM run")
     [{'n': 14}]
 """
