@@ -65,7 +65,7 @@ def test_the_installed_package_is_the_wheel(venv: Path, tmp_path: Path) -> None:
     p = subprocess.run([str(venv / "bin" / "python"), "-c",
                         "import argusdb, argusdb.observe.runner.worker, "
                         "argusdb.observe.runner.replay; "
-                        "import argusdb.observe.launch as launch; print(argusdb.__file__); "
+                        "from argusdb.observe import launch; print(argusdb.__file__); "
                         "print(launch.boot_dir())"], cwd=tmp_path,
                        capture_output=True, text=True, check=True,
                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
