@@ -194,3 +194,8 @@ class NoEvidence(ArgusError):
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code, "message": str(self), "no_evidence": self.missing,
                 "requests": self.requests}
+
+
+class LostConnection(StoreError):
+    """The connection to a shared store's PostgreSQL went away before the write committed
+    (nothing stored)."""

@@ -77,7 +77,7 @@ from typing import Any
 
 import duckdb
 
-from argusdb.errors import StoreConflict, StoreError
+from argusdb.errors import LostConnection, StoreConflict, StoreError
 from argusdb.schema import catalog
 from argusdb.schema.sqltext import literal as _q
 from argusdb.store.connect import NOT_TRIED_COMPRESSION, SHARED_PREFIX, lock_timeout_s
@@ -715,10 +715,6 @@ class SharedStore(Store):
             out.append({"snapshot_id": sid, "committed_at": at,
                         "kind": message or "schema", "run_ids": runs})
         return out
-
-
-class LostConnection(StoreError):
-    """The connection to PostgreSQL went away before the write committed (nothing stored)."""
 
 
 def compact(path: str) -> dict[str, int]:

@@ -82,9 +82,10 @@ def test_every_data_command_answers_in_the_envelope(store: str, tmp_path: Path) 
         assert code == 0, (args, doc)
         assert doc["ok"] is True, (args, doc)
         seen.add(args[0])
-    # every data command but those that need a GPU, matplotlib or a multi-process launch
+    # every data command but those that need a GPU, matplotlib, a multi-process launch or a
+    # shared store's PostgreSQL (lake: tests/store/test_lake_inplace.py)
     assert seen >= set(main.commands) - NOT_DATA - {"dashboard", "demo", "launch",
-                                                      "variant-check"}
+                                                      "variant-check", "lake"}
 
 
 def test_errors_use_the_same_envelope(store: str, tmp_path: Path) -> None:
