@@ -9,9 +9,10 @@ is stale::
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+
+from tools.generated import write_or_check
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "cli-reference.md"
 #: Width the help is wrapped at (click's default terminal width).
@@ -55,18 +56,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when the page is stale")
-    ns = ap.parse_args(argv)
-    text = render()
-    if ns.check:
-        if OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is stale: run python -m tools.cli_docs", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
-    return 0
+    return write_or_check(__doc__ or "", OUT, render, "tools.cli_docs", argv)
 
 
 if __name__ == "__main__":

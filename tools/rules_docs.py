@@ -11,10 +11,11 @@ while the page is stale::
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import sys
 from pathlib import Path
+
+from tools.generated import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "rules.md"
@@ -43,18 +44,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when the page is stale")
-    ns = ap.parse_args(argv)
-    text = render()
-    if ns.check:
-        if OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is stale: run python -m tools.rules_docs", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
-    return 0
+    return write_or_check(__doc__ or "", OUT, render, "tools.rules_docs", argv)
 
 
 if __name__ == "__main__":
