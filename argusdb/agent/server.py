@@ -48,7 +48,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from argusdb.agent.worker import Limits, Worker, _envelope
-from argusdb.answers.report import MAX_ENTROPY_BITS
+from argusdb.answers import MAX_ENTROPY_BITS
 from argusdb.answers.wire import dumps
 from argusdb.errors import UsageError
 

@@ -10,3 +10,8 @@ Example:
     ...                             "config=bk32_s1").rows]
     ['duration']
 """
+
+#: Default association entropy (bits) above which an attributed claim is insufficient: at most
+#: a 90/10 split between two regions (0.47 bit). Here, not in :mod:`argusdb.answers.sufficiency`
+#: alone, so that the MCP server names it without loading the answers (SciPy, sqlglot, Arrow).
+MAX_ENTROPY_BITS = 0.5

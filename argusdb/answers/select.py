@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from argusdb.answers.arrowvalues import NULL, numbers, string, strings
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
@@ -331,7 +332,7 @@ def _with_lineage(db: Connection, table: pa.Table, cond: str) -> pa.Table:
     asked do not match the rows one to one, the rows are asked again with their lineage."""
     import pyarrow.compute as pc
 
-    other = pc.not_equal(table.column("evidence_class"), "observed")
+    other = pc.not_equal(table.column("evidence_class"), string("observed"))
     lineage: pa.Array | pa.ChunkedArray = pa.nulls(table.num_rows, pa.string())
     if pc.any(other).as_py():
         whole = f"SELECT {_EVIDENCE_COLUMNS} FROM evidence AS e WHERE {cond}"
@@ -345,7 +346,7 @@ def _with_lineage(db: Connection, table: pa.Table, cond: str) -> pa.Table:
         if pc.count_distinct(ids).as_py() != asked.num_rows or pc.any(
                 pc.and_(other, pc.is_null(at))).as_py():
             return db.query(whole)
-        lineage = pc.if_else(other, asked.column("lineage").take(at), None)
+        lineage = pc.if_else(other, asked.column("lineage").take(at), NULL)
     return table.drop_columns(["evidence_id"]).append_column(
         pa.field("lineage", pa.string()), lineage)
 
@@ -396,7 +397,7 @@ def versions_in(rows: list[dict[str, Any]] | pa.Table) -> list[str]:
     first: dict[str, int] = {}
     if isinstance(rows, pa.Table) and rows.num_rows:
         codes, names = _codes(rows.column("program_version"))
-        seqs = np.asarray(rows.column("run_seq").to_numpy(), dtype=np.int64)
+        seqs = np.asarray(numbers(rows.column("run_seq")), dtype=np.int64)
         order = np.lexsort((seqs, codes))  # by version, then run_seq: each version's first
         starts = np.flatnonzero(np.diff(codes[order], prepend=-1))
         first = {str(names[int(codes[order[i]])]): int(seqs[order[i]]) for i in starts}
@@ -498,7 +499,7 @@ def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:
         enc = enc.combine_chunks() if enc.num_chunks != 1 else enc.chunk(0)
         if isinstance(enc, pa.ChunkedArray):  # pragma: no cover - older pyarrow
             enc = enc.chunk(0)
-    return (np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64),
+    return (np.asarray(numbers(enc.indices), dtype=np.int64),
             enc.dictionary.to_pylist())
 
 
@@ -591,9 +592,9 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     for c, i in firsts.items():
         r = {k: enc[k][1][int(code)] for k, code in zip(enc, combos[i], strict=True)}
         found[c].unit, found[c].timing_clean = r.get("unit"), bool(r.get("timing_clean"))
-    value = np.asarray(t.column("value").to_numpy(), dtype=float)
+    value = np.asarray(numbers(t.column("value")), dtype=float)
     weight = np.abs(value)
-    ent = t.column("association_entropy").fill_null(0.0).to_numpy()
+    ent = numbers(t.column("association_entropy"), fill=0.0)
     n_co = len(found)
     # samples: (cohort, run, launch); parts summed in row order
     # runs and launches coded in the order of their text: the samples, sorted by cohort,
@@ -642,8 +643,8 @@ def version_cohorts(rows: list[dict[str, Any]] | pa.Table,
             import pyarrow.compute as pc
 
             return cohorts(rows.filter(pc.and_(
-                pc.equal(rows.column("program_version"), ref.program_version),
-                pc.is_in(rows.column("run_id"), pa.array(list(ref.runs), pa.string())))))
+                pc.equal(rows.column("program_version"), string(ref.program_version)),
+                pc.is_in(rows.column("run_id"), strings(list(ref.runs))))))
         runs = set(ref.runs)
         return cohorts([r for r in rows if r["program_version"] == ref.program_version
                         and r["run_id"] in runs])

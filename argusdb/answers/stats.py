@@ -251,14 +251,14 @@ def percentile_ci(samples: Sequence[np.ndarray],
     ``scipy.stats.bootstrap(samples, ..., method='percentile', vectorized=True,
     rng=default_rng(SEED))`` computes it: the same index draws (sample by sample, all
     resamples at once), the same medians (:func:`resampled_medians`), the same quantiles."""
-    from scipy import stats as sps  # loaded at the first statistic, not with the command
+    from argusdb.answers.ranktest import linear_quantiles
 
     rng = _rng()
     medians = [resampled_medians(s, rng.integers(0, s.size, (N_RESAMPLES, s.size)))
                for s in samples]
     theta = statistic(*medians)
     alpha = np.asarray((1 - CONFIDENCE) / 2, dtype=theta.dtype)
-    ci = sps.quantile(theta, np.stack([alpha, 1 - alpha], axis=-1), axis=-1)
+    ci = linear_quantiles(theta, np.stack([alpha, 1 - alpha], axis=-1))
     return float(ci[0]), float(ci[1])
 
 
@@ -309,9 +309,10 @@ def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
 
     The two samples are resampled independently (unpaired: launches of two versions are not
     matched one to one). The rank test is two-sided; ties get the normal approximation with
-    tie correction, as scipy chooses.
+    tie correction, as scipy chooses (:mod:`argusdb.answers.ranktest`: scipy's test without
+    importing ``scipy.stats``).
     """
-    from scipy import stats as sps  # loaded at the first statistic, not with the command
+    from argusdb.answers.ranktest import mann_whitney_p
 
     x = np.asarray(before, dtype=float)
     y = np.asarray(after, dtype=float)
@@ -333,7 +334,7 @@ def ratio_test(before: Sequence[float], after: Sequence[float]) -> RatioTest:
     if np.array_equal(np.sort(x), np.sort(y)):
         p = 1.0  # identical samples: scipy's normal approximation would still say ~1
     else:
-        p = float(sps.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+        p = mann_whitney_p(x, y)
     return RatioTest(ratio, lo, hi, p, mx, my)
 
 

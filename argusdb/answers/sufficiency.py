@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
+from argusdb.answers import MAX_ENTROPY_BITS as _MAX_ENTROPY_BITS
 from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, QueryRefused, UsageError
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
@@ -56,9 +57,8 @@ if TYPE_CHECKING:
 #: Default share of a kernel's attributable total in ``_unattributed`` above which an
 #: attributed claim about one of its regions is insufficient.
 MAX_UNATTRIBUTED_SHARE = 0.05
-#: Default association entropy (bits) above which an attributed claim is insufficient: at most
-#: a 90/10 split between two regions (0.47 bit).
-MAX_ENTROPY_BITS = 0.5
+#: Default association entropy (bits) above which an attributed claim is insufficient.
+MAX_ENTROPY_BITS = _MAX_ENTROPY_BITS
 
 #: Scope coordinates a plan may ask per instance (``launch`` is the repeat axis, not a scope).
 _ASKED = INTRA_KERNEL_SCOPE
