@@ -71,3 +71,33 @@ def test_plain_layout_is_richs(table: tuple[list[str], list[list[str]], list[boo
     else:  # blanks at the ends of a right-aligned column: rich lays it out
         assert any(c != c.strip() for line in (columns, *cells)
                    for c, n in zip(line, numeric, strict=True) if n)
+
+
+def test_answers_load_neither_pandas_nor_scipy_stats(tmp_path: Path) -> None:
+    """``report``, ``diff`` and ``trajectory`` read Arrow columns from buffers and bind no
+    parameters, so pandas (~0.4 s CPU) never loads; the rank test is argusdb's own, so
+    ``scipy.stats`` (~0.5 s) does not either. About 10 s: three whole commands, each a fresh
+    process, are what it checks."""
+    from argusdb.api import connect
+    from argusdb.demo import build
+
+    store = tmp_path / "demo.duckdb"
+    configs = ("bk64_s3", "bk32_s1")
+    with connect(store, create=True) as db:
+        build(db.store)
+        for c in configs:  # the two matmul configurations timed on the H200
+            db.ingest(ROOT / "tests" / "data" / "gpu" / f"matmul.{c}.run1.cupti.jsonl",
+                      program=ROOT / "argusdb" / "demo" / "kernels" / "matmul.py",
+                      options={"config": c, "target": "sm_90"})
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    region = ["--region", "matmul/matmul_kernel"]
+    a, b = (f"config={c}" for c in configs)
+    for args in (["report", str(store), "--region", "softmax/softmax_fwd"],
+                 ["diff", str(store), *region, "--from", a, "--to", b],
+                 ["trajectory", str(store), *region, "--versions", f"{a},{b}"]):
+        out = subprocess.run([sys.executable, "-c", PROBE, *args], env=env,
+                             capture_output=True, text=True, check=True)
+        assert "duration" in out.stdout or "softmax" in out.stdout, out.stdout
+        loaded = set(json.loads(out.stderr.strip().splitlines()[-1]))
+        assert not loaded & {"pandas", "scipy.stats"}, (args[0], sorted(
+            loaded & {"pandas", "scipy.stats"}))
