@@ -53,7 +53,6 @@ from argusdb.answers.sufficiency import (
     missing,
     observe_request,
 )
-from argusdb.ingest.variants import footprint_note
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -203,6 +202,9 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                              f"estimate of instructions shared with other regions, split by "
                              f"execution counts (a degree of sharing, not an error bound)")
             for cond in co.conditions:
+                # loaded with a derived value only: argusdb.ingest costs ~0.1 s CPU to import
+                from argusdb.ingest.variants import footprint_note
+
                 probe = footprint_note(cond)
                 if probe:
                     notes.append(probe)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from argusdb.answers.arrowvalues import NULL, numbers, string, strings
+from argusdb.schema.arrowvalues import NULL, numbers, string, strings
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE

@@ -422,7 +422,9 @@ class Connection:
         from argusdb.api import checked
 
         with checked.check_budget(self.timeout_s) as spent:
-            reports = [self._checked(valid_sql(s)) for s in todo]
+            # a question over evidence only runs: its check may be kept across processes
+            # (:mod:`argusdb.api.kept`); a facts question's check is read for what it reads
+            reports = [self._checked(valid_sql(s), across=s not in facts) for s in todo]
         for s, report in zip(todo, reports, strict=True):
             if s in facts and (report.context is None
                                or any(st.base for st in report.context.streams)):

@@ -206,3 +206,20 @@ def test_diff_verdict_of_a_zero_from_median() -> None:
     assert significant and "from median of 0" in verdict
     significant, verdict = _verdict(same, 0.02, 0.05)
     assert not significant and "both medians are 0" in verdict
+
+
+def test_one_value_is_summarised_as_numpy_summarises_it() -> None:
+    """A single value takes a short path; it is what the general one gives, bit for bit."""
+    import math
+    import struct
+
+    rng = np.random.default_rng(11)
+    vals = [*rng.normal(0, 1e6, 200), *rng.normal(0, 1e-9, 50), 5e-324, -1.7e308, 3.0]
+    for v in (*vals, 0.0, -0.0, np.inf, -np.inf, np.nan):
+        got = stats.summarize([float(v)])
+        x = np.array([float(v), float(v)])[:1]  # same value, the general path
+        med = float(np.median(x))
+        q1, q3 = (float(q) for q in np.percentile(x, [25, 75]))
+        bits = [struct.pack("<d", f) for f in (got.median, got.q1, got.q3)]
+        assert bits == [struct.pack("<d", f) for f in (med, q1, q3)], v
+        assert got.n == 1 and got.cv == 0.0 and math.isnan(got.ci_low) and math.isnan(got.ci_high)

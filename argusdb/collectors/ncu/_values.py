@@ -17,7 +17,9 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_NOT_A_VALUE = pa.array(["-", "", "n/a", "N/A", "nan", "NaN", "inf", "-inf", "..."])
+from argusdb.schema.arrowvalues import strings
+
+_NOT_A_VALUE = strings(["-", "", "n/a", "N/A", "nan", "NaN", "inf", "-inf", "..."])
 
 
 def number(text: str) -> float | None:
