@@ -37,7 +37,7 @@ def mann_whitney_p(before: Sequence[float] | np.ndarray,
     if n1 == 0 or n2 == 0 or np.isnan(x).any() or np.isnan(y).any():
         return math.nan
     xy = np.concatenate([x, y])
-    values, inverse, ties = np.unique(xy, return_inverse=True, return_counts=True)
+    _, inverse, ties = np.unique(xy, return_inverse=True, return_counts=True)
     # average ranks: a value's ranks run from (values below it) + 1 to (values up to it)
     upto = np.cumsum(ties)
     rank_of = (upto - ties + 1 + upto) / 2

@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from argusdb.schema.arrowvalues import NULL, numbers, string, strings
 from argusdb.checker.metadata import TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
+from argusdb.schema.arrowvalues import NULL, numbers, string, strings
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
 from argusdb.schema.sqltext import literal as lit
 
