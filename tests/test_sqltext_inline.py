@@ -28,6 +28,9 @@ def test_inlined_values_are_the_bound_ones(params: list[Any]) -> None:
     sql = "SELECT " + ", ".join("?, typeof(?)" for _ in params)
     doubled = [v for p in params for v in (p, p)]
     text = inline(sql, doubled)
+    flat = [x for v in doubled for x in (v if isinstance(v, list) else [v])]
+    if any(isinstance(x, str) and "\x00" in x for x in flat):  # left bound (see below)
+        return
     assert text is not None
     got, want = con.execute(text).fetchall(), con.execute(sql, doubled).fetchall()
     assert [_same(a, b) for a, b in zip(got[0], want[0], strict=True)] == [True] * len(got[0])
@@ -52,6 +55,7 @@ def test_placeholders_in_quotes_and_comments_stay() -> None:
     ("SELECT ?", [[]]),  # an empty list: its type is DuckDB's to choose
     ("SELECT ?", [[[1]]]),  # nested lists
     ("SELECT ?", [b"bytes"]),  # not a plain value
+    ("SELECT ?", ["a\x00b"]),  # a NUL would end the literal
 ])
 def test_what_cannot_be_written_exactly_is_left_bound(sql: str, params: list[Any]) -> None:
     assert inline(sql, params) is None

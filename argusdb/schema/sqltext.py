@@ -35,7 +35,7 @@ def literal_list(values: Iterable[Any]) -> str:
 
 def _sql_value(v: Any) -> str | None:
     """``v`` as a SQL literal of the type DuckDB binds it as, or None where it is not a plain
-    value (``None``, bool, int, float, str, or a non-empty list of them)."""
+    value (``None``, bool, int, float, str without NUL, or a non-empty list of them)."""
     if v is None:
         return "NULL"
     if isinstance(v, bool):
@@ -46,8 +46,8 @@ def _sql_value(v: Any) -> str | None:
         f = float(v)
         text = float.__repr__(f) if math.isfinite(f) else literal(f)
         return f"CAST({text} AS DOUBLE)"
-    if isinstance(v, str):
-        return f"CAST({literal(v)} AS VARCHAR)"
+    if isinstance(v, str):  # a NUL ends DuckDB's literal: such text stays bound
+        return None if "\x00" in v else f"CAST({literal(v)} AS VARCHAR)"
     if isinstance(v, list | tuple) and v:
         items = [_sql_value(x) for x in v]
         if any(i is None or i.startswith("[") for i in items):
