@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# `argus observe` of a user's Triton kernel inside torch.compile on the H200, from an installed
+# wheel of argusdb: tests/data/programs/compiled_mlp (an MLP block step under @torch.compile
+# whose GELU is the user's @triton.jit gelu_kernel), unmodified, observed as compiled and
+# eagerly (TORCHDYNAMO_DISABLE=1) into one store with duration, inst_executed,
+# warp_stall_samples and exposed_latency, then `argus diff` between the two versions (two
+# binaries of one source). Packs the --json reports, logs, task folders (no cubins, ncu
+# reports or capture bytes; the compiled run's Inductor cache reduced to its generated code)
+# and the diff into OUT/compile.tar.gz, and prints the walls and the key figures.
+#
+#   bash tools/h200/observe_compile.sh WHEELS_DIR OUT_DIR
+#
+# WHEELS_DIR holds argus/ and cupti130/ as for observe_programs.sh. Each step has a time limit
+# (the whole script stays within ~150 s on the H200).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WHL=$(cd "${1:?wheels dir}" && pwd)
+OUT=${2:?out dir}
+WORK=/tmp/compile
+T0=$(date +%s.%N)
+rm -rf "$WORK" /tmp/progs_compile /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT"
+for w in argus cupti130; do
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
+done
+python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/argus_wheel "$ROOT" || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_argusdb \
+  /tmp/argus_wheel/argusdb-*.whl || exit 1
+export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
+export PYTHONUNBUFFERED=1
+cp -r "$ROOT/tests/data/programs/compiled_mlp" /tmp/progs_compile
+cd /tmp/progs_compile
+sha256sum ./*.py > "$WORK/programs.before.sha256"
+python3 -c "import argusdb, torch, triton; print('argusdb from', argusdb.__file__, 'torch',
+torch.__version__, 'triton', triton.__version__)" | tee "$WORK/where.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
+echo "setup_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")" | tee -a "$WORK/walls.txt"
+S="duration,inst_executed,warp_stall_samples,exposed_latency"
+R=gelu/gelu_kernel/load
+STORE="$WORK/observe.duckdb"
+python3 -m argusdb observe --region "$R" --signals "$S" --dry-run --json -- python3 mlp.py \
+  > "$WORK/compiled.dry.json" 2> "$WORK/compiled.dry.log"
+# name, time limit (s), command
+while read -r name limit cmd; do
+  t0=$(date +%s.%N)
+  timeout "$limit" python3 -m argusdb observe --region "$R" --signals "$S" --store "$STORE" \
+    --json -- $cmd > "$WORK/$name.json" 2> "$WORK/$name.log"
+  rc=$?
+  echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
+    | tee -a "$WORK/walls.txt"
+  tail -n 14 "$WORK/$name.log"
+done <<'REQS'
+compiled 72 python3 mlp.py
+eager 48 env TORCHDYNAMO_DISABLE=1 python3 mlp.py
+REQS
+# the two parent versions: the binary each control task found
+python3 - "$WORK" <<'PY' | tee "$WORK/binaries.txt"
+import json, pathlib, sys
+work = pathlib.Path(sys.argv[1])
+for name in ("compiled", "eager"):
+    try:
+        rep = json.loads((work / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        print(name, "no report"); continue
+    hits = sorted((work / "observe.duckdb.runs").glob(f"{rep.get('plan_id')}*/find_launch/result.json"))
+    hits = hits or sorted((work / "observe.duckdb.runs").glob(f"**/{rep.get('plan_id')}*find_launch*/result.json"))
+    b = json.loads(hits[0].read_text())["binary"] if hits else {}
+    print(name, b.get("hash"), "launcher=" + str(b.get("launcher", "jit")),
+          "warps=%s stages=%s" % (b.get("num_warps"), b.get("num_stages")),
+          "constexprs=%s" % b.get("constexprs"), "ok=%s" % rep.get("ok"),
+          "evidence=%s" % json.dumps(rep.get("evidence")))
+PY
+HC=$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")
+HE=$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")
+for reg in gelu/gelu_kernel gelu/gelu_kernel/load; do
+  f=$(echo "$reg" | tr / _)
+  timeout 15 python3 -m argusdb diff "$STORE" --region "$reg" --from "binary=$HE" \
+    --to "binary=$HC" > "$WORK/diff.$f.txt" 2>&1
+  echo "diff $reg rc=$?" | tee -a "$WORK/walls.txt"
+  cat "$WORK/diff.$f.txt"
+  timeout 15 python3 -m argusdb diff "$STORE" --region "$reg" --from "binary=$HE" \
+    --to "binary=$HC" --json > "$WORK/diff.$f.json" 2>/dev/null
+done
+sha256sum ./*.py > "$WORK/programs.after.sha256"
+cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" && echo "programs unmodified"
+cd /tmp
+# keep Inductor's generated code (the kernels' copies, the wrapper), drop its binaries
+find "$WORK" -path "*inductor_cache*" -type f ! -name "*.py" -delete
+find "$WORK" \( -name "*.ncu-rep" -o -name "*.cubin" -o -name "storage.*.bin" \) -delete
+find "$WORK" -name "*.chrome_trace" -exec gzip -9 {} \;
+rm -f "$STORE" "$STORE.wal"
+tar czf "$OUT/compile.tar.gz" -C /tmp compile
+ls -la "$OUT"
+echo "total_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")"
