@@ -26,7 +26,8 @@ from argusdb.observe.launch.binary import _plain, binary_hash, binary_info, capt
 
 #: Launch options of a compiled binary that a replay passes again (with the constexprs), so
 #: that the user's source compiles with the options Inductor compiled its copy with.
-OPTIONS = ("num_warps", "num_stages", "num_ctas", "debug", "sanitize_overflow", "enable_fp_fusion")
+OPTIONS = ("num_warps", "num_stages", "num_ctas", "debug", "sanitize_overflow",
+           "enable_fp_fusion", "enable_reflect_ftz", "launch_cooperative_grid", "launch_pdl")
 
 
 class CompiledLaunches:
