@@ -67,6 +67,25 @@ for name in ("compiled", "eager"):
           "warps=%s stages=%s" % (b.get("num_warps"), b.get("num_stages")),
           "constexprs=%s" % b.get("constexprs"), "ok=%s" % rep.get("ok"),
           "evidence=%s" % json.dumps(rep.get("evidence")))
+    for t in rep.get("tasks", []):
+        print("  ", t.get("id"), t.get("status"), round(t.get("wall_s") or 0, 2))
+    for f in rep.get("failed", []):
+        print("  FAILED", f.get("task"), str(f.get("error"))[:600])
+    runs = work / "observe.duckdb.runs"
+    for lf in sorted(runs.glob(f"{rep.get('plan_id')}*/find_launch/launch.*.json")):
+        doc = json.loads(lf.read_text())
+        ind = doc.get("inductor") or {}
+        if doc.get("launches") or ind.get("compiled_launches"):
+            print("  launches", len(doc.get("launches", [])), "errors", doc.get("errors"),
+                  "capture", doc.get("capture"))
+            print("  inductor neighbours", {k: v.get("launches")
+                                            for k, v in (ind.get("neighbours") or {}).items()},
+                  "copies", ind.get("copies"), "inlined", ind.get("inlined_into"))
+    for rf in sorted(runs.glob(f"{rep.get('plan_id')}*/*/result.json")):
+        r = json.loads(rf.read_text())
+        keep = {k: r.get(k) for k in ("stand_in", "rel_err_vs_parent", "replay_fallback",
+                                      "median_us", "binary") if r.get(k) is not None}
+        print("  ", rf.parent.name, json.dumps(keep, default=str)[:400])
 PY
 HC=$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")
 HE=$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")
