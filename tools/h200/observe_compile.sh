@@ -41,15 +41,15 @@ STORE="$WORK/observe.duckdb"
 # name, time limit (s), command
 while read -r name limit cmd; do
   t0=$(date +%s.%N)
-  timeout "$limit" python3 -m argusdb observe --region "$R" --signals "$S" --store "$STORE" \
+  timeout -k 3 "$limit" python3 -m argusdb observe --region "$R" --signals "$S" --store "$STORE" \
     --json -- $cmd > "$WORK/$name.json" 2> "$WORK/$name.log"
   rc=$?
   echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
     | tee -a "$WORK/walls.txt"
   tail -n 14 "$WORK/$name.log"
 done <<'REQS'
-compiled 70 python3 mlp.py
-eager 45 env TORCHDYNAMO_DISABLE=1 python3 mlp.py
+compiled 68 python3 mlp.py
+eager 40 env TORCHDYNAMO_DISABLE=1 python3 mlp.py
 REQS
 # the two parent versions: the binary each control task found
 python3 - "$WORK" <<'PY' | tee "$WORK/binaries.txt"
@@ -90,11 +90,11 @@ PY
 HC=$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")
 HE=$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")
 # the kernel's duration (both versions have it), then every signal of the region
-timeout 12 python3 -m argusdb diff "$STORE" --region gelu/gelu_kernel --from "binary=$HE" \
+timeout 8 python3 -m argusdb diff "$STORE" --region gelu/gelu_kernel --from "binary=$HE" \
   --to "binary=$HC" --json > "$WORK/diff.kernel.json" 2> "$WORK/diff.kernel.log"
 echo "diff gelu/gelu_kernel rc=$?" | tee -a "$WORK/walls.txt"
 head -c 3000 "$WORK/diff.kernel.json"; echo; tail -n 5 "$WORK/diff.kernel.log"
-timeout 12 python3 -m argusdb diff "$STORE" --region "$R" --from "binary=$HE" \
+timeout 8 python3 -m argusdb diff "$STORE" --region "$R" --from "binary=$HE" \
   --to "binary=$HC" > "$WORK/diff.load.txt" 2>&1
 echo "diff $R rc=$?" | tee -a "$WORK/walls.txt"
 tail -n 20 "$WORK/diff.load.txt"
