@@ -38,19 +38,19 @@ echo "setup_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")" | tee -a "$
 S="duration,inst_executed,warp_stall_samples,exposed_latency"
 R=gelu/gelu_kernel/load
 STORE="$WORK/observe.duckdb"
-# name, time limit (s), command
-while read -r name limit cmd; do
+observe() {  # name, time limit (s), region, command...
+  local name=$1 limit=$2 region=$3 t0
+  shift 3
   t0=$(date +%s.%N)
-  timeout -k 3 "$limit" python3 -m argusdb observe --region "$R" --signals "$S" --store "$STORE" \
-    --json -- $cmd > "$WORK/$name.json" 2> "$WORK/$name.log"
-  rc=$?
+  timeout -k 3 "$limit" python3 -m argusdb observe --region "$region" --signals "$S" \
+    --store "$STORE" --json -- "$@" > "$WORK/$name.json" 2> "$WORK/$name.log"
+  local rc=$?
   echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
     | tee -a "$WORK/walls.txt"
   tail -n 14 "$WORK/$name.log"
-done <<'REQS'
-compiled 68 python3 mlp.py
-eager 40 env TORCHDYNAMO_DISABLE=1 python3 mlp.py
-REQS
+}
+observe compiled 68 "$R" python3 mlp.py
+observe eager 40 "$R" env TORCHDYNAMO_DISABLE=1 python3 mlp.py
 # the two parent versions: the binary each control task found
 python3 - "$WORK" <<'PY' | tee "$WORK/binaries.txt"
 import json, pathlib, sys
@@ -98,13 +98,39 @@ timeout 8 python3 -m argusdb diff "$STORE" --region "$R" --from "binary=$HE" \
   --to "binary=$HC" > "$WORK/diff.load.txt" 2>&1
 echo "diff $R rc=$?" | tee -a "$WORK/walls.txt"
 tail -n 20 "$WORK/diff.load.txt"
+# if time allows: the compiled model whose GELU autotunes (Inductor benchmarks its configs)
+LEFT=$(python3 -c "print(int(140 - ($(date +%s.%N) - $T0)))")
+if [ "$LEFT" -ge 45 ]; then
+  observe tuned "$LEFT" gelu_tuned/gelu_tuned_kernel/load python3 mlp.py --tuned
+  python3 - "$WORK" <<'PY'
+import json, pathlib, sys
+work = pathlib.Path(sys.argv[1])
+try:
+    rep = json.loads((work / "tuned.json").read_text())
+except (OSError, ValueError):
+    rep = {}
+print("tuned ok=%s evidence=%s" % (rep.get("ok"), json.dumps(rep.get("evidence"))))
+for f in rep.get("failed", []):
+    print("  FAILED", f.get("task"), str(f.get("error"))[:600])
+for lf in sorted((work / "observe.duckdb.runs").glob(f"{rep.get('plan_id')}*/find_launch/launch.*.json")):
+    doc = json.loads(lf.read_text())
+    if doc.get("launches"):
+        roles = {}
+        for x in doc["launches"]:
+            roles[(x["role"], x["binary"][:12])] = roles.get((x["role"], x["binary"][:12]), 0) + 1
+        print("  roles", {f"{r}/{b}": n for (r, b), n in roles.items()},
+              "chosen", doc.get("chosen_binary"), "errors", doc.get("errors"))
+PY
+else
+  echo "tuned skipped: ${LEFT} s left of the budget" | tee -a "$WORK/walls.txt"
+fi
 sha256sum ./*.py > "$WORK/programs.after.sha256"
 cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" && echo "programs unmodified"
 cd /tmp
 # keep Inductor's generated code (the kernels' copies, the wrapper) and the user kernel's
 # TTGIR/PTX as Inductor's Triton compiled them (locations in the copy); drop the rest
-find "$WORK" -path "*inductor_cache*" -type f ! -name "*.py" ! -name "gelu_kernel.ttgir" \
-  ! -name "gelu_kernel.ptx" ! -name "gelu_kernel.json" -delete
+find "$WORK" -path "*inductor_cache*" -type f ! -name "*.py" ! -name "gelu*kernel.ttgir" \
+  ! -name "gelu*kernel.ptx" ! -name "gelu*kernel.json" -delete
 find "$WORK" \( -name "*.ncu-rep" -o -name "*.cubin" -o -name "storage.*.bin" \) -delete
 find "$WORK" -name "*.chrome_trace" -exec gzip -9 {} \;
 rm -f "$STORE" "$STORE.wal"
