@@ -448,7 +448,7 @@ def install(spec_path: str) -> State:
     triton.knobs.runtime.jit_post_compile_hook = post_compile
     if spec.get("mode") not in ("proton", "pcsampling"):
         # Proton's own launch hooks are installed only where none is: its modes go without
-        st.errors += inductor.install(st.inductor.launch)
+        inductor.install(st.inductor.launch, st.errors)
     if spec.get("mode") == "time" or spec.get("time"):
         from argusdb.observe.runner.gpu_tools import Activity
 

@@ -275,15 +275,14 @@ def arguments(jit: Any, args: tuple[Any, ...], constants: Mapping[Any, Any]
     return pairs, consts
 
 
-def install(on_launch: Any) -> list[str]:
+def install(on_launch: Any, errors: list[str]) -> None:
     """Install the launch-enter hook (so Inductor's launcher passes each launch's arguments to
     ``CompiledKernel.launch_metadata``) and wrap that method to call ``on_launch(kernel, grid,
     args)`` for launches that do not come through ``JITFunction.run`` (those the hooks see
-    there). Returns what could not be installed (empty when all was)."""
+    there). A launch that could not be recorded is said in ``errors`` (the launch record's)."""
     import triton
     from triton.compiler.compiler import CompiledKernel
 
-    errors: list[str] = []
     orig = CompiledKernel.launch_metadata
 
     def launch_metadata(self: Any, grid: Any, stream: Any, *args: Any) -> Any:
@@ -291,7 +290,9 @@ def install(on_launch: Any) -> list[str]:
             try:
                 on_launch(self, grid, args)
             except Exception as exc:  # never break the program's launch
-                errors.append(f"a compiled launch was not recorded: {exc!r}")
+                msg = f"a compiled launch was not recorded: {exc!r}"
+                if msg not in errors:
+                    errors.append(msg)
         return orig(self, grid, stream, *args)
 
     CompiledKernel.launch_metadata = launch_metadata
@@ -306,7 +307,6 @@ def install(on_launch: Any) -> list[str]:
     elif hasattr(hook, "add"):
         hook.add(enter)
     # another hook already set: Inductor's launcher passes the arguments for it too
-    return errors
 
 
 class _InRun:
