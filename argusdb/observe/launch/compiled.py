@@ -120,6 +120,7 @@ class CompiledLaunches:
             if h not in st.binaries:
                 info = binary_info(fn, kernel, (), {}, consts)
                 info.update({"launcher": "inductor", "options": opts,
+                             "ptxas": inductor.env_record().get(inductor.PTXAS_ENV),
                              **{k: v for k, v in self.copies.get(h, {}).items()
                                 if k in ("file", "line_map")}})
                 if info.get("file"):

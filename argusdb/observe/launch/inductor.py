@@ -336,7 +336,14 @@ def in_run() -> _InRun:
     return _IN_RUN
 
 
+#: The ptxas Triton assembles with: Inductor points it at torch's own (``torch/bin/ptxas``,
+#: CUDA 13 with torch 2.11+cu130) where it is unset, so a compiled program's binaries carry
+#: another PTX version (9.0 against Triton's bundled 8.7 on the H200) than an eager run's.
+PTXAS_ENV = "TRITON_PTXAS_PATH"
+
+
 def env_record() -> dict[str, str | None]:
-    """Inductor's settings this process ran with (for the launch record)."""
+    """Inductor's settings this process ran with, and the ptxas Triton used (for the launch
+    record; the replay assembles with the same ptxas)."""
     return {k: os.environ.get(k) for k in (STATIC_LAUNCHER_ENV, COMPILE_THREADS_ENV,
-                                           CACHE_ENV)}
+                                           CACHE_ENV, PTXAS_ENV)}

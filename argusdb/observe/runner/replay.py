@@ -94,6 +94,13 @@ class Replayer:
 
         self.torch = torch
         self.cap = capture.load(Path(job["capture"]))
+        ptxas = (self.cap.doc.get("binary_info") or {}).get("ptxas")
+        if ptxas and Path(ptxas).exists():
+            # torch.compile's binary was assembled by torch's ptxas (Inductor sets it): the
+            # replay's parent and variants are assembled by the same one
+            import os
+
+            os.environ["TRITON_PTXAS_PATH"] = str(ptxas)
         self.cap_folder = str(job["capture"])
         self.module_file = str(job["module_file"])
         self.stand_in: dict[str, Any] | None = None
