@@ -1,8 +1,9 @@
 """Many writers at once, a reader throughout: every run lands once, the reader never fails.
 
 8 writer processes each ingest ARGUS_CONCURRENCY_RUNS distinct recordings (default 2 here; the
-README's figure is the full 25 each, 200 runs; bench/bench_shared.py measures the throughput) into one embedded store, then into one shared
-store, while a reader process asks a checked question in a loop.
+README's figure is the full 25 each, 200 runs; bench/bench_shared.py measures the throughput)
+into one embedded store, then into one shared store, while a reader process asks a checked
+question in a loop.
 """
 
 from __future__ import annotations
