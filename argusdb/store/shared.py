@@ -62,6 +62,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import random
@@ -622,6 +623,23 @@ class SharedStore(Store):
 
     def insert_row(self, table: str, row: dict[str, Any]) -> None:
         self.insert_rows(table, [row])
+
+    def snapshot_identity(self) -> str | None:
+        """What the data of a store pinned to a snapshot number is a function of: a digest of
+        the catalog (no password written anywhere), its schema and data path, the snapshot and
+        the time it was committed (a lake made again under the same name has other times);
+        None for a writable store or one pinned by time. A DuckLake snapshot never changes,
+        so checks kept under it stay true (:mod:`argusdb.api.kept`)."""
+        if not self.read_only or self.as_of is None or not self.as_of.isdigit():
+            return None
+        row = self.con.execute("SELECT snapshot_time FROM lake.snapshots() "
+                               "WHERE snapshot_id = ?", [int(self.as_of)]).fetchone()
+        if row is None:
+            return None
+        lu = self.lake_uri
+        catalog = hashlib.sha256(lu.catalog.encode()).hexdigest()[:32]
+        return (f"ducklake:{catalog}:{lu.metadata_schema or ''}:{lu.data_path or ''}:"
+                f"snapshot {int(self.as_of)} at {row[0]}")
 
     def snapshots(self) -> list[dict[str, Any]]:
         """DuckLake's snapshots, oldest first, with the runs each commit added (times in
