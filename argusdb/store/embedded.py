@@ -357,13 +357,9 @@ class Store(RowWriter):
         return self._execute(query, params)
 
     def _execute(self, query: str, params: Sequence[Any] | None) -> duckdb.DuckDBPyConnection:
-        """``execute``, plain parameters written into the text as literals (DuckDB's client
-        imports pandas at the first bound parameter, ~0.4 s CPU, ~80 MiB)."""
-        if params:
-            text = inline(query, params)
-            if text is not None:
-                return self.con.execute(text)
-        return self.con.execute(query, params or [])
+        """``execute``, plain parameters as literals (binding one imports pandas, ~0.4 s)."""
+        text = inline(query, params) if params else query
+        return self.con.execute(text) if text is not None else self.con.execute(query, params)
 
     def arrow(self, query: str, params: Sequence[Any] | None = None) -> pa.Table:
         return self._execute(query, params).to_arrow_table()
