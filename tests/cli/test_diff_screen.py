@@ -9,7 +9,6 @@ into one line. ``--all`` and ``--json`` keep every row.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
