@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -74,6 +76,43 @@ def test_rule_reference_is_current() -> None:
 
     assert rules_docs.OUT.read_text(encoding="utf-8") == rules_docs.render(), (
         "docs/rules.md is stale: run python -m tools.rules_docs")
+
+
+def test_figures_page_is_generated_from_the_bench_results() -> None:
+    from tools import figures_docs
+
+    assert figures_docs.OUT.read_text(encoding="utf-8") == figures_docs.render(), (
+        "docs/figures.md is stale: run python -m tools.figures_docs")
+
+
+def test_a_figure_from_recorded_bench_json_is_computed_from_it() -> None:
+    """The shared-store figure is rendered from ``bench/results_shared_2m.json`` (the
+    benchmark's own output), so a changed recording changes the page."""
+    import json
+
+    from tools import figures_docs
+
+    (path,) = [p for p in figures_docs.RESULTS.glob("*.json")
+               if json.loads(p.read_text(encoding="utf-8"))["raw"]]
+    raw = json.loads((ROOT / "bench" / "results_shared_2m.json").read_text(encoding="utf-8"))
+    assert figures_docs.row(path).split(" | ")[1] == (
+        f"{raw['ingest']['ratio']:.2f}×, peak RSS {raw['ingest']['big_rss_mib']} MiB; "
+        f"{raw['writers']['throughput_ratio']:.2f}× throughput, 12/12 once; 2.3–4.6×")
+    raw["ingest"]["ratio"] = 0.5
+    assert figures_docs._bench_shared(raw).startswith("0.50×, peak RSS")
+
+
+def test_a_figure_file_without_its_command_is_refused_by_name(tmp_path: Path) -> None:
+    import json
+
+    from tools import figures_docs
+
+    bad = tmp_path / "01-bad.json"
+    bad.write_text(json.dumps({"what": "x", "figure": "1×", "target": None, "machine": "CPU",
+                               "date": "2026-12-03", "details": {"title": "t", "page": "t.md"},
+                               "raw": None}), encoding="utf-8")
+    with pytest.raises(figures_docs.FigureError, match=r"01-bad.json: lacks command"):
+        figures_docs.row(bad)
 
 
 def test_figures_page_has_one_line_per_figure_with_command_machine_and_date() -> None:

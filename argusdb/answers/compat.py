@@ -8,7 +8,9 @@ own test (:meth:`argusdb.checker.context.Props.mixed`) on the union of both side
 - ``AR02 interference.conflict``: the sides' standings differ (a duration under counter replay
   against a clean one);
 - ``AR04 class.mix``: derived against observed or attributed evidence;
-- ``AR05 scope.nesting``: different scope levels (a warp-role slice against a whole kernel).
+- ``AR05 scope.nesting``: different scope levels (a warp-role slice against a whole kernel);
+- ``AR15 evidence.sampler``: sample counts of different samplers (Nsight Compute's warp-state
+  samples against Proton's PC samples of one stall reason).
 
 A diff is like for like, so it is stricter than a query in two places, refused under the same
 codes: observed against attributed values (``AR04``), and two slices of one scope level with
@@ -33,6 +35,7 @@ from argusdb.answers.select import Cohort
 from argusdb.checker.context import Props
 from argusdb.checker.rules import rule
 from argusdb.errors import Finding
+from argusdb.schema.signature import readable
 
 
 def _finding(code: str, message: str, remedy: str, **extra: object) -> Finding:
@@ -51,7 +54,14 @@ def _props(cs: Sequence[Cohort]) -> Props:
         if c.key.standing != "derived":
             p.standings.add(c.key.standing)
         p.scopes.add(",".join(k for k, _ in c.key.scope) or "kernel")
+        if c.key.sampler:
+            p.samplers.add(c.key.sampler)
     return p
+
+
+def _words(values: Sequence[str] | set[str]) -> str:
+    """Values of a property for a message: ``clean and replay(38 passes)``."""
+    return " and ".join(readable(v) for v in sorted(values)) or "none"
 
 
 def match_cohorts(signal: str, before: Sequence[Cohort], after: Sequence[Cohort]
@@ -72,8 +82,8 @@ def match_cohorts(signal: str, before: Sequence[Cohort], after: Sequence[Cohort]
     if both.mixed("standing") and not a.standings & b.standings:
         findings.append(_finding(
             "AR02",
-            f"'{signal}' has standing {sorted(a.standings)} in the first version and "
-            f"{sorted(b.standings)} in the second: values perturbed by a measurement are not "
+            f"'{signal}' has standing {_words(a.standings)} in the first version and "
+            f"{_words(b.standings)} in the second: values perturbed by a measurement are not "
             f"comparable with clean ones (or with other perturbations)",
             "record both versions under the same collection (e.g. clean activity-trace timing "
             "runs, argus ingest X.cupti.jsonl) and compare those; name a run ID instead of a "
@@ -87,13 +97,22 @@ def match_cohorts(signal: str, before: Sequence[Cohort], after: Sequence[Cohort]
                if both.mixed("class") else "a diff compares like with like"),
             "derive the value for both versions from the same kind of variant runs, or observe "
             "it in both", evidence_classes=sorted(both.classes)))
+    if a.samplers and b.samplers and not a.samplers & b.samplers:
+        findings.append(_finding(
+            "AR15",
+            f"'{signal}' is counted by {_words(a.samplers)} in the first version and by "
+            f"{_words(b.samplers)} in the second: each sampler counts at its own interval",
+            "collect the signal with the same collector for both versions (NAME for Nsight "
+            "Compute's source page, NAME@proton for Proton's PC sampling)",
+            samplers=sorted(both.samplers)))
     if not a.scopes & b.scopes or not findings:
         sa = sorted({c.key.scope_text() for c in before})
         sb = sorted({c.key.scope_text() for c in after})
         if sa != sb or not findings:
             findings.append(_finding(
                 "AR05",
-                f"'{signal}' covers scope {sa} in the first version and {sb} in the second: "
+                f"'{signal}' covers scope {_words(sa)} in the first version and {_words(sb)} "
+                f"in the second: "
                 f"these scopes do not nest into one comparable value",
                 "measure both versions at the same scope, or aggregate the finer one to the "
                 "coarser scope in a checked query first", scopes=sorted(both.scopes)))

@@ -256,8 +256,8 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
                         xytext=(6, 8), color=_STEP_COLORS.get(cls, "#333"))
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylabel(f"{s.signal} ({unit})")
-    ax.set_title(f"{s.region_id}: {s.signal} [{s.key.evidence_class}, {s.key.standing}]",
-                 fontsize=10)
+    cohort = f"{s.key.evidence_class}, {fmt.signature(s.key.standing)}"
+    ax.set_title(f"{s.region_id}: {s.signal} [{cohort}]", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     ax.margins(x=0.08, y=0.15)  # room for the step annotations

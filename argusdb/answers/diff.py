@@ -42,6 +42,7 @@ from argusdb.answers.select import (
     fetch_table,
     lit,
     resolve_versions,
+    sampler_words,
     version_cohorts,
     versions_in,
 )
@@ -97,6 +98,8 @@ class DiffRow:
     unattributed_share: float | None = None
     #: Gaps of either side, each with its side ('from' / 'to'), message and remedy.
     gaps: list[dict[str, Any]] = field(default_factory=list)
+    #: The collector that sampled both sides' values (sample counts only, else empty).
+    sampler: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
@@ -264,7 +267,7 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
                 len(xa), len(xb), a.runs, b.runs, a.key.standing,
                 f"{a.signature} -> {b.signature}" if a.signature != b.signature
                 else a.signature,
-                a.key.evidence_class, a.key.scope_text()))
+                a.key.evidence_class, a.key.scope_text(), sampler=a.key.sampler))
             _judge_sufficiency(result.rows[-1], coverage, region, sig, a, b)
     if refusals:
         raise QueryRefused(refusals)
@@ -277,7 +280,8 @@ def _cohort_words(co: Cohort) -> str:
 
     where = f" at {co.key.scope_text()}" if co.key.scope else ""
     standing = "clean" if co.key.standing == "clean" else f"under {signature(co.key.standing)}"
-    return f"{co.key.evidence_class} values {standing}{where}"
+    of = f" ({co.key.sampler_text()})" if co.key.sampler else ""
+    return f"{co.key.evidence_class} values{of} {standing}{where}"
 
 
 def _judge_sufficiency(row: DiffRow, coverage: Coverage, region: str, signal: str,
@@ -324,7 +328,11 @@ def regressions(result: DiffResult, threshold: float = 0.0) -> list[DiffRow]:
 def cohort_label(row: DiffRow) -> str:
     """Which cohort a row compares: class and standing, and the scope when not per launch
     (``observed, clean``; ``observed, replay(38 passes)``)."""
-    out = f"{row.evidence_class}, {row.standing}"
+    from argusdb.answers.format import signature
+
+    out = f"{row.evidence_class}, {signature(row.standing)}"
+    if row.sampler:
+        out += f", {sampler_words(row.sampler)}"
     return out if row.scope in ("per launch", "kernel") else f"{out}, {row.scope}"
 
 

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from argusdb.schema.signature import readable
+
 #: How every missing value is shown (None, NaN, a CI that cannot be computed).
 MISSING = "–"
 
@@ -202,12 +204,13 @@ def text(v: Any) -> str:
 
 def signature(sig: str) -> str:
     """A run's interference signature for reading: what the recording did not state (``?``)
-    left out (the stored signature keeps it; the checker compares stored signatures).
+    left out (the stored signature keeps it; the checker compares stored signatures); see
+    :func:`argusdb.schema.signature.readable`.
 
     >>> signature("replay(? passes, ?)+pc_sampling"), signature("replay(38 passes, ?)")
     ('replay+pc_sampling', 'replay(38 passes)')
     """
-    return sig.replace("(? passes, ?)", "").replace(", ?)", ")").replace("(? passes, ", "(")
+    return readable(sig)
 
 
 def cell(v: Any) -> str:

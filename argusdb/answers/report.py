@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from argusdb.answers import format as fmt
 from argusdb.answers import notebook, stats
 from argusdb.answers.select import (
     VersionRef,
@@ -100,6 +101,9 @@ class Claim:
     p90: float = math.nan
     min_value: float = math.nan
     max_value: float = math.nan
+    #: The collector that sampled the values (sample counts only, else empty): its cohort's
+    #: :attr:`~argusdb.answers.select.CohortKey.sampler`.
+    sampler: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v)
@@ -213,8 +217,8 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                     if not isinstance(v, dict | list)) if isinstance(cond, dict)
                     else f"derived under conditions {cond}")
             if key.standing not in ("clean", "derived"):
-                notes.append(f"perturbed by its measurement ({key.standing}): comparable only "
-                             f"with values of the same standing")
+                notes.append(f"perturbed by its measurement ({fmt.signature(key.standing)}): "
+                             f"comparable only with values of the same standing")
             if s.n == 1:
                 notes.append("a single measurement: no repeat statistics")
             rep.claims.append(Claim(
@@ -222,7 +226,7 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                 key.standing, co.signature, co.timing_clean, key.scope_text(), s.n, s.median,
                 s.q1, s.q3, s.iqr, s.cv, s.ci_low, s.ci_high, co.runs, sorted(co.related_runs),
                 sorted(co.tasks), ent, co.conditions, notes, verdict, reason, share,
-                [g.to_json() for g in gaps], *_spread(co.samples)))
+                [g.to_json() for g in gaps], *_spread(co.samples), sampler=key.sampler))
     if signals:
         have = {c.signal for c in rep.claims}
         absent = [s for s in signals if s not in have]

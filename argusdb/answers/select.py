@@ -5,12 +5,15 @@ so every answer rests on questions the checker accepted; version selectors resol
 program versions the checker itself reads (:meth:`argusdb.api.Connection.program_versions`).
 
 A **cohort** is the set of rows of one region, version and signal that can be compared as
-repeats of one measurement: same *standing*, same evidence class and same scope (every scope
-coordinate except ``launch``). The standing is the checker's (see
-``argusdb/api/metadata.py``): ``clean``, or the run's interference signature when the
-measurement perturbs the value (a timing value from a run that is not ``timing_clean``, any
-value of an instrumented or forced-wait run); ``derived`` for derived values. Counters from a
-replayed run are clean: replay re-executes, it does not change what executes.
+repeats of one measurement: same *standing*, same evidence class, same scope (every scope
+coordinate except ``launch``) and, for sample counts, the same *sampler* (the collector whose
+sampler counted them: Nsight Compute's warp-state samples and Proton's PC samples of one stall
+reason are different measurements; the checker's ``AR15 evidence.sampler``). The standing is
+the checker's (see ``argusdb/api/metadata.py``): ``clean``, or the run's interference
+signature when the measurement perturbs the value (a timing value from a run that is not
+``timing_clean``, any value of an instrumented or forced-wait run); ``derived`` for derived
+values. Counters from a replayed run are clean: replay re-executes, it does not change what
+executes.
 
 Its **samples** are per (run, launch) values: rows that share run, launch and scope are parts
 of one value (e.g. attributed shares of several instructions) and are summed; distinct launches
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from argusdb.checker.metadata import TIMING_UNITS
+from argusdb.checker.metadata import SAMPLED_UNITS, TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.schema.arrowvalues import NULL, numbers, string, strings
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
@@ -62,18 +65,33 @@ class VersionRef:
 
 @dataclass(frozen=True)
 class CohortKey:
-    """What two samples must share to be compared: standing, class and scope."""
+    """What two samples must share to be compared: standing, class, scope and sampler."""
 
     standing: str
     evidence_class: str
     scope: tuple[tuple[str, str], ...] = ()
+    #: The collector that sampled the values (sample counts only, else empty).
+    sampler: str = ""
 
     def scope_text(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.scope) or "per launch"
 
     def to_json(self) -> dict[str, Any]:
         return {"standing": self.standing, "evidence_class": self.evidence_class,
-                "scope": dict(self.scope)}
+                "scope": dict(self.scope), "sampler": self.sampler or None}
+
+    def sampler_text(self) -> str:
+        """The sampler in words (empty for values no sampler counted)."""
+        return sampler_words(self.sampler)
+
+
+#: How each collector's samples are named in answers.
+SAMPLER_WORDS = {"ncu": "ncu warp-state samples", "proton": "Proton PC samples"}
+
+
+def sampler_words(sampler: str) -> str:
+    """A cohort's sampler in words: ``ncu warp-state samples``; empty when it has none."""
+    return SAMPLER_WORDS.get(sampler, f"{sampler} samples") if sampler else ""
 
 
 class Columnwise(NamedTuple):
@@ -250,7 +268,8 @@ _ROW_COLUMNS = (
     f"e.association_entropy, e.launch, {', '.join('e.' + c for c in NESTED_SCOPE)}")
 _EVIDENCE_COLUMNS = (f"{_ROW_COLUMNS}, CASE WHEN e.evidence_class = 'observed' THEN NULL "
                      "ELSE e.lineage END AS lineage")
-_RUN_COLUMNS = ("signature", "timing_clean", "instrumentation", "forced_wait", "run_seq")
+_RUN_COLUMNS = ("signature", "timing_clean", "instrumentation", "forced_wait", "run_seq",
+                "collector")
 _PLAN_COLUMNS = ("plan_id", "plan_region_id", "plan_signals", "plan_scope")
 #: Every run's facts and its task's plan (a question over facts only: the connection keeps
 #: its answer per store generation, :meth:`~argusdb.api.Connection.facts`). The planned
@@ -434,7 +453,7 @@ def cohorts(rows: list[dict[str, Any]] | pa.Table
     lineages: dict[str, dict[str, Any]] = {}
     for r in rows:
         inputs = (r["evidence_class"], r["unit"], r["signal"], r.get("instrumentation"),
-                  r.get("forced_wait"), r["timing_clean"], r["signature"],
+                  r.get("forced_wait"), r["timing_clean"], r["signature"], r.get("collector"),
                   *(r[c] for c in NESTED_SCOPE))
         key = keys.get(inputs)
         if key is None:
@@ -457,7 +476,8 @@ def cohorts(rows: list[dict[str, Any]] | pa.Table
 
 def _cohort_key(r: dict[str, Any]) -> CohortKey:
     scope = tuple((c, str(r[c])) for c in NESTED_SCOPE if str(r[c]) != "all")
-    return CohortKey(standing(r), str(r["evidence_class"]), scope)
+    sampler = str(r.get("collector") or "") if r["unit"] in SAMPLED_UNITS else ""
+    return CohortKey(standing(r), str(r["evidence_class"]), scope, sampler)
 
 
 def _add_lineage(co: Cohort, text: Any, parsed: dict[str, dict[str, Any]]) -> None:
@@ -484,7 +504,7 @@ def _add_lineage(co: Cohort, text: Any, parsed: dict[str, dict[str, Any]]) -> No
 
 #: Columns whose values decide a row's cohort key (see :func:`cohorts`).
 _KEY_INPUTS = ("program_version", "signal", "evidence_class", "unit", "instrumentation",
-               "forced_wait", "timing_clean", "signature", *NESTED_SCOPE)
+               "forced_wait", "timing_clean", "signature", "collector", *NESTED_SCOPE)
 
 
 def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, list[Any]]:

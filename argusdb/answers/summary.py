@@ -195,11 +195,16 @@ def summarise(db: Connection, rep: Report, *, all_rows: bool = False, limit: int
             table.append([ln.signal, value, ln.evidence_class, ln.cohort, n,
                           fmt.span(p10, p90, ln.unit) if many else "",
                           fmt.span(lo, hi, ln.unit) if many else "", ln.verdict()])
-        out += ["  " + row for row in fmt.layout(table, right=[False, True, False, False,
-                                                                True, True, True, False])]
+        if shown:  # a report of stall reasons only has no signal table
+            out += ["  " + row for row in fmt.layout(table, right=[False, True, False, False,
+                                                                    True, True, True, False])]
         if len(shown) < len(lines):
             out.append(f"  + {len(lines) - len(shown)} more signals (--all)")
-        for kind, reasons in sorted(stalls.get(ver, {}).items()):  # by collection
+        asked = {c.signal for c in claims}  # the report's signals (--signal narrows them)
+        for kind, every in sorted(stalls.get(ver, {}).items()):  # by collection
+            reasons = [r for r in every if r[0] in asked]
+            if not reasons:
+                continue
             unit = reasons[0][2]
             top = reasons if all_rows else reasons[:top_stalls]
             rest = reasons[len(top):]

@@ -257,6 +257,7 @@ def human_table(t: Trajectory, *, all_series: bool = False
     for s in shown:
         unit = fmt.display_unit(s.signal, s.unit)
         cohort = (f"{s.key.evidence_class}, {fmt.signature(s.key.standing)}"
+                  + (f", {s.key.sampler_text()}" if s.key.sampler else "")
                   + (f", {s.key.scope_text()}" if s.key.scope else ""))
         for p in s.points:
             lines = f"{p.start_line}-{p.end_line}" if p.start_line else fmt.MISSING

@@ -40,6 +40,7 @@ from argusdb.checker.metadata import (
     ID_SAMPLE,
     META_COLUMNS,
     RULE_COLUMNS,
+    SAMPLED_UNITS,
     TIMING_UNITS,
     group_rows,
 )
@@ -119,6 +120,8 @@ def _derived(inner: str, run_columns: set[str]) -> str:
                 if c not in ("program_version", "task_id", "run_id")]
     scope = ", ".join(f"CASE WHEN {c} <> 'all' THEN '{c}' END" for c in _SCOPE_COORDS)
     timing = ", ".join(f"'{u}'" for u in TIMING_UNITS)
+    sampler = (f"CASE WHEN unit IN ({literal_list(SAMPLED_UNITS)}) THEN collector END"
+               if "collector" in run_columns else "NULL::VARCHAR")
     return f"""
         SELECT * REPLACE (coalesce(unit, '(none)') AS unit),
                coalesce(nullif(concat_ws(',', {scope}, _path_level), ''), 'kernel')
@@ -130,7 +133,8 @@ def _derived(inner: str, run_columns: set[str]) -> str:
                          OR ((lower(unit) IN ({timing}) OR signal LIKE '%duration%')
                              AND NOT coalesce(timing_clean, false))
                     THEN coalesce(signature, 'unknown run')
-                    ELSE 'clean' END AS _standing
+                    ELSE 'clean' END AS _standing,
+               {sampler} AS _sampler
         FROM (SELECT m.*, {', '.join(f'r.{c}' for c in run_cols)}
               FROM ({inner}) AS m LEFT JOIN run AS r ON r.run_id = m.run_id)"""
 
@@ -170,7 +174,7 @@ def _summary_sql(relation: str, cols: set[str], run_cols: set[str], where: str =
 def _modules_digest() -> str:
     """Digest of the SQL modules (tables, views, macros) of this code: a summary built by
     other code (other columns) is never reused."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(",".join(META_COLUMNS).encode())  # the columns a summary holds
     for m in catalog.schema_modules() + catalog.query_modules():
         h.update(m.text.encode())
     return h.hexdigest()[:16]
@@ -238,7 +242,7 @@ class StoreMetadata:
         cols = list(SUMMARY_EVIDENCE_COLUMNS) + list(SUMMARY_EXTRA_COLUMNS.get(relation, ()))
         run_cols = self.columns("run")
         cols += [c for c in sorted(run_cols) if c not in cols]
-        cols += ["_clock", "_aligned_clock", "_scope", "_standing", "_granularity"]
+        cols += ["_clock", "_aligned_clock", "_scope", "_standing", "_granularity", "_sampler"]
         build = (f"SELECT {', '.join(cols)}, _rows FROM "
                  f"({_summary_sql(relation, self.columns(relation), run_cols, where)})")
         return cols, build

@@ -38,6 +38,8 @@ KEY_COLUMNS: dict[str, frozenset[str]] = {
     "granularity": frozenset({"pc", "source_line", "evidence_id"}),
     # a signal has one unit within one version and device (the version rule keeps those apart)
     "unit": frozenset({"unit", "signal", "evidence_id"}),
+    # sample counts of one collector's sampler (a run is of one collector)
+    "sampler": frozenset({"collector", "kind", "run_id", "signature", "evidence_id"}),
     # a run is on one device
     "device": frozenset({"device", "device_info", "run_id", "evidence_id"}),
     # raw timestamps of one run are on one process's clock; aligned ones of a launch group on
@@ -55,7 +57,8 @@ _PROP_COLUMNS = (("versions", "program_version"), ("classes", "evidence_class"),
                  ("standings", "_standing"), ("signatures", "signature"),
                  ("passes", "replay_pass"), ("signals", "signal"), ("scopes", "_scope"),
                  ("units", "unit"), ("granularities", "_granularity"), ("devices", "device"),
-                 ("clocks", "_clock"), ("aligned_clocks", "_aligned_clock"))
+                 ("clocks", "_clock"), ("aligned_clocks", "_aligned_clock"),
+                 ("samplers", "_sampler"))
 
 
 @dataclass
@@ -76,6 +79,7 @@ class Props:
     devices: set[str] = field(default_factory=set)
     clocks: set[str] = field(default_factory=set)
     aligned_clocks: set[str] = field(default_factory=set)
+    samplers: set[str] = field(default_factory=set)
     rows: int = 0
     #: ``runs`` / ``tasks`` are samples (some metadata row had more than it lists); then
     #: ``run_count_at_least`` is a lower bound of the runs.
@@ -116,7 +120,7 @@ class Props:
         out = Props()
         for attr in ("versions", "runs", "tasks", "classes", "standings", "signatures",
                      "passes", "signals", "scopes", "units", "granularities", "devices",
-                     "clocks", "aligned_clocks"):
+                     "clocks", "aligned_clocks", "samplers"):
             setattr(out, attr, getattr(self, attr) | getattr(other, attr))
         out.rows = self.rows + other.rows
         out.runs_sampled = self.runs_sampled or other.runs_sampled
@@ -149,6 +153,8 @@ class Props:
             return len(self.clocks) > 1
         if prop == "aligned_clock":
             return len(self.aligned_clocks) > 1
+        if prop == "sampler":
+            return len(self.samplers) > 1
         raise ValueError(prop)
 
     def to_json(self) -> dict[str, Any]:
@@ -159,6 +165,7 @@ class Props:
                 "signals": sorted(self.signals), "scopes": sorted(self.scopes),
                 "units": sorted(self.units), "granularities": sorted(self.granularities),
                 "devices": sorted(self.devices), "clock_domains": sorted(self.clocks),
+                "samplers": sorted(self.samplers),
                 "rows": self.rows,
                 "runs_sampled": self.runs_sampled, "tasks_sampled": self.tasks_sampled,
                 "run_count_at_least": max(len(self.runs), self.run_count_at_least)}

@@ -19,7 +19,11 @@ Metadata columns (``META_COLUMNS``):
     run's device model (NULL where the run does not say);
     ``_clock``: the clock domain of the row's raw timestamps (``interval_event.clock_domain``:
     one process and clock; NULL for rows without timestamps); ``_aligned_clock``: that of its
-    aligned timestamps (``interval_event.aligned_domain``).
+    aligned timestamps (``interval_event.aligned_domain``);
+    ``_sampler``: for sample counts (unit ``samples``), the collector whose sampler counted
+    them (``ncu``: Nsight Compute's warp-state samples; ``proton``: CUPTI PC sampling through
+    Proton); NULL for every other value. Two samplers' counts of one stall reason
+    (``stall_barrier``) are different measurements (other intervals, other runs).
 
 A metadata row is grouped to what the rules compare (``RULE_COLUMNS`` and the query's keys),
 not per run: its runs and tasks come as aggregates. ``_runs`` (``_tasks``) lists a sample of
@@ -53,11 +57,13 @@ from argusdb.checker.predicates import NotSimple, Pred, evaluate
 #: Metadata columns every metadata row carries (the properties the rules look at).
 META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_standing",
                 "signature", "replay_pass", "signal", "_scope", "unit", "_granularity",
-                "device", "_clock", "_aligned_clock")
+                "device", "_clock", "_aligned_clock", "_sampler")
 #: The metadata columns a row is grouped by: all but the run and task (kept as aggregates).
 RULE_COLUMNS = tuple(c for c in META_COLUMNS if c not in ("run_id", "task_id"))
 #: Smallest run (task) ids a metadata row's sample is drawn from (see the module docstring).
 ID_SAMPLE = 32
+#: Units of values counted by a sampler (see ``_sampler`` in the module docstring).
+SAMPLED_UNITS = ("samples",)
 #: Units of timing values (ours and the tools' own spellings).
 TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second", "cycle",
                 "cycles")

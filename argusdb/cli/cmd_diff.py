@@ -9,7 +9,8 @@ from typing import Any
 import click
 
 from argusdb.answers import format as fmt
-from argusdb.answers.diff import ALPHA, MIN_EFFECT, diff, human_table, regressions
+from argusdb.answers.diff import ALPHA, MIN_EFFECT, DiffRow, diff, human_table, regressions
+from argusdb.answers.summary import HEADLINE
 from argusdb.api import connect
 from argusdb.cli.output import (
     Number,
@@ -23,6 +24,8 @@ from argusdb.cli.output import (
 #: Exit code of ``--fail-on regression`` when a signal got worse (0, 1, 2, 3 are taken: answered,
 #: refused, usage error, no evidence), so a CI job tells a regression from a broken question.
 REGRESSION_EXIT = 4
+#: Rows of the default (screen) view.
+ROWS = 20
 
 
 class FailOn(click.ParamType):
@@ -67,12 +70,15 @@ class FailOn(click.ParamType):
               help="Exit 4 when a signal got significantly worse (its direction: a longer "
                    "duration, more stalls), by at least PCT percent (default: beyond the noise "
                    "floor). For CI jobs that watch kernels.")
+@click.option("--all", "all_rows", is_flag=True,
+              help=f"Print every signal's row (default: {ROWS} rows, the headline signals and "
+                   f"the changed ones first; --json and --csv always have every row).")
 @timeout_option
 @output_options
 @handle_errors
 def command(store: str, region: str, before: str, after: str, signals: tuple[str, ...],
-            min_effect: float, alpha: float, fail_on: float | None, timeout_s: float, as_json: bool,
-            as_csv: bool) -> None:
+            min_effect: float, alpha: float, fail_on: float | None, all_rows: bool,
+            timeout_s: float, as_json: bool, as_csv: bool) -> None:
     """Compare REGION between two program versions over repeated launches.
 
     Prints medians, the ratio to/from with a bootstrap 95 % CI, a Mann-Whitney U p-value and the
@@ -111,14 +117,27 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
                 "unattributed_share", "sufficiency", "verdict"]
         print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows], as_csv=True)
     else:
+        every = result.rows
+        result.rows = every if all_rows else _first_rows(every)
         cols, rows, right = human_table(result)
+        result.rows = every
         print_table(cols, rows, right=right)
+        if len(rows) < len(every):
+            same = sum(1 for r in every if r.ratio == 1.0 or r.from_median == r.to_median)
+            click.echo(f"+ {len(every) - len(rows)} more signals (--all or --json: every "
+                       f"row); {same} of the {len(every)} signals unchanged")
         click.echo(f"\nregion {region}: {result.from_ref.label} ({result.from_ref.program_version})"
                    f" -> {result.to_ref.label} ({result.to_ref.program_version})", err=True)
-        for r in result.rows:
-            click.echo(f"{r.signal}: noise floor {r.noise_floor:.2%} ({r.noise_source}); "
-                       f"{fmt.signature(r.standing)} ({fmt.signature(r.signature)}), "
-                       f"{r.evidence_class}, {r.scope}", err=True)
+        # signals judged alike (same noise floor and cohort) share one line
+        alike: dict[str, list[str]] = {}
+        for r in every:
+            alike.setdefault(f"noise floor {r.noise_floor:.2%} ({r.noise_source}); "
+                             f"{fmt.signature(r.standing)} ({fmt.signature(r.signature)}), "
+                             f"{r.evidence_class}, {r.scope}", []).append(r.signal)
+        for how, sigs in alike.items():
+            named = ", ".join(sigs[:3]) + (f" and {len(sigs) - 3} more" if len(sigs) > 3
+                                           else "")
+            click.echo(f"{named}: {how}", err=True)
         for n in result.notes:
             click.echo(f"note: {n}", err=True)
     if coll and not as_csv:
@@ -135,3 +154,20 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
                    f"{fail_on:.0%})", err=True)
     if worse:
         sys.exit(REGRESSION_EXIT)
+
+
+def _first_rows(rows: list[DiffRow]) -> list[DiffRow]:
+    """The rows a screen shows: the headline signals, then the changed ones (largest change
+    first), then those with a value, then zeros, :data:`ROWS` at most; in the diff's own
+    order."""
+    order = {s: i for i, s in enumerate(HEADLINE)}
+
+    def rank(ir: tuple[int, DiffRow]) -> tuple[int, int, float, bool, int]:
+        i, r = ir
+        change = abs(math.log(r.ratio)) if r.ratio and math.isfinite(r.ratio) and r.ratio > 0 \
+            else 0.0
+        zero = not (r.from_median or r.to_median)  # values before zeros
+        return (r.signal not in order, order.get(r.signal, 0), -change, zero, i)
+
+    keep = {i for i, _ in sorted(enumerate(rows), key=rank)[:ROWS]}
+    return [r for i, r in enumerate(rows) if i in keep]

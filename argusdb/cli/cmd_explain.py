@@ -13,6 +13,8 @@ from argusdb.cli.output import (
     sql_text,
     timeout_option,
 )
+from argusdb.schema.signature import readable
+from argusdb.schema.sqltext import literal
 
 
 @click.command("explain", context_settings=SQL_COMMAND)
@@ -36,14 +38,16 @@ def command(store: str, sql: str, timeout_s: float, as_json: bool) -> None:
         print_json(prov)  # "ok": false when it would be refused
     else:
         for key in ("program_versions", "runs", "tasks", "evidence_classes",
-                    "interference_signatures", "replay_passes", "scopes", "rows"):
-            click.echo(f"{key}: {prov[key]}")
+                    "interference_signatures", "replay_passes", "scopes"):
+            click.echo(f"{key}: {_listed(prov[key], key)}")
+        click.echo(f"rows: {prov['rows']:,}")
         for s in prov["sources"]:
             click.echo(f"source {s['alias']} ({s['relation']}): where "
-                       f"{' AND '.join(s['predicates']) or 'true'}: {s['rows']} rows, versions "
-                       f"{s['program_versions']}, runs {s['runs']}")
+                       f"{' AND '.join(s['predicates']) or 'true'}: {s['rows']:,} rows, "
+                       f"versions {_listed(s['program_versions'])}, runs {_listed(s['runs'])}")
         for c in prov["constructs"]:
-            click.echo(f"construct {c['construct']}{tuple(c['args'])} at line {c['line']}, "
+            args = ", ".join(literal(a) if isinstance(a, str) else str(a) for a in c["args"])
+            click.echo(f"construct {c['construct']}({args}) at line {c['line']}, "
                        f"col {c['col']}")
         for a in prov["acknowledgements"]:
             click.echo(f"acknowledges {a['acknowledges']} ({a['rule']})")
@@ -53,3 +57,9 @@ def command(store: str, sql: str, timeout_s: float, as_json: bool) -> None:
                 click.echo(f"  remedy: {f['remedy']}")
     if not prov["ok"]:
         raise SystemExit(1)
+
+
+def _listed(values: list[object], key: str = "") -> str:
+    """A provenance list for reading: comma-separated, signatures readable, 'none' if empty."""
+    shown = [readable(str(v)) if key == "interference_signatures" else str(v) for v in values]
+    return ", ".join(shown) or "none"

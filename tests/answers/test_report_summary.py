@@ -1,5 +1,5 @@
 """The default report fits a screen: the layer-norm program observed on the H200 (replayed
-from ``tests/data/gpu/programs/model``) holds 16,452 claims about its ``load`` region, 16,384 of
+from ``tests/data/gpu/programs/model``) holds 16,460 claims about its ``load`` region, 16,384 of
 them per-CTA, per-warp ``scope_cycles`` of one Proton-instrumented launch; before the summary
 ``argus report`` printed 16,453 table lines and as many verdict lines."""
 
@@ -109,6 +109,22 @@ def test_json_keeps_every_claim(store: str) -> None:
 
     r = CliRunner().invoke(main, ["report", store, "--region", LOAD, "--json"])
     doc = json.loads(r.stdout)
-    assert len(doc["claims"]) == 16452
+    assert len(doc["claims"]) == 16460
     one = next(c for c in doc["claims"] if c["signal"] == "scope_cycles")
     assert one["min_value"] == one["max_value"] == one["value"]
+
+
+def test_a_stall_reason_of_two_samplers_is_two_claims(store: str) -> None:
+    """Nsight Compute's source page and Proton's PC sampling both name a stall reason
+    ``stall_barrier``: their counts are two cohorts (one per sampler), never one median."""
+    import json
+
+    r = CliRunner().invoke(main, ["report", store, "--region", LOAD, "--signal",
+                                  "stall_barrier", "--json"])
+    assert r.exit_code == 0, r.output
+    claims = json.loads(r.stdout)["claims"]
+    by = {(c["program_version"], c["sampler"]): c for c in claims}
+    assert {s for _, s in by} == {"ncu", "proton"} and len(by) == len(claims)
+    for c in claims:  # each one sampler's runs only
+        assert {"ncu": "replay", "proton": "pc_sampling"}[c["sampler"]] in c["signature"]
+        assert c["unit"] == "samples" and c["n"] == len(c["runs"])

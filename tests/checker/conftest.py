@@ -20,6 +20,12 @@ one program version per kernel: each region is of one version).
 and forced-synchronous (``forced``) launches and the overlapped version's clean launch, each
 its own launch group named after its folder (``xl-serial-events-1`` ...): intervals of two
 versions and three interference signatures for the interval algebra's cases.
+
+``samplers_store``: one H200 recording of the layer norm of ``tests/data/programs/model``
+(``tests/data/gpu/programs/model``): its binary's SASS and TTGIR, Nsight Compute's source page
+and Proton's PC sampling of the same launch, attributed: stall reasons counted by two samplers,
+several under one name (``stall_barrier``: 90 samples by ncu, 2,547 by Proton). Ids VN (the
+version), RN (the ncu run), RP (the Proton run).
 """
 
 from __future__ import annotations
@@ -180,6 +186,23 @@ def build_full(path: Path) -> dict[str, str]:
     return ids
 
 
+def build_samplers(path: Path) -> dict[str, str]:
+    """The layer norm's stall reasons from two samplers (see the module docstring)."""
+    rec = Path(__file__).resolve().parents[1] / "data" / "gpu" / "programs" / "model"
+    prog = ProgramSource.from_path(rec.parents[2] / "programs" / "model" / "fused_norm.py")
+    ids: dict[str, str] = {}
+    with open_store(path, create=True) as st:
+        for key, part in (("", "find_launch/binary.576.sass"), ("", "find_launch/binary.576.ttgir"),
+                          ("RN", "ncu_source/ncu.source.csv"),
+                          ("RP", "proton_pcsampling/pcs.hatchet")):
+            res = ingest_path(st, rec / part, prog, {"target": "sm_90"})
+            ids["VN"] = res.program_version
+            if key:
+                ids[key] = res.run_id
+        materialize.ensure_fresh(st)
+    return ids
+
+
 #: Launches of the dist store: (version, recorder modes).
 DIST_LAUNCHES = (("serial", ("events", "profiler", "forced")), ("overlap", ("events",)))
 
@@ -222,6 +245,16 @@ def dist_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
 @pytest.fixture(scope="session")
 def dist_store(dist_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
     yield from _read_only(dist_built[0])
+
+
+@pytest.fixture(scope="session")
+def samplers_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return _build(tmp_path_factory, "samplers", build_samplers)
+
+
+@pytest.fixture(scope="session")
+def samplers_store(samplers_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
+    yield from _read_only(samplers_built[0])
 
 
 @pytest.fixture(scope="session")
@@ -292,6 +325,7 @@ def memory_of(st: Store) -> MemoryMetadata:
 
 @pytest.fixture(scope="session")
 def memory_stores(seeded_store: Store, demo_store: Store, full_store: Store,
-                  dist_store: Store) -> dict[str, MemoryMetadata]:
+                  dist_store: Store, samplers_store: Store) -> dict[str, MemoryMetadata]:
     return {"seeded": memory_of(seeded_store), "demo": memory_of(demo_store),
-            "full": memory_of(full_store), "dist": memory_of(dist_store)}
+            "full": memory_of(full_store), "dist": memory_of(dist_store),
+            "samplers": memory_of(samplers_store)}

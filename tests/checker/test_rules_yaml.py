@@ -3,8 +3,9 @@
 A ``fail_str`` must be refused by its rule (at ``line``/``col`` when given, with a remedy); a
 ``pass_str`` must pass every rule and then run. ``store`` picks the store: ``seeded`` (real
 artefacts + seed rows, default), ``demo`` (real artefacts only), ``full`` (every demo
-artefact), ``dist`` (recorded torchrun launches: two versions, clean, profiled and forced) or
-``none`` (static rules).
+artefact), ``dist`` (recorded torchrun launches: two versions, clean, profiled and forced),
+``samplers`` (one launch's stall reasons from Nsight Compute and Proton) or ``none`` (static
+rules).
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ def _cases() -> list[Any]:
 CASES = _cases()
 
 
+def _ids(kind: str, ids: dict[str, str], *built: tuple[Any, dict[str, str]]) -> dict[str, str]:
+    """The ids a case of store ``kind`` refers to (``{V1}``, ``{RN}`` ...)."""
+    full, dist, samplers = (b[1] for b in built)
+    return {"full": full, "dist": dist, "samplers": samplers}.get(kind, ids)
+
+
 def test_at_least_40_cases_and_every_rule_has_both_kinds() -> None:
     assert len(CASES) >= 40
     by_rule: dict[str, set[str]] = {}
@@ -48,14 +55,15 @@ def test_at_least_40_cases_and_every_rule_has_both_kinds() -> None:
 
 @pytest.mark.parametrize(("code", "which", "case"), CASES)
 def test_case(code: str, which: str, case: dict[str, Any], seeded_store: Store,
-              demo_store: Store, full_store: Store, dist_store: Store, ids: dict[str, str],
-              full_built: tuple[Any, dict[str, str]],
-              dist_built: tuple[Any, dict[str, str]]) -> None:
+              demo_store: Store, full_store: Store, dist_store: Store, samplers_store: Store,
+              ids: dict[str, str], full_built: tuple[Any, dict[str, str]],
+              dist_built: tuple[Any, dict[str, str]],
+              samplers_built: tuple[Any, dict[str, str]]) -> None:
     kind = case.get("store", which)
     store = {"seeded": seeded_store, "demo": demo_store, "full": full_store,
-             "dist": dist_store, "none": None}[kind]
+             "dist": dist_store, "samplers": samplers_store, "none": None}[kind]
     sql = (case.get("fail_str") or case["pass_str"]).format(
-        **(full_built[1] if kind == "full" else dist_built[1] if kind == "dist" else ids))
+        **_ids(kind, ids, full_built, dist_built, samplers_built))
     findings = checked.check(sql, store)
     if "pass_str" in case:
         assert findings == [], [str(f) for f in findings]
@@ -77,13 +85,14 @@ def test_case(code: str, which: str, case: dict[str, Any], seeded_store: Store,
 def test_case_on_an_in_memory_metadata(code: str, which: str, case: dict[str, Any],
                                        memory_stores: dict[str, Any], ids: dict[str, str],
                                        full_built: tuple[Any, dict[str, str]],
-                                       dist_built: tuple[Any, dict[str, str]]) -> None:
+                                       dist_built: tuple[Any, dict[str, str]],
+                                       samplers_built: tuple[Any, dict[str, str]]) -> None:
     """The same verdict from the in-memory fake as from the store (the checker is pure)."""
     kind = case.get("store", which)
     if kind == "none":
         return
     sql = (case.get("fail_str") or case["pass_str"]).format(
-        **(full_built[1] if kind == "full" else dist_built[1] if kind == "dist" else ids))
+        **_ids(kind, ids, full_built, dist_built, samplers_built))
     findings = checked.check(sql, memory_stores[kind])
     if "pass_str" in case:
         assert findings == [], [str(f) for f in findings]

@@ -18,6 +18,7 @@ from sqlglot.optimizer.scope import Scope
 from argusdb.checker.context import KEY_COLUMNS, Combination, Lineage, Props, Stream
 from argusdb.checker.passes import syntax as sx
 from argusdb.checker.passes.streams import StreamPass
+from argusdb.schema.sqltext import literal
 
 
 class CombinationPass(StreamPass):
@@ -278,7 +279,7 @@ class CombinationPass(StreamPass):
             if not any(p.mixed(x) for _, p in shown):
                 shown += [gp for gp in mixed if gp[1].mixed(x)][:1]
         for g, p in shown:
-            label = ", ".join(f"{n()}={v!r}" for n, v in zip(labels, g, strict=True))
+            label = ", ".join(f"{n()}={_shown(v)}" for n, v in zip(labels, g, strict=True))
             self.ctx.combinations.append(Combination(kind, where, (st,), p, sep, label,
                                                      only=only))
 
@@ -410,3 +411,14 @@ class CombinationPass(StreamPass):
         return Lineage(regroup, columns, [*(lin.aggregations if lin is not None and not st.base
                                            else []), *([kept] if kept is not None else [])],
                        lin.narrowed if lin is not None and not st.base else ())
+
+
+def _shown(value: Any) -> str:
+    """A group key's value in a message as SQL writes it: ``'x'``, ``3``, ``NULL``."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return str(value)
+    return literal(value)

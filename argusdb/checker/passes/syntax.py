@@ -214,7 +214,7 @@ def own_nodes(root: exp.Expression) -> list[exp.Expression]:
 
 
 #: Properties of what one aggregate adds up, and of who the values are (one output row).
-SUMMED = frozenset({"granularity", "unit"})
+SUMMED = frozenset({"granularity", "unit", "sampler"})
 IDENTITY = frozenset(KEY_COLUMNS) - SUMMED
 WRAPPERS = (exp.WithinGroup, exp.Filter, exp.IgnoreNulls, exp.RespectNulls)
 

@@ -40,8 +40,11 @@ class VersionMixed(Rule):
                 continue
             vs = sorted(c.props.versions)
             shown = ", ".join(vs[:4]) + (f" and {len(vs) - 4} more" if len(vs) > 4 else "")
-            compare = (f"compare versions region by region with version_diff('<signal>', "
-                       f"'{vs[0]}', '{vs[1]}')")
+            sigs = sorted(c.props.signals)
+            each = f" (one per signal: {', '.join(sigs[:4])}{', ...' if len(sigs) > 4 else ''})"
+            compare = (f"compare versions region by region with version_diff("
+                       f"'{sigs[0] if sigs else 'duration'}', '{vs[0]}', '{vs[1]}')"
+                       f"{each if len(sigs) > 1 else ''}")
             if c.intervals:  # intervals of two versions never share a timeline
                 compare = ("compare the versions' steps and collectives with argus diff "
                            "(ratio and confidence interval per step and collective)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from argusdb.checker.context import Context
 from argusdb.checker.rules import Rule
 from argusdb.errors import Finding
+from argusdb.schema.signature import readable
 
 
 class InterferenceConflict(Rule):
@@ -55,6 +56,6 @@ class InterferenceConflict(Rule):
             out.append(self.finding(
                 ctx, c.node,
                 f"{c.what()} combines {clean} with values perturbed by "
-                f"{' and '.join(repr(p) for p in perturbed)}: these runs' interference "
+                f"{' and '.join(readable(p) for p in perturbed)}: these runs' interference "
                 f"signatures conflict", remedy, standings=st))
         return out
