@@ -92,7 +92,7 @@ def found_steps(store: Store, run_id: str, basis: str) -> dict[str, Any]:
     k = _repeats(seq, offset, p)
     members = seq[offset:offset + k * p]
     starts = [int(members[i * p]["start_ns"]) for i in range(k)]
-    ends = starts[1:] + [max(int(r["end_ns"]) for r in members[(k - 1) * p:])]
+    ends = [*starts[1:], max(int(r["end_ns"]) for r in members[(k - 1) * p:])]
     rows = store.rows(
         "WITH s AS (SELECT unnest(?::INTEGER[]) AS step, unnest(?::BIGINT[]) AS s0, "
         "unnest(?::BIGINT[]) AS s1) "

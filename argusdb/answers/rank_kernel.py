@@ -41,8 +41,11 @@ def kernel_answer(request: dict[str, Any], evidence: Any,
                str(cols["rank"][i]))
         groups[key].append(float(cols["value"][i]))
         units[key] = cols["unit"][i]
-    why_not = [f"{r.action} {r.status}: {r.detail.get('reason') or r.detail.get('error')}"
-               for r in results.values() if r.status not in ("done", "reused")]
+    why_not: dict[str, list[str]] = {}  # reason -> the tasks that give it
+    for r in results.values():
+        if r.status not in ("done", "reused"):
+            why = str(r.detail.get("reason") or r.detail.get("error") or "no detail")
+            why_not.setdefault(f"{r.status}: {why}", []).append(r.action)
     na = request.get("not_applicable") or {}
     out: dict[str, Any] = {}
     for sig in request["signals"]:
@@ -58,8 +61,10 @@ def kernel_answer(request: dict[str, Any], evidence: Any,
         elif rows and not wrong:
             out[sig] = {"verdict": "sufficient", "rank": rank, "rows": rows}
         else:
-            why = (f"rows of ranks {sorted({r['rank'] for r in wrong})}, not {rank}" if wrong
-                   else "; ".join(why_not) or f"the kernel plan stored no {sig} rows")
+            why = (f"rows of ranks {sorted({str(r['rank']) for r in wrong})}, not {rank}" if wrong
+                   else "; ".join(f"{', '.join(dict.fromkeys(a))} {w}"
+                                  for w, a in why_not.items())
+                   or f"the kernel plan stored no {sig} rows")
             out[sig] = {"verdict": "insufficient", "why": why, "rank": rank, "rows": rows}
     return {"rank": rank, "launch_group": (request.get("launch") or {}).get("launch_group"),
             "signals": out,

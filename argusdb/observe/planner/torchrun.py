@@ -288,7 +288,7 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
     else:
         notes.append("no dist_profiler launch (the budget cannot afford it and no requested "
                      "signal needs it): the per-rank timeline shows no host ops")
-    cupti_sigs = [s for s in ("duration", "exposed_communication") if s in names
+    cupti_sigs: list[str] = [s for s in ("duration", "exposed_communication") if s in names
                   and (s != "duration" or target.kind == "kernel")]
     if cupti_sigs:
         uses = []
