@@ -10,9 +10,9 @@ Three readings, each said by name in the answer (no step is assumed):
   smallest period of its kernel sequence (the busiest stream's kernel names) or of its span
   sequence (collective op and bytes, compute span names), after the shortest warm-up prefix.
   Step ``k`` runs from the start of its first interval to the start of the next step's first
-  (the last step to the end of its last interval); the busy pieces of ``rank_busy`` are clipped
-  to it. A period is the smallest repeating unit: where a step repeats one layer's kernels
-  exactly, the unit found is the layer.
+  (the last step to the start of what follows it in the sequence, else to the window's end);
+  the busy pieces of ``rank_busy`` are clipped to it. A period is the smallest repeating
+  unit: where a step repeats one layer's kernels exactly, the unit found is the layer.
 
 Example:
     >>> find_period(["init", "mm", "gelu", "ar", "mm", "gelu", "ar", "mm", "gelu", "ar"])
@@ -92,7 +92,10 @@ def found_steps(store: Store, run_id: str, basis: str) -> dict[str, Any]:
     k = _repeats(seq, offset, p)
     members = seq[offset:offset + k * p]
     starts = [int(members[i * p]["start_ns"]) for i in range(k)]
-    ends = [*starts[1:], max(int(r["end_ns"]) for r in members[(k - 1) * p:])]
+    after = offset + k * p  # the last step ends where the sequence goes on, else at the end
+    last = int(seq[after]["start_ns"]) if after < len(seq) else int(store.rows(
+        "SELECT max(end_ns) AS e FROM rank_busy WHERE run_id = ?", [run_id])[0]["e"])
+    ends = [*starts[1:], max(last, max(int(r["end_ns"]) for r in members[(k - 1) * p:]))]
     rows = store.rows(
         "WITH s AS (SELECT unnest(?::INTEGER[]) AS step, unnest(?::BIGINT[]) AS s0, "
         "unnest(?::BIGINT[]) AS s1) "
