@@ -72,7 +72,9 @@ def test_dry_run_kernel_region_plans_a_cupti_launch_and_no_forced_one() -> None:
 
 @pytest.mark.parametrize(("args", "command", "needle"), [
     (["--region", "tp_block/step", "--signals", "inst_executed"], torchrun(2),
-     "not collected from a torchrun program"),
+     "is a signal of a Triton kernel, and tp_block/step is the program's step"),
+    (["--region", "tp_block/step", "--signals", "inst_excuted"], torchrun(2),
+     "not collected from a torchrun program. Did you mean 'inst_executed'"),
     (["--region", "nosuch/step", "--signals", "step_time"], torchrun(2),
      "not a Triton region of nosuch.py"),
     (["--region", "tp_block/step", "--signals", "step_time"],
