@@ -43,10 +43,12 @@ def test_dry_run_plans_one_launch_per_mode_for_any_n(n: int) -> None:
     assert code == 0, out
     doc = json.loads(out[out.index("{"):])
     by = {t["action"]: t for t in doc["tasks"]}
+    # dist_cupti: kernel records of every stream, for the window reading of the exposure
     assert list(by) == ["torchrun_command", "dist_events", "collectives_forced_sync",
-                        "dist_profiler", "dist_forced", "dist_overlap"]
+                        "dist_profiler", "dist_cupti", "dist_forced", "dist_overlap"]
+    assert by["dist_cupti"]["params"]["signals"] == ["exposed_communication"]
     for action, mode in (("dist_events", "events"), ("dist_forced", "forced"),
-                         ("dist_profiler", "profiler")):
+                         ("dist_profiler", "profiler"), ("dist_cupti", "cupti")):
         t = by[action]
         assert t["params"]["mode"] == mode and t["params"]["world_size"] == n
         assert t["params"]["ranks"] == list(range(n))
