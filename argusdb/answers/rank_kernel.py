@@ -23,22 +23,29 @@ from typing import Any
 ANSWERED_BY = {"duration": ("duration", "scope_cycles")}
 
 
-def kernel_answer(request: dict[str, Any], evidence: Any,
-                  results: dict[str, Any]) -> dict[str, Any]:
-    """Per signal of the kernel plan's ``request``: its rows by evidence class and region
-    (count, sum, median, unit), from ``evidence`` (Arrow, :func:`argusdb.observe.evidence_of`)
-    and a verdict: ``sufficient`` when rows of the measured rank answer it, ``not_applicable``
-    where the plan said so, else ``insufficient`` with the tasks' reason.
+def kernel_answer(request: dict[str, Any], evidence: Any, results: dict[str, Any],
+                  runs: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Per signal of the kernel plan's ``request``: its rows by evidence class, region and
+    standing (count, sum, median, unit), from ``evidence`` (Arrow,
+    :func:`argusdb.observe.evidence_of`), and a verdict: ``sufficient`` when rows of the
+    measured rank answer it, ``not_applicable`` where the plan said so, else ``insufficient``
+    with the tasks' reason.
 
-    ``results``: the plan's task outcomes by task id (``status``, ``detail``).
+    ``results``: the plan's task outcomes by task id (``status``, ``detail``). ``runs``: per
+    run id its ``program_version``, ``signature`` and ``launch_replay``: rows of the program's
+    own launches, of a replayed launch and of a variant are never pooled into one group.
     """
     rank = int(request["rank"])
     cols = evidence.to_pydict() if evidence is not None else {}
-    groups: dict[tuple[str, str, str | None, str], list[float]] = defaultdict(list)
-    units: dict[tuple[str, str, str | None, str], str] = {}
+    runs = runs or {}
+    Key = tuple[str, str, str | None, str, str | None, str | None, bool]
+    groups: dict[Key, list[float]] = defaultdict(list)
+    units: dict[Key, str] = {}
     for i in range(len(cols.get("signal", []))):
+        run = runs.get(str(cols["run_id"][i]), {})
         key = (cols["signal"][i], cols["evidence_class"][i], cols["region_id"][i],
-               str(cols["rank"][i]))
+               str(cols["rank"][i]), cols["program_version"][i], run.get("signature"),
+               bool(run.get("launch_replay")))
         groups[key].append(float(cols["value"][i]))
         units[key] = cols["unit"][i]
     why_not: dict[str, list[str]] = {}  # reason -> the tasks that give it
@@ -51,6 +58,7 @@ def kernel_answer(request: dict[str, Any], evidence: Any,
     for sig in request["signals"]:
         names = ANSWERED_BY.get(sig, (sig.removesuffix("@proton"),))
         rows = [{"signal": k[0], "evidence_class": k[1], "region_id": k[2], "rank": k[3],
+                 "program_version": k[4], "signature": k[5], "launch_replay": k[6],
                  "n": len(v), "sum": sum(v), "median": _median(v), "unit": units[k]}
                 for k, v in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0])))
                 if k[0] in names]
@@ -84,7 +92,10 @@ def describe(kernel: dict[str, Any]) -> list[str]:
         lines.append(f"{sig}: {ans['verdict']}" + (f" ({ans['why']})" if ans.get("why")
                                                     else ""))
         for r in ans["rows"]:
+            where = " (replayed launch)" if r.get("launch_replay") else ""
             lines.append(f"  rank {r['rank']} {r['evidence_class']} {r['signal']} "
-                         f"{r['region_id'] or '(kernel-wide)'}: n={r['n']} "
+                         f"{r['region_id'] or '(kernel-wide)'}{where} "
+                         f"[{r.get('signature')}, {str(r.get('program_version'))[:8]}]: "
+                         f"n={r['n']} "
                          f"sum={r['sum']:,.6g} median={r['median']:,.6g} {r['unit']}")
     return lines

@@ -372,8 +372,13 @@ def _report(st: Store, p: Plan, results: list[LaunchOutcome], answer: Any) -> di
 
         krep = report(kp, st)
         own = {t.id for t in kp.tasks}
-        out["kernel"] = {**kernel_answer(kp.request, evidence_of(kp, st), {
-            r.task_id: r for r in results if r.task_id in own}), "attribution": krep["attribution"],
-            "replay": krep.get("replay"), "not_applicable": krep["not_applicable"]}
+        ev = evidence_of(kp, st)
+        runs = {r["run_id"]: r for r in st.rows(
+            "SELECT run_id, program_version, signature, launch_replay FROM run "
+            "WHERE list_contains(?, run_id)", [sorted(set(ev.column("run_id").to_pylist()))])}
+        outcomes = {r.task_id: r for r in results if r.task_id in own}
+        out["kernel"] = {**kernel_answer(kp.request, ev, outcomes, runs),
+                         "attribution": krep["attribution"], "replay": krep.get("replay"),
+                         "not_applicable": krep["not_applicable"]}
         out["ok"] = out["ok"] and out["kernel"]["answered"]
     return out

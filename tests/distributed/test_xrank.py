@@ -4,6 +4,7 @@ launches of the MLP of tests/data/programs/xrank/ (no record_function anywhere).
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -155,3 +156,94 @@ def test_gloo_without_step_marker_answers_exposed_communication(tmp_path: Path, 
                        "ORDER BY rank", [f"{rep['plan_id']}.events"])
         assert rows == [{"rank": k, "basis": "spans"} for k in range(n)]
 
+
+
+H200 = ROOT / "tests" / "data" / "gpu" / "xrank"
+
+
+def test_recorded_one_rank_h200_launch_answers_every_signal(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """The 1-rank H200 recording (tools/h200/observe_xrank.sh): the launches replayed per mode,
+    the rank's kernel plan from its task folders; every signal answered, as on the H200."""
+    monkeypatch.setenv("ARGUS_DIST_REPLAY", str(H200 / "dist"))
+    monkeypatch.setenv("ARGUS_REPLAY", str(H200 / "kernel"))
+    store = tmp_path / "s.duckdb"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
+           "--standalone", "mlp.py", "--iters", "12"]
+    code, out = observe(["--region", "fused/bias_gelu/load", "--signals", KERNEL_SIGNALS,
+                         "--store", str(store), "--json"], cmd)
+    assert code == 0, out
+    rep = report(out)
+    recorded = report((H200 / "observe.json").read_text())
+    assert rep["ok"] and recorded["ok"]
+    dist, kern = rep["distributed"]["signals"], rep["kernel"]["signals"]
+    assert {s: a["verdict"] for s, a in dist.items()} == {
+        "duration": "sufficient", "exposed_communication": "sufficient"}
+    assert {s: a["verdict"] for s, a in kern.items()} == {
+        "duration": "sufficient", "inst_executed": "sufficient",
+        "exposed_latency": "sufficient"}
+    # duration per rank: the kernel's CUPTI records in the Kineto trace (24 = 2 x 12 iterations)
+    trace = json.loads(gzip.decompress((H200 / "dist" / "cupti" /
+                                        "mlp.rank0.kineto.json.gz").read_bytes()))
+    durs = sorted(round(e["dur"] * 1000) for e in trace["traceEvents"]
+                  if e.get("cat") == "kernel" and e["name"] == "bias_gelu")
+    assert not any(e["name"].startswith("nccl") for e in trace["traceEvents"]
+                   if e.get("cat") == "kernel")  # one rank: NCCL launches no kernel
+    (d,) = dist["duration"]["per_rank"]
+    assert d["n"] == len(durs) == 24
+    assert d["median_dur_ns"] == pytest.approx((durs[11] + durs[12]) / 2, abs=1)
+    # exposed communication: no step marker, steps found (2 all-reduces per iteration); no NCCL
+    # kernel, so the collective spans are read, with no compute span: an upper bound
+    (x,) = dist["exposed_communication"]["per_rank"]
+    assert (x["per"], x["n_steps"], x["basis"], x["upper_bound"]) == (
+        "step (found: period 2)", 11, "spans", True)
+    assert "no NCCL kernel" in x["why_basis"]
+    lines = (H200 / "dist" / "events" / "mlp.rank0.spans.jsonl").read_text().splitlines()[1:]
+    spans = [(d["start_ns"], d["end_ns"]) for d in map(json.loads, lines)
+             if d["role"] == "communication"]
+    assert len(spans) == 24 and x["window_comm_ns"] == _union(spans)
+    # kernel signals of rank 0: instruction counts conserved over the regions, the in-context
+    # duration apart from the replayed launch's, exposed latency = variant - parent replays
+    assert rep["kernel"]["attribution"]["inst_executed"]["verdict"] == "sufficient"
+    rows = {(r["signal"], r["evidence_class"], r["region_id"], r["signature"],
+             r["program_version"] == kern["duration"]["rows"][1]["program_version"]): r
+            for s in kern.values() for r in s["rows"]}
+    assert all(r["rank"] == "0" for r in rows.values())
+    ctx = rows[("duration", "observed", "fused/bias_gelu", "activity_tracing", True)]
+    assert ctx["n"] == 18 and ctx["median"] == 6208.0  # the H200's "median 6.21 us over 18"
+    parent = rows[("duration", "observed", "fused/bias_gelu",
+                   "launch_replay+activity_tracing+cache:all", True)]
+    variant = rows[("duration", "observed", "fused/bias_gelu",
+                    "launch_replay+activity_tracing+cache:all", False)]
+    (lat,) = kern["exposed_latency"]["rows"]
+    assert lat["evidence_class"] == "derived" and lat["region_id"] == "fused/bias_gelu/load"
+    assert lat["sum"] == variant["median"] - parent["median"] == 512.0
+    insts = [r for r in kern["inst_executed"]["rows"] if r["evidence_class"] == "attributed"]
+    assert [r["region_id"] for r in insts] == ["fused/bias_gelu/load"]
+    assert 0 < insts[0]["sum"] < rep["kernel"]["attribution"]["inst_executed"]["observed"]
+    # the same answers the H200 gave
+    for sig in ("inst_executed", "exposed_latency"):
+        assert [r["sum"] for r in kern[sig]["rows"]] == [
+            r["sum"] for r in recorded["kernel"]["signals"][sig]["rows"]]
+    assert x["window_exposed_comm_ns"] == recorded["distributed"]["signals"][
+        "exposed_communication"]["per_rank"][0]["window_exposed_comm_ns"]
+    with open_store(store, read_only=True) as st:
+        runs = st.rows("SELECT DISTINCT rank, world_size FROM run WHERE launch_group = ?",
+                       [f"{rep['plan_id']}.kernel"])
+        assert runs == [{"rank": 0, "world_size": 1}]
+
+
+@pytest.mark.gpu
+def test_one_rank_on_a_gpu_answers_kernel_and_communication_signals(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live, on one GPU (tools/h200/observe_xrank.sh ran this on an H200)."""
+    monkeypatch.delenv("TRITON_INTERPRET")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
+           "--standalone", "mlp.py", "--iters", "12"]
+    code, out = observe(["--region", "fused/bias_gelu/load", "--signals", KERNEL_SIGNALS,
+                         "--store", str(tmp_path / "s.duckdb"), "--json"], cmd)
+    assert code == 0, out
+    rep = report(out)
+    assert all(a["verdict"] == "sufficient" for a in rep["distributed"]["signals"].values())
+    assert rep["kernel"]["answered"] and rep["kernel"]["rank"] == 0
