@@ -234,9 +234,9 @@ def observation(store: Store, request: dict[str, Any],
                                                     "comm_ns", "overlap_ns")} for r in steps],
                                 world, no_steps, launch_group=clean)
         elif sig == "exposed_communication":
-            ans = _verdict([{k: r[k] for k in ("rank", "run_id", "n_steps", "comm_ns",
-                                               "exposed_comm_ns")} for r in steps],
-                           world, no_steps, launch_group=clean, evidence_class="observed")
+            ans = _exposed(store, steps, clean, group("dist_cupti")[0], world,
+                           clean_why or "the clean launch recorded no collective and no "
+                           "kernel record holds an NCCL kernel")
             forced, forced_why = group("dist_forced")
             derived = store.rows(
                 "SELECT r.rank, e.run_id, e.value AS exposed_comm_ns, e.conditions "
@@ -315,6 +315,52 @@ def observation(store: Store, request: dict[str, Any],
     return extra
 
 
+def _exposed(store: Store, steps: list[dict[str, Any]], clean: str | None, cupti: str | None,
+             world: int, why_none: str) -> dict[str, Any]:
+    """exposed_communication per rank (:mod:`argusdb.answers.exposure`): per step where steps
+    are marked (``rank_step``) or found by repetition, else over the measured window; every
+    row says which (``per``) and carries the window reading (``window_*``, its ``basis``)."""
+    from argusdb.answers.exposure import exposure
+
+    marked = {int(r["rank"]): r for r in steps}
+    by_rank = exposure(store, [g for g in (clean, cupti) if g], marked)
+    rows: list[dict[str, Any]] = []
+    for rank, d in sorted(by_rank.items()):
+        w, st = d["chosen"], d["steps"]
+        row: dict[str, Any] = {
+            "rank": rank, "run_id": w["run_id"], "basis": w["basis"],
+            "window_ns": w["window_ns"], "window_comm_ns": w["comm_ns"],
+            "window_overlap_ns": w["overlap_ns"], "window_exposed_comm_ns": w["exposed_comm_ns"],
+            "upper_bound": bool(d.get("upper_bound")), "why_basis": d["why_basis"],
+            "steps_from": st["from"], "n_steps": st.get("n_steps", 0)}
+        if st["from"] == "marked":
+            m = marked[rank]
+            row.update({"per": "step (marked)", "run_id": m["run_id"], "comm_ns": m["comm_ns"],
+                        "exposed_comm_ns": m["exposed_comm_ns"]})
+        elif st["from"] == "found" and st["n_steps"]:
+            row.update({"per": f"step (found: period {st['period']})",
+                        "exposed_comm_ns": st["median_exposed_comm_ns"],
+                        "comm_ns": _median_of(st["steps"], "comm_ns"),
+                        "step_ns": st["median_step_ns"], "period": st["period"],
+                        "step_sequence": st["sequence"]})
+        else:
+            row.update({"per": "window", "comm_ns": w["comm_ns"],
+                        "exposed_comm_ns": w["exposed_comm_ns"],
+                        "why_no_steps": st.get("why")})
+        rows.append(row)
+    groups = sorted({str(d["chosen"]["launch_group"]) for d in by_rank.values()})
+    return _verdict(rows, world, why_none, launch_group=clean if marked or not groups
+                    else groups[0] if len(groups) == 1 else ",".join(groups),
+                    evidence_class="observed",
+                    windows=[w for d in by_rank.values() for w in d["windows"]])
+
+
+def _median_of(rows: list[dict[str, Any]], key: str) -> float | None:
+    xs = sorted(float(r[key]) for r in rows if r["step"] >= 1)
+    n = len(xs)
+    return None if not n else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 def describe_observation(dist: dict[str, Any]) -> list[str]:
     """Text lines of :func:`observation`: a verdict per signal, a value per rank."""
     lines: list[str] = []
@@ -333,7 +379,14 @@ def describe_observation(dist: dict[str, Any]) -> list[str]:
                 what = f" {r['op']}" if "op" in r else ""
                 holds = "" if "holds" not in r else f" holds={r['holds']}"
                 v = "–" if r.get(key) is None else f"{r[key]:,.0f}"
-                lines.append(f"  rank {r['rank']}{what} {label} {key}={v}{holds}")
+                per = f" per {r['per']}" if r.get("per") else ""
+                win = (f"; window {r['window_exposed_comm_ns']:,.0f} of "
+                       f"{r['window_comm_ns']:,.0f} ns communication exposed ({r['basis']}"
+                       f"{', upper bound' if r.get('upper_bound') else ''})"
+                       if "window_exposed_comm_ns" in r and r.get("per") != "window" else
+                       f" ({r['basis']}{', upper bound' if r.get('upper_bound') else ''})"
+                       if "basis" in r else "")
+                lines.append(f"  rank {r['rank']}{what} {label} {key}={v}{per}{holds}{win}")
             if part is not ans and part["verdict"] != "sufficient":
                 lines.append(f"  derived: insufficient ({part.get('why')})")
     crit = [r["rank"] for r in dist.get("critical_rank") or [] if r["is_critical"]]

@@ -66,6 +66,9 @@ def _signals_epilog() -> str:
 @click.option("--no-replay", "no_replay", is_flag=True,
               help="Run the program for every collection instead of once with the others on "
                    "replays of the captured launch.")
+@click.option("--rank", "rank", type=click.IntRange(0), default=None,
+              help="With a torchrun command: the rank whose launch of the kernel the "
+                   "single-process signals measure (default 0; the other ranks run as usual).")
 @click.option("--capture-limit", "capture_limit", default=None, metavar="SIZE",
               help="Most bytes the capture of the measured launch may copy (e.g. 512M, 4G; "
                    "default 4G); over it the collections run the program again.")
@@ -74,7 +77,7 @@ def _signals_epilog() -> str:
 def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, ...],
             store: str | None, program: str | None, budget_s: float | None,
             option: tuple[str, ...], dry_run: bool, no_replay: bool, capture_limit: str | None,
-            as_json: bool) -> None:
+            rank: int | None, as_json: bool) -> None:
     """Observe SIGNALS of REGION in the program COMMAND runs: plan the measurements and, on a
     GPU, run them. COMMAND runs unmodified with argusdb's Triton hooks: once (it finds the
     launch, times the program's launches and captures the measured launch; the other
@@ -100,7 +103,8 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
     else:
         obs = observe(region, signals, parse_pairs(scope), store=store, source=program,
                       run=list(args), dry_run=dry_run, options=opts, budget_s=budget_s,
-                      progress=progress, replay=not no_replay, capture_limit=capture_limit)
+                      progress=progress, replay=not no_replay, capture_limit=capture_limit,
+                      rank=rank)
     for note in obs.plan.notes if not quiet else []:
         click.echo(f"note: {note}", err=True)
     if dry_run:
@@ -150,6 +154,11 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
         from argusdb.answers.ranks import describe_observation
 
         for line in describe_observation(rep["distributed"]):
+            click.echo(line)
+    if "kernel" in rep:
+        from argusdb.answers.rank_kernel import describe
+
+        for line in describe(rep["kernel"]):
             click.echo(line)
     for f in rep["failed"]:
         click.echo(f"failed: {f['task']} ({f['action']}, {f['status']}): {f['error']}; "

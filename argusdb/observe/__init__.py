@@ -52,7 +52,8 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
             cwd: str | Path | None = None, budget_s: float | None = None,
             dry_run: bool = False, options: dict[str, str] | None = None,
             workdir: str | Path | None = None, progress: bool | None = None,
-            replay: bool = True, capture_limit: int | str | None = None) -> Observation:
+            replay: bool = True, capture_limit: int | str | None = None,
+            rank: int | None = None) -> Observation:
     """Observe ``signals`` of ``region`` at ``scope``: plan, run, store and return evidence.
 
     Args:
@@ -78,6 +79,8 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
             the program again for every collection (``--no-replay``).
         capture_limit: bytes the capture may copy, an int or text such as ``512M``/``4G``
             (``--capture-limit``; default 4 GiB); over it the plan falls back to runs.
+        rank: with a torchrun command, the rank in which the single-process signals of a
+            kernel region are measured (``--rank``, default 0); the other ranks run unchanged.
 
     Raises:
         PlanError: the request cannot be planned.
@@ -88,6 +91,15 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
 
     names = [s.strip() for s in signals.split(",")] if isinstance(signals, str) else signals
     command: list[str] | None = None
+    limit: int | None = None
+    if capture_limit is not None:
+        from argusdb.observe.launch.capture import limit_bytes
+
+        try:
+            limit = limit_bytes(capture_limit)
+        except ValueError as exc:
+            raise UsageError(f"--capture-limit {capture_limit}: not a size (give bytes, "
+                             f"or a number with K, M, G or T, e.g. 4G)") from exc
     wd = Path(cwd) if cwd is not None else Path.cwd()
     if run is not None:
         command = command_argv(run)
@@ -96,8 +108,13 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
 
         if is_torchrun(command):  # every rank under the recorder (argusdb.observe.launch.recorder)
             return _observe_torchrun(region, names, scope, command, wd, store, source, options,
-                                     dry_run, workdir, progress, budget_s)
+                                     dry_run, workdir, progress, budget_s,
+                                     {"rank": rank or 0, "replay": replay,
+                                      "capture_limit": limit})
         source = source or resolve_source(region, command, wd)
+    if rank is not None:
+        raise UsageError(f"--rank {rank}: only a torchrun command has ranks (argus observe "
+                         "... --rank R -- torchrun --nproc-per-node N PROG)")
     elif source is None:
         raise UsageError("observe needs a command to run (run=[...] / '-- COMMAND') or a "
                          "harness kernel file (source=...)")
@@ -108,13 +125,8 @@ def observe(region: str, signals: str | list[str], scope: dict[str, str] | None 
         if command is not None:
             from argusdb.observe.launch.capture import limit_bytes
 
-            try:
-                limit = limit_bytes(capture_limit)
-            except ValueError as exc:
-                raise UsageError(f"--capture-limit {capture_limit}: not a size (give bytes, "
-                                 f"or a number with K, M, G or T, e.g. 4G)") from exc
             kw.update({"command": command, "cwd": str(wd.resolve()), "replay": replay,
-                       "capture_limit": limit})
+                       "capture_limit": limit if limit is not None else limit_bytes(None)})
         p = make_plan(source, region, names, scope, st, **kw)
         if budget_s is not None:
             p = trim(p, budget_s, lambda sigs: make_plan(source, region, sigs, scope, st, **kw))
@@ -128,7 +140,7 @@ def _observe_torchrun(region: str, names: list[str], scope: dict[str, str] | Non
                       command: list[str], wd: Path, store: str | Path | Store | None,
                       program: str | Path | None, options: dict[str, str] | None, dry_run: bool,
                       workdir: str | Path | None, progress: bool | None,
-                      budget_s: float | None) -> Observation:
+                      budget_s: float | None, kernel: dict[str, Any]) -> Observation:
     if scope and any(v != "all" for v in scope.values()):
         raise UsageError(f"--scope {scope}: a torchrun observation answers per rank and per "
                          "step; intra-kernel scopes need the harness form")
@@ -136,7 +148,7 @@ def _observe_torchrun(region: str, names: list[str], scope: dict[str, str] | Non
 
     obs: Observation = observe_torchrun(region, names, command, wd, store, program=program,
                                         options=options, dry_run=dry_run, workdir=workdir,
-                                        progress=progress, budget_s=budget_s)
+                                        progress=progress, budget_s=budget_s, **kernel)
     return obs
 
 

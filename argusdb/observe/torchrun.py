@@ -187,9 +187,17 @@ def execute(p: Plan, store: Store, workdir: Path,
             timeout_s: float | None = None) -> list[LaunchOutcome]:
     """Run the plan's tasks in order (a line per task on stderr); a task whose dependency
     failed is ``skipped``."""
+    from argusdb.observe.planner.torchrun_kernel import kernel_plan
+
+    kp = kernel_plan(p)
+    own = set() if kp is None else {t.id for t in kp.tasks}
     failed: set[str] = set()
     results: list[LaunchOutcome] = []
     for n, task in enumerate(p.tasks, start=1):
+        if task.id in own:
+            if kp is not None and task.id == kp.tasks[0].id:
+                results += _kernel_block(kp, store, workdir)
+            continue
         res = LaunchOutcome(task.id, task.action)
         t0 = time.monotonic()
         if failed & set(task.depends_on):
@@ -236,11 +244,42 @@ def execute(p: Plan, store: Store, workdir: Path,
     return results
 
 
+def _kernel_block(kp: Plan, store: Store, workdir: Path) -> list[LaunchOutcome]:
+    """Run the rank's kernel plan (:mod:`argusdb.observe.planner.torchrun_kernel`) with the
+    command form's runner, in ``workdir/kernel``; its runner writes the tasks' rows."""
+    import importlib
+
+    if not _has_gpu() and not os.environ.get("ARGUS_REPLAY"):
+        out = []
+        for t in kp.tasks:
+            res = LaunchOutcome(t.id, t.action, "insufficient", detail={"reason": (
+                "no NVIDIA GPU on this host: the kernel's single-process signals need CUDA "
+                "(Nsight Compute, CUPTI, Proton); nothing stored (ARGUS_REPLAY names recorded "
+                "task folders to answer them from)")})
+            store.insert_row("task", {
+                "task_id": t.id, "kind": t.kind, "plan_id": kp.plan_id,
+                "config": {"action": t.action, "params": t.params, "backend": "none",
+                           "runs": [], "detail": res.detail},
+                "status": res.status, "wall_s": 0.0, "gpu_s": None,
+                "finished_at": datetime.now(UTC).replace(tzinfo=None)})
+            out.append(res)
+        print(f"kernel plan {kp.plan_id}: insufficient ({out[0].detail['reason']})",
+              file=sys.stderr)
+        return out
+    runner = importlib.import_module("argusdb.observe.runner")
+    done = runner.execute(kp.to_json(), store, Path(kp.request["source_path"]),
+                          workdir / "kernel", False)
+    return [LaunchOutcome(r.task_id, r.action, r.status, r.wall_s, r.gpu_s, r.program_version,
+                          list(r.run_ids), dict(r.detail)) for r in done]
+
+
 def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: Path,
                      store: str | Path | Store | None, *, program: str | Path | None = None,
                      options: dict[str, str] | None = None, dry_run: bool = False,
                      workdir: str | Path | None = None, progress: bool | None = None,
-                     timeout_s: float | None = None, budget_s: float | None = None) -> Any:
+                     timeout_s: float | None = None, budget_s: float | None = None,
+                     rank: int = 0, replay: bool = True,
+                     capture_limit: int | None = None) -> Any:
     """``observe`` for a torchrun command: plan (and unless ``dry_run``) launch, store, answer.
 
     ``progress`` is taken for ``observe``'s signature: a line per launch is always printed.
@@ -248,6 +287,9 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
     ``distributed``: per signal a per-rank answer with a verdict (:func:`answers.observation`).
     Runs on a CPU too (gloo); what needs CUDA is reported ``insufficient``. ``budget_s`` fits
     the plan to that many estimated wall seconds by recorded costs (:func:`plan.trim`).
+    Single-process signals of a kernel region are measured in rank ``rank`` (``replay`` and
+    ``capture_limit`` as for the command form); the report's ``kernel`` holds that plan's
+    tasks, evidence counts, attribution verdict and replay summary.
     """
     from argusdb.answers.ranks import observation
     from argusdb.observe.observation import (
@@ -265,11 +307,12 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
             raise UsageError(f"ARGUS_DIST_TIMEOUT_S={os.environ['ARGUS_DIST_TIMEOUT_S']!r}: "
                              "expected seconds (e.g. 600)") from exc
     with observation_store(store, dry_run) as st:
-        p = plan_torchrun(region, signals, command, cwd, st, program=program, options=options)
+        kw: dict[str, Any] = {"program": program, "options": options, "rank": rank,
+                              "replay": replay, "capture_limit": capture_limit}
+        p = plan_torchrun(region, signals, command, cwd, st, **kw)
         if budget_s is not None:
             p = trim(p, budget_s, lambda sigs, timeline: plan_torchrun(
-                region, sigs, command, cwd, st, program=program, options=options,
-                plan_id=p.plan_id, timeline=timeline))
+                region, sigs, command, cwd, st, plan_id=p.plan_id, timeline=timeline, **kw))
         if dry_run:
             rep = _plan_report(p)
             rep["distributed"] = p.request["distributed"]
@@ -286,7 +329,9 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
 
 
 def _reused_runs(p: Plan) -> list[str]:
-    return [r for t in p.tasks if t.reuse for r in t.reuse["runs"]]
+    """Runs the plan reuses: a launch's (``runs``) and a kernel task's (``run_id``)."""
+    return [r for t in p.tasks if t.reuse
+            for r in (t.reuse.get("runs") or [t.reuse.get("run_id")]) if r]
 
 
 def _evidence(st: Store, p: Plan) -> Any:
@@ -314,7 +359,26 @@ def _report(st: Store, p: Plan, results: list[LaunchOutcome], answer: Any) -> di
     dist = answer(st, p.request, tasks)
     for t in tasks:
         t.pop("params")
-    return {"plan_id": p.plan_id, "ok": not failed and dist["answered"], "failed": failed,
-            "tasks": tasks, "evidence": counts, "notes": p.notes,
-            "wall_s": sum(t["wall_s"] for t in tasks),
-            "gpu_s": sum(t["gpu_s"] or 0 for t in tasks), "distributed": dist}
+    out = {"plan_id": p.plan_id, "ok": not failed and dist["answered"], "failed": failed,
+           "tasks": tasks, "evidence": counts, "notes": p.notes,
+           "wall_s": sum(t["wall_s"] for t in tasks),
+           "gpu_s": sum(t["gpu_s"] or 0 for t in tasks), "distributed": dist}
+    from argusdb.observe.planner.torchrun_kernel import kernel_plan
+
+    kp = kernel_plan(p)
+    if kp is not None:
+        from argusdb.answers.rank_kernel import kernel_answer
+        from argusdb.observe import evidence_of, report
+
+        krep = report(kp, st)
+        own = {t.id for t in kp.tasks}
+        ev = evidence_of(kp, st)
+        runs = {r["run_id"]: r for r in st.rows(
+            "SELECT run_id, program_version, signature, launch_replay FROM run "
+            "WHERE list_contains(?, run_id)", [sorted(set(ev.column("run_id").to_pylist()))])}
+        outcomes = {r.task_id: r for r in results if r.task_id in own}
+        out["kernel"] = {**kernel_answer(kp.request, ev, outcomes, runs),
+                         "attribution": krep["attribution"], "replay": krep.get("replay"),
+                         "not_applicable": krep["not_applicable"]}
+        out["ok"] = out["ok"] and out["kernel"]["answered"]
+    return out

@@ -43,10 +43,12 @@ def test_dry_run_plans_one_launch_per_mode_for_any_n(n: int) -> None:
     assert code == 0, out
     doc = json.loads(out[out.index("{"):])
     by = {t["action"]: t for t in doc["tasks"]}
+    # dist_cupti: kernel records of every stream, for the window reading of the exposure
     assert list(by) == ["torchrun_command", "dist_events", "collectives_forced_sync",
-                        "dist_profiler", "dist_forced", "dist_overlap"]
+                        "dist_profiler", "dist_cupti", "dist_forced", "dist_overlap"]
+    assert by["dist_cupti"]["params"]["signals"] == ["exposed_communication"]
     for action, mode in (("dist_events", "events"), ("dist_forced", "forced"),
-                         ("dist_profiler", "profiler")):
+                         ("dist_profiler", "profiler"), ("dist_cupti", "cupti")):
         t = by[action]
         assert t["params"]["mode"] == mode and t["params"]["world_size"] == n
         assert t["params"]["ranks"] == list(range(n))
@@ -72,7 +74,9 @@ def test_dry_run_kernel_region_plans_a_cupti_launch_and_no_forced_one() -> None:
 
 @pytest.mark.parametrize(("args", "command", "needle"), [
     (["--region", "tp_block/step", "--signals", "inst_executed"], torchrun(2),
-     "not collected from a torchrun program"),
+     "is a signal of a Triton kernel, and tp_block/step is the program's step"),
+    (["--region", "tp_block/step", "--signals", "inst_excuted"], torchrun(2),
+     "not collected from a torchrun program. Did you mean 'inst_executed'"),
     (["--region", "nosuch/step", "--signals", "step_time"], torchrun(2),
      "not a Triton region of nosuch.py"),
     (["--region", "tp_block/step", "--signals", "step_time"],
@@ -134,9 +138,13 @@ def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
         off = st.rows("SELECT count(*) AS n FROM evidence WHERE signal = 'clock_offset'")
         assert off[0]["n"] >= 2
         costs = st.rows("SELECT task_id, status, wall_s FROM task WHERE plan_id = ? AND "
-                        "kind = 'collect'", [plan])
-        assert len(costs) == 3 and all(c["status"] == "done" and c["wall_s"] > 0.5
-                                       for c in costs)
+                        "kind = 'collect' ORDER BY task_id", [plan])
+        # the CUPTI launch (the window reading of the exposure) is not started without a GPU
+        assert [c["status"] for c in costs if c["task_id"].endswith(".dist_cupti")] == [
+            "insufficient"]
+        done = [c for c in costs if not c["task_id"].endswith(".dist_cupti")]
+        assert len(done) == 3 and all(c["status"] == "done" and c["wall_s"] > 0.5
+                                      for c in done)
     # the next plan's costs come from these launches
     code, out = observe(["--region", "tp_block/step", "--signals", "exposed_communication",
                          "--store", str(store), "--dry-run", "--json"], torchrun(4))

@@ -458,10 +458,21 @@ def install(spec_path: str) -> State:
     return st
 
 
+def _this_rank(spec_path: str) -> bool:
+    """Whether this process is the one a spec with ``rank`` measures: a torchrun rank whose
+    ``RANK`` is that rank (the other ranks, and torchrun's own agent, which has no ``RANK``, run
+    without hooks). A spec without ``rank`` installs in every process."""
+    try:
+        want = json.loads(Path(spec_path).read_text()).get("rank")
+    except (OSError, ValueError):
+        return True  # install() reports the unreadable spec
+    return want is None or os.environ.get("RANK") == str(want)
+
+
 def install_from_env() -> None:
     """The bootstrap's entry: install when ``ARGUS_LAUNCH_SPEC`` is set; report, never raise."""
     spec = os.environ.get(SPEC_ENV)
-    if not spec:
+    if not spec or not _this_rank(spec):
         return
     try:
         install(spec)

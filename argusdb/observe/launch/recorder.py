@@ -57,6 +57,24 @@ class _Open:
     start: Any
 
 
+class _Waited:
+    """An ``async_op`` collective's Work as the program sees it: ``wait()`` waits for the Work
+    and then records the end of the collective's span (the first time only)."""
+
+    def __init__(self, work: Any, ended: Any) -> None:
+        self._work, self._ended, self._done = work, ended, False
+
+    def wait(self, *args: Any, **kwargs: Any) -> Any:
+        r = self._work.wait(*args, **kwargs)
+        if not self._done:
+            self._done = True
+            self._ended()
+        return r
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._work, name)
+
+
 @dataclass
 class Recorder:
     """Spans of one rank, timed by CUDA events (GPU) or the monotonic clock (CPU)."""
@@ -149,14 +167,9 @@ class Recorder:
             rec["seq"] = self._seq.setdefault(name, -1) + 1
         self._seq[name] = rec["seq"]
         if work is not None and rec["async"]:
-            wait = work.wait
-
-            def waited(*a: Any, **k: Any) -> Any:
-                r = wait(*a, **k)
-                self.spans.append((rec, start, self._stamp()))
-                return r
-            work.wait = waited
-            return work
+            # torch's Work has a read-only wait: the program gets a proxy whose wait ends the
+            # span (once), everything else goes to the Work itself
+            return _Waited(work, lambda: self.spans.append((rec, start, self._stamp())))
         if self.mode == "forced" and self._cuda:
             torch.cuda.synchronize()
         self.spans.append((rec, start, self._stamp()))

@@ -172,7 +172,8 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
                   store: Store | None = None, *, program: str | Path | None = None,
                   options: dict[str, str] | None = None, step_mark: str | None = None,
                   plan_id: str | None = None, timeline: bool = True,
-                  reuse: bool = True) -> Plan:
+                  reuse: bool = True, rank: int = 0, replay: bool = True,
+                  capture_limit: int | None = None) -> Plan:
     """Plan the launches that answer ``signals`` of ``region_id`` in a torchrun program.
 
     ``step_mark`` is the name of the program's step range (``record_function``): default the
@@ -181,6 +182,12 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
     With a store (and ``reuse``), a launch the store already holds for the same program version,
     recorder mode and rank count, with the rows the task answers, is reused
     (:mod:`argusdb.observe.planner.torchrun_reuse`); the notes say why others were not.
+
+    Single-process signals of a Triton kernel region (``inst_executed``, stalls, PC sampling,
+    ``exposed_latency``, a region's own ``duration``) are planned in rank ``rank`` as the
+    command form plans them, with ``replay`` and ``capture_limit`` as there
+    (:mod:`argusdb.observe.planner.torchrun_kernel`): their tasks follow the launches', and
+    ``request.kernel`` holds that plan's request.
 
     Raises:
         UsageError: the torchrun command cannot be read (see :func:`torchrun.parse`).
@@ -194,15 +201,27 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
     if not names:
         raise PlanError("no signals requested: name at least one, e.g. --signals "
                         "duration,exposed_communication")
-    unknown = [s for s in names if s not in SIGNALS]
+    from argusdb.observe.planner import torchrun_kernel as tk
+    from argusdb.schema.signals import known_names
+
+    single = set(known_names())
+    unknown = [s for s in names if s not in SIGNALS and s not in single
+               and not _metric_like(s)]
     if unknown:
         import difflib
 
-        close = difflib.get_close_matches(unknown[0], list(SIGNALS), n=2, cutoff=0.6)
+        close = difflib.get_close_matches(unknown[0], [*SIGNALS, *single], n=2, cutoff=0.6)
         hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
         raise PlanError(f"signal {unknown[0]!r} is not collected from a torchrun program.{hint} "
-                        f"Signals: {', '.join(SIGNALS)}")
+                        f"Signals: {', '.join(SIGNALS)}; and of a Triton kernel region, in one "
+                        f"rank (--rank): the single-process signals (argus observe --help)")
     target = resolve_target(region_id, cmd, cwd, program, step_mark)
+    if target.kind != "kernel" and any(s not in SIGNALS for s in names):
+        bad = next(s for s in names if s not in SIGNALS)
+        raise PlanError(f"signal {bad!r} is a signal of a Triton kernel, and {region_id} is "
+                        f"the program's {target.kind} {target.name!r}: name a kernel region "
+                        f"(<module>/<kernel>[/<name>], see 'argus regions FILE')")
+    kernel_names = tk.kernel_signals(names, region_id) if target.kind == "kernel" else []
     world = cmd.world_size
     ranks = list(range(world))
     request: dict[str, Any] = {
@@ -269,13 +288,27 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
     else:
         notes.append("no dist_profiler launch (the budget cannot afford it and no requested "
                      "signal needs it): the per-rank timeline shows no host ops")
+    cupti_sigs: list[str] = [s for s in ("duration", "exposed_communication") if s in names
+                  and (s != "duration" or target.kind == "kernel")]
+    if cupti_sigs:
+        uses = []
+        if "duration" in cupti_sigs:
+            uses.append(f"the duration of {target.name} per rank")
+        if "exposed_communication" in cupti_sigs:
+            uses.append("the communication no compute covers on any stream (NCCL kernels "
+                        "against every other kernel)")
+        collects.append(launch("dist_cupti", "kernel records of every stream (CUPTI activity "
+                               f"only, no host ops) per rank: {' and '.join(uses)}; needs "
+                               "CUDA", cupti_sigs))
     if "duration" in names and target.kind == "kernel":
-        collects.append(launch("dist_cupti", f"kernel records of {target.name} (CUPTI activity "
-                               "only, no host ops) per rank: its duration; needs CUDA",
-                               ["duration"]))
-        notes.append(f"duration of {region_id}: taken for the kernel {target.name} from CUPTI "
-                     "kernel records (a region inside it has no clean duration of its own); on "
-                     "a host without CUDA the answer is 'insufficient'")
+        own = (f"; the region's own time comes from the rank's kernel plan (Proton "
+               f"instrumentation of a replay of rank {rank}'s launch)"
+               if "duration" in kernel_names else "")
+        notes.append(f"duration of {region_id}: per rank, taken for the kernel {target.name} "
+                     f"from CUPTI kernel records{own}; on a host without CUDA the per-rank "
+                     "answer is 'insufficient'")
+    if "exposed_communication" in names:
+        notes.append(exposure_note(step_mark))
     add("dist_overlap", "synthesize", "dist_overlap",
         "refresh the interval views and derivations, then answer per rank: step time and "
         "exposed communication from the clean launch, derived exposed communication from the "
@@ -295,8 +328,32 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
         est = estimates(store, world)
         for t in p.tasks:
             t.estimate = est.get(t.action)
+    if kernel_names:
+        tk.merge(p, tk.plan_rank_kernel(pid, region_id, kernel_names, list(command), cwd,
+                                        target.source, rank, world, store, options, replay,
+                                        capture_limit))
     p.validate()
     return p
+
+
+def exposure_note(step_mark: str) -> str:
+    """What the plan answers exposed_communication from, and why (no step is assumed)."""
+    return ("exposed_communication: over each rank's measured window (first to last interval "
+            "of its run; no step boundary needed), the communication no compute covers: on a "
+            "CUDA host from the dist_cupti launch's kernel records (NCCL kernels against every "
+            "other kernel, on any stream of the rank), else from the dist_events launch's "
+            "collective spans against its record_function compute spans (a synchronous gloo "
+            "collective blocks the rank's one thread); per step where the clean launch records "
+            f"'{step_mark}' ranges (record_function, ARGUS_STEP_MARK), else per step found "
+            "from the repetition of the rank's kernel (or collective) sequence, and none "
+            "where the sequence does not repeat; derived from the forced-synchronous "
+            "variant where steps are marked")
+
+
+def _metric_like(name: str) -> bool:
+    """A name shaped like an Nsight Compute metric (``base.rollup``), checked by the kernel
+    plan against the chip's list."""
+    return "__" in name and "." in name
 
 
 def _reuse(store: Store, p: Plan, target: Target, world: int, step_mark: str,

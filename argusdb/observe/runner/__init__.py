@@ -192,7 +192,8 @@ class _Run:
             opts = {**v.options, **({"target": v.target} if v.target else {})}
             ing = ingest_path(self.store, path, v.source, opts,
                               VariantOf(v.parent.id, v.transform or "", v.task_id)
-                              if v.parent else None, task_id=task["id"])
+                              if v.parent else None, task_id=task["id"],
+                              launch=self.plan["request"].get("launch"))
             res.run_ids.append(ing.run_id)
             res.detail.setdefault("artefacts", []).append(
                 {"file": path.name, "kind": ing.kind, "rows": ing.rows,
@@ -320,7 +321,7 @@ class _CommandRun(_Run):
         for path in got.paths:
             ing = ingest_path(self.store, path, self.src,
                               {**self.parent.options, "target": self.parent.target},
-                              task_id=task["id"])
+                              task_id=task["id"], launch=self.plan["request"].get("launch"))
             res.run_ids.append(ing.run_id)
             res.detail.setdefault("artefacts", []).append(
                 {"file": path.name, "kind": ing.kind, "rows": ing.rows})

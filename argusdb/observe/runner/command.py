@@ -57,6 +57,8 @@ class CommandBackend:
         spec: dict[str, Any] = {"kernel": p["kernel"], "program": p["program"],
                                 "out": str(job.workdir.resolve()), "mode": mode,
                                 "warmup": _warmup(p)}
+        if p.get("rank") is not None:  # a torchrun program: the hooks in that rank only
+            spec["rank"] = int(p["rank"])
         if job.action == "find_launch" and p.get("select"):
             spec["select"] = dict(p["select"])
         if job.action == "find_launch" and p.get("capture"):
@@ -108,7 +110,8 @@ class CommandBackend:
         return read_launches(job.workdir), wall, log
 
     def _target(self, job: Job, docs: list[dict[str, Any]]) -> dict[str, Any]:
-        """The process that launched the kernel (rank 0 / the first, when several did)."""
+        """The process that launched the kernel (the task's ``rank``, else rank 0 / the first,
+        when several did)."""
         kernel, program = job.params["kernel"], job.params["program"]
         launched = [d for d in docs if d.get("launches")]
         if not launched:
@@ -132,7 +135,8 @@ class CommandBackend:
                                 f"{kernel} of module {program}: {where}",
                                 f"check the region id ({program}/{kernel}/...) and that the "
                                 f"command reaches the kernel")
-        launched.sort(key=lambda d: (d.get("rank") not in (None, "0"), d["pid"]))
+        want = str(job.params.get("rank", 0))
+        launched.sort(key=lambda d: (d.get("rank") not in (None, want), d["pid"]))
         doc = launched[0]
         doc["processes_with_launches"] = [d["pid"] for d in launched]
         return doc

@@ -1,0 +1,46 @@
+"""The MLP's fused bias + GELU: one Triton kernel with three ``# region`` markers."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+import os as _argus_os
+
+if _argus_os.environ.get("TRITON_INTERPRET", "0") == "1":
+    class _argus_pl:  # argusdb: the interpreter runs the kernel without Proton's scopes
+        enter_scope = exit_scope = staticmethod(lambda name: None)
+else:
+    import triton.profiler.language as _argus_pl
+
+    # argusdb: Triton-DSL scopes are recorded only once the 'triton' semantic is enabled.
+    _argus_pl.enable_semantic("triton")
+
+
+@triton.jit
+def bias_gelu(x_ptr, b_ptr, y_ptr, n_cols, n, BLOCK: tl.constexpr):
+    # region load
+    _argus_pl.enter_scope("load")
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + offs % n_cols, mask=mask, other=0.0).to(tl.float32)
+    _argus_pl.exit_scope("load")
+    # region gelu
+    v = x + b
+    inner = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+    e = tl.exp(-2.0 * tl.abs(inner))
+    t = (1.0 - e) / (1.0 + e)
+    t = tl.where(inner >= 0, t, -t)
+    y = 0.5 * v * (1.0 + t)
+    # region store
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def bias_gelu_(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``gelu(x + b)`` (tanh form), ``b`` broadcast over the rows of ``x``."""
+    y = torch.empty_like(x)
+    n = x.numel()
+    bias_gelu[(triton.cdiv(n, 1024),)](x, b, y, x.shape[-1], n, BLOCK=1024)
+    return y
