@@ -207,8 +207,9 @@ class Connection:
         self._facts: dict[tuple[int, str], pa.Table] = {}
         #: Whether accepted checks are kept across processes (:mod:`argusdb.api.kept`): only
         #: for a read-only connection to an embedded store file, which no process can write
-        #: while it is open.
-        self._kept_across = read_only and as_of is None and type(self.store) is Store
+        #: while it is open, or to a shared store pinned to a snapshot, which never changes.
+        self._kept_across = read_only and (as_of is None or type(self.store) is not Store)
+        self._identity: str | None = None
 
     def _require_fresh(self) -> None:
         try:
@@ -392,7 +393,7 @@ class Connection:
 
     def query_rows(self, sql: str, limit: int | None = None) -> tuple[Rows, dict[str, Any]]:
         """:meth:`query_with_provenance` with the answer as Python rows
-        (:class:`~argusdb.store.embedded.Rows`: ``columns`` and ``rows``): what ``argus query``
+        (:class:`~argusdb.store.guard.Rows`: ``columns`` and ``rows``): what ``argus query``
         prints. Neither Arrow nor, for a question kept across processes
         (:mod:`argusdb.api.kept`), the checker is loaded."""
         report, check_s = self._checked_within(valid_sql(sql))
@@ -449,6 +450,20 @@ class Connection:
             _log.info("query: %d rows in %.3f s", table.num_rows, time.monotonic() - start)
         return out
 
+    def _store_identity(self) -> str | None:
+        """What keys this store's kept checks (:mod:`argusdb.api.kept`), or None: none kept.
+        An embedded file's identity is read at each question (its size and times); a shared
+        store's snapshot once (it is pinned for the connection's life)."""
+        from argusdb.api import kept as across_processes
+
+        if not self._kept_across:
+            return None
+        if type(self.store) is Store:
+            return across_processes.store_identity(self.store.path)
+        if self._identity is None:
+            self._identity = self.store.snapshot_identity() or ""
+        return self._identity or None
+
     def _kept(self, sql: str, across: bool = False) -> checker.Report | KeptCheck | None:
         """The accepted check of ``sql`` kept by this connection for the store's generation,
         or (with ``across``) by an earlier process (:mod:`argusdb.api.kept`); None if none."""
@@ -458,8 +473,7 @@ class Connection:
         kept = self._reports.get((gen, sql))
         if kept is not None and (across or not isinstance(kept, across_processes.KeptCheck)):
             return kept
-        identity = across_processes.store_identity(self.store.path) \
-            if across and self._kept_across else None
+        identity = self._store_identity() if across else None
         if identity is not None and (hit := across_processes.load(identity, sql)) is not None:
             _keep(self._reports, gen, sql, hit)
             return hit
@@ -495,8 +509,7 @@ class Connection:
         if (hit := self._kept(sql, across)) is not None:
             return hit
         gen = self._questions.generation
-        identity = across_processes.store_identity(self.store.path) \
-            if across and self._kept_across else None
+        identity = self._store_identity() if across else None
         from argusdb import checker
         from argusdb.api import checked
 

@@ -106,7 +106,7 @@ def run_reports(store: Store, reports: Sequence[Report | KeptCheck], check_cpu_s
     the CPU seconds their checks used (``check_cpu_s``, see :func:`check_budget`) are taken
     off it; without ``limit`` an answer past the caps raises. Each answer comes with why it
     was cut (None when whole); with ``as_rows`` each answer is
-    :class:`~argusdb.store.embedded.Rows`, not an Arrow table."""
+    :class:`~argusdb.store.guard.Rows`, not an Arrow table."""
     rows = max_rows if limit is None else max(0, min(int(limit), max_rows))
     # The time limit covers the whole question: what the check used is not left to run.
     left = timeout_s - check_cpu_s

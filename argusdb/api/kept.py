@@ -18,6 +18,9 @@ and read only by read-only connections to an embedded store file: while one is o
 lets no process write the file, so the identity read at the question is the identity of the
 data it ran on; a write after it gives the file a new size or modification time (the next
 writer opens the file after this process closed it, a modification-clock tick later).
+A shared store opened read-only is pinned to one DuckLake snapshot, which never changes: its
+checks are kept under :meth:`~argusdb.store.shared.SharedStore.snapshot_identity` (a digest of
+the catalog, its schema, the snapshot and its commit time) instead of a file's identity.
 Refusals are never kept: they are judged afresh, with the current rules' messages.
 
 Entries live in the user's cache folder (``$ARGUS_CACHE_DIR``, else

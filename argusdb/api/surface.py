@@ -13,7 +13,7 @@ from argusdb.ingest import INGEST_MEMORY_LIMIT, IngestResult, expand_paths, pars
 from argusdb.ingest.variants import VariantOf
 from argusdb.schema import catalog
 from argusdb.store.copy import copy_store
-from argusdb.store.shared import compact, expire
+from argusdb.store.upkeep import compact, expire
 
 __all__ = [
            "INGEST_MEMORY_LIMIT",

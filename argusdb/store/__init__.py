@@ -1,8 +1,10 @@
 """The store: where evidence lies, how it opens, and how it is written and read.
 
-- :mod:`~argusdb.store.embedded`: one DuckDB file (:class:`~argusdb.store.embedded.Store`),
-  the only module besides :mod:`~argusdb.store.shared` that imports duckdb;
-- :mod:`~argusdb.store.shared`: DuckLake on a PostgreSQL catalog (``ducklake:`` URIs);
+- :mod:`~argusdb.store.embedded`: one DuckDB file (:class:`~argusdb.store.embedded.Store`);
+- :mod:`~argusdb.store.shared`: DuckLake on a PostgreSQL catalog (``ducklake:`` URIs), with
+  :mod:`~argusdb.store.lake` (the URI, the attached connection),
+  :mod:`~argusdb.store.faults` (PostgreSQL going away) and :mod:`~argusdb.store.upkeep`
+  (compact, expire);
 - :mod:`~argusdb.store.guard`: time limits and the watchdog of every statement;
 - :mod:`~argusdb.store.versions`: the schema version and migrations;
   :mod:`~argusdb.store.snapshots`: a store as of a snapshot (``--as-of``);

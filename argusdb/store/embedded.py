@@ -1,4 +1,4 @@
-"""The store: one embedded DuckDB file. The only module that imports duckdb.
+"""The store: one embedded DuckDB file.
 
 Each run lands in one transaction: its rows become visible whole or not at all, also when the
 process is killed half-way (DuckDB only makes a transaction durable at COMMIT). Views of
@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -39,6 +39,7 @@ from argusdb.store.guard import (
     WATCHDOG,
     Guarded,
     KeptPlans,
+    Rows,
     first_line,
     join_unwinding,
     one_select,
@@ -49,20 +50,6 @@ from argusdb.store.versions import SCHEMA_VERSION
 
 if TYPE_CHECKING:  # loaded where Arrow is read or written: a question printed as rows needs none
     import pyarrow as pa
-
-
-class Rows(NamedTuple):
-    """An answer as Python rows (:meth:`Store.stream_selects` with ``as_rows``): what a
-    command that prints the answer needs, without loading Arrow (~0.2 s CPU a process)."""
-
-    #: The answer's column names, in order.
-    columns: list[str]
-    #: The rows, as DuckDB's Python client gives them.
-    rows: list[tuple[Any, ...]]
-
-    @property
-    def num_rows(self) -> int:
-        return len(self.rows)
 
 
 def _catalog_mark() -> str:
@@ -171,6 +158,12 @@ class Store(RowWriter):
             st.close()
             raise
         return st
+
+    def snapshot_identity(self) -> str | None:
+        """What this store's data are a function of, when it is pinned to a snapshot that
+        never changes (a shared store's); None here (an embedded file is keyed by the file's
+        own identity, :func:`argusdb.api.kept.store_identity`)."""
+        return None
 
     def reader(self) -> Store:
         """A read-only view of this store over the same connection, for questions on a

@@ -16,11 +16,25 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import duckdb
 
 from argusdb.errors import QueryFailed
+
+
+class Rows(NamedTuple):
+    """An answer as Python rows (:meth:`Store.stream_selects` with ``as_rows``): what a
+    command that prints the answer needs, without loading Arrow (~0.2 s CPU a process)."""
+
+    #: The answer's column names, in order.
+    columns: list[str]
+    #: The rows, as DuckDB's Python client gives them.
+    rows: list[tuple[Any, ...]]
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows)
 
 
 class GuardedStore(Protocol):

@@ -35,7 +35,9 @@ newest snapshot, so it never redoes work. DuckLake's own conflict check stays as
 runs again (:meth:`SharedStore.retrying`, bounded). The run sequence is the lake's highest
 ``run_seq`` plus one, read under the lock.
 
-Faults. A lost connection to PostgreSQL (a restart, a network cut) ends the write with a
+Faults (:mod:`argusdb.store.faults`). Opening, and a read outside a write, are tried again on a
+new connection when PostgreSQL went away (bounded: pauses of 1, 2, 4 s); a write is redone whole.
+A lost connection to PostgreSQL (a restart, a network cut) that outlasts that ends with a
 :class:`~argusdb.errors.StoreError` that says what happened and what to do (exit 2 and the JSON
 envelope at the command line), never a traceback; nothing of the write is stored (DuckLake
 commits in one PostgreSQL transaction; Parquet files written before it are unreferenced and
@@ -44,10 +46,10 @@ what was lost: the store is asked again over a new connection whether the write'
 there, and a stored run is reported as stored. A killed writer leaves nothing partial and
 releases the lock with its PostgreSQL session.
 
-Upkeep: :func:`compact` merges small adjacent data files (``ducklake_merge_adjacent_files``);
-:func:`expire` expires snapshots older than a time (``ducklake_expire_snapshots``) and deletes
-the files no snapshot kept references (``ducklake_cleanup_old_files``). ``argus lake compact``
-and ``argus lake expire`` run them.
+Upkeep (:mod:`argusdb.store.upkeep`): ``compact`` merges small adjacent data files
+(``ducklake_merge_adjacent_files``); ``expire`` expires snapshots older than a time
+(``ducklake_expire_snapshots``) and deletes the files no snapshot kept references
+(``ducklake_cleanup_old_files``). ``argus lake compact`` and ``argus lake expire`` run them.
 
 Schema versions: a writable open of a lake of an older schema (2 onwards) adds what the newer
 ``argusdb/schema/`` declares (tables, columns) and its version in one DuckLake commit; a
@@ -61,172 +63,41 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
 import random
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
 from argusdb.errors import LostConnection, StoreConflict, StoreError
 from argusdb.schema import catalog
 from argusdb.schema.sqltext import literal as _q
-from argusdb.store.connect import NOT_TRIED_COMPRESSION, SHARED_PREFIX, lock_timeout_s
+from argusdb.store.connect import lock_timeout_s
 from argusdb.store.embedded import SCHEMA_VERSION, Store
-from argusdb.store.versions import parse_time, parse_version, schema_tables
+from argusdb.store.faults import MAX_RECONNECTS, lost_connection, pause, reconnecting
+from argusdb.store.faults import first_line as _first
+from argusdb.store.guard import READS
+from argusdb.store.lake import (
+    LakeUri,
+    _attach_error,
+    _lake_connect,
+    connect_pinned,
+)
+from argusdb.store.versions import parse_version, schema_tables
 
 _log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-#: Extension wheels (package, extension name) loaded from their files, in load order.
-EXTENSIONS = (("duckdb_extension_postgres_scanner", "postgres_scanner"),
-              ("duckdb_extension_ducklake", "ducklake"))
 #: The first store schema with shared stores; a lake of it or later migrates on a writable open.
 FIRST_SHARED_VERSION = 2
 #: Attempts of one write refused by DuckLake's conflict check (a writer without the lock).
 MAX_ATTEMPTS = 20
-#: Attempts of one write whose connection to PostgreSQL was lost before it committed; the
-#: pauses between them grow to ~8 s (a restarting server needs a few seconds).
-MAX_RECONNECTS = 4
-_OWN_KEYS = ("data_path", "metadata_schema")
-#: What DuckDB's and psycopg's messages say when PostgreSQL went away.
-_LOST = re.compile(r"connection|server closed|terminating|could not receive|could not send|"
-                   r"SSL SYSCALL|broken pipe|EOF detected|admin_shutdown|shutting down|"
-                   r"the database system is|Connection refused|no connection",
-                   re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class LakeUri:
-    """A parsed ``ducklake:`` store URI."""
-
-    uri: str
-    catalog: str
-    data_path: str | None
-    metadata_schema: str | None
-
-    @classmethod
-    def parse(cls, uri: str) -> LakeUri:
-        rest = uri[len(SHARED_PREFIX):].strip()
-        own: dict[str, str] = {}
-        kept: list[str] = []
-        for tok in rest.split():
-            key, sep, val = tok.partition("=")
-            if sep and key in _OWN_KEYS:
-                own[key] = val
-            else:
-                kept.append(tok)
-        catalog_ = " ".join(kept)
-        if not catalog_:
-            raise StoreError(f"{uri}: names no DuckLake catalog. Write e.g. "
-                             "'ducklake:postgres:dbname=argus host=127.0.0.1 "
-                             "data_path=/srv/argus/lake'.")
-        return cls(uri, catalog_, own.get("data_path"), own.get("metadata_schema"))
-
-    @property
-    def conninfo(self) -> str | None:
-        """The libpq connection string of a PostgreSQL catalog (None for another catalog)."""
-        if self.catalog.startswith("postgres:"):
-            return self.catalog[len("postgres:"):].strip()
-        return None
-
-    @property
-    def lock_key(self) -> int:
-        """The advisory lock of this store: a 64-bit hash of its name in the database."""
-        name = f"argusdb store {self.metadata_schema or 'public'}"
-        return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
-
-
-def _first(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
-
-
-def lost_connection(exc: BaseException) -> bool:
-    """Whether ``exc`` says the connection to PostgreSQL went away (not a refused statement)."""
-    return bool(_LOST.search(str(exc))) and not isinstance(exc, duckdb.CatalogException)
-
-
-def extension_files() -> list[Path]:
-    """The extension files of the installed wheels, for this DuckDB.
-
-    Raises:
-        StoreError: a wheel is missing (install argusdb's ``shared`` extra).
-    """
-    out = []
-    for pkg, name in EXTENSIONS:
-        spec = importlib.util.find_spec(pkg)
-        if spec is None or not spec.submodule_search_locations:
-            raise StoreError(f"a shared store needs the {pkg.replace('_', '-')} wheel. Install "
-                             f"it with: pip install 'argusdb[shared]'")
-        f = (Path(next(iter(spec.submodule_search_locations))) / "extensions" /
-             f"v{duckdb.__version__}" / f"{name}.duckdb_extension")
-        if not f.is_file():
-            raise StoreError(f"{f}: missing; the installed {pkg} wheel is not built for DuckDB "
-                             f"{duckdb.__version__}. Install the matching one "
-                             f"(pip install 'argusdb[shared]').")
-        out.append(f)
-    return out
-
-
-def _attach_error(lu: LakeUri, exc: Exception) -> StoreError:
-    text = str(exc)
-    if "explicitly disabled" in text:
-        fix = f"no argusdb store there yet. Create it with: argus init {_q(lu.uri)}"
-    elif "data_path is not set" in text:
-        fix = "add data_path=DIR to the URI to create the store there"
-    elif "does not exist" in text or "creating a new DuckLake" in text:
-        fix = f"create it first with: argus init {_q(lu.uri)} (with data_path=DIR)"
-    elif "snapshot" in text.lower():
-        fix = "'argus runs STORE --snapshots' lists the snapshots"
-    else:
-        fix = ("check that PostgreSQL is running and the connection string is right "
-               "(host, port, dbname, user)")
-    return StoreError(f"{lu.uri}: cannot open the shared store ({_first(exc)}); {fix}.")
-
-
-def _snapshot_opt(as_of: str) -> str:
-    spec = as_of.strip()
-    if spec.isdigit():
-        return f"SNAPSHOT_VERSION {int(spec)}"
-    return f"SNAPSHOT_TIME {_q(parse_time(spec).isoformat(sep=' ') + '+00')}"
-
-
-def _lake_connect(lu: LakeUri, read_only: bool, as_of: str | None = None,
-                  create: bool = False) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB with the lake attached as ``lake`` (see the module doc)."""
-    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
-                                             "autoload_known_extensions": False,
-                                             "allow_community_extensions": False})
-    con.execute("SET enable_progress_bar = false")
-    con.execute(f"SET disabled_compression_methods = '{NOT_TRIED_COMPRESSION}'")
-    for f in extension_files():
-        con.execute(f"LOAD {_q(str(f))}")
-    opts = []
-    if lu.data_path:
-        opts.append(f"DATA_PATH {_q(lu.data_path)}")
-    if lu.metadata_schema:
-        opts.append(f"METADATA_SCHEMA {_q(lu.metadata_schema)}")
-    if as_of is not None:
-        opts.append(_snapshot_opt(as_of))
-    if read_only or as_of is not None:
-        opts.append("READ_ONLY")
-    elif not create:
-        opts.append("CREATE_IF_NOT_EXISTS false")
-    try:
-        con.execute(f"ATTACH {_q('ducklake:' + lu.catalog)} AS lake ({', '.join(opts)})")
-    except duckdb.Error as exc:
-        con.close()
-        raise _attach_error(lu, exc) from exc
-    return con
 
 
 def open_shared(uri: str, create: bool = False, read_only: bool = False,
@@ -240,17 +111,30 @@ def open_shared(uri: str, create: bool = False, read_only: bool = False,
         StoreError: the lake cannot be reached or opened, or is not an argusdb store.
     """
     lu = LakeUri.parse(uri)
+    tries = iter(range(1, MAX_RECONNECTS))
+
+    def told(exc: BaseException) -> bool:
+        """A lost connection (a restarting server) is tried again, saying so on stderr."""
+        cause = exc.__cause__ if isinstance(exc, StoreError) and exc.__cause__ else exc
+        if not lost_connection(cause):
+            return False
+        n = next(tries, None)
+        if n is not None:
+            sys.stderr.write(f"argus: {lu.uri}: PostgreSQL did not answer ({_first(cause)}); "
+                             f"trying again in {pause(n - 1):g} s\n")
+        return True
+
+    return reconnecting(lambda: _open(lu, create, read_only, as_of, lock_timeout), told)
+
+
+def _open(lu: LakeUri, create: bool, read_only: bool, as_of: str | None,
+          lock_timeout: float | None) -> SharedStore:
     if read_only and as_of is None:
-        probe = _lake_connect(lu, True)
-        try:
-            row = probe.execute("SELECT id FROM lake.current_snapshot()").fetchone()
-        except duckdb.Error as exc:
-            raise _attach_error(lu, exc) from exc
-        finally:
-            probe.close()
-        as_of = str(int(row[0])) if row else None
-    con = _lake_connect(lu, read_only, as_of, create)
+        con, as_of = connect_pinned(lu)
+    else:
+        con = _lake_connect(lu, read_only, as_of, create)
     st = SharedStore(lu, con, read_only or as_of is not None, lock_timeout)
+    st.as_of = as_of
     try:
         st.open_lake(create and as_of is None)
     except duckdb.Error as exc:
@@ -307,6 +191,10 @@ class SharedStore(Store):
         self._data_path: str | None = None
         #: Test hook: called with the connection to COMMIT a write (see :meth:`_commit`).
         self.commit_hook: Callable[[duckdb.DuckDBPyConnection], None] | None = None
+        #: The snapshot a read-only store is pinned to (kept on a new connection).
+        self.as_of: str | None = None
+        #: Inside :meth:`transaction` (a lost connection there fails the whole write).
+        self._writing = False
 
     @property
     def lake(self) -> duckdb.DuckDBPyConnection:
@@ -317,6 +205,35 @@ class SharedStore(Store):
         self._unlock()
         with suppress(duckdb.Error):
             super().close()
+
+    # -- reading ---------------------------------------------------------------------------
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
+        return self._read(lambda: super(SharedStore, self).sql(query, params), query)
+
+    def arrow(self, query: str, params: Sequence[Any] | None = None) -> Any:
+        return self._read(lambda: super(SharedStore, self).arrow(query, params), query)
+
+    def rows(self, query: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        return self._read(lambda: super(SharedStore, self).rows(query, params), query)
+
+    def _read(self, run: Callable[[], T], query: str) -> T:
+        """A read outside a write whose connection was lost runs again on a new one (see
+        :mod:`argusdb.store.faults`); inside a write the loss fails the write, which
+        :meth:`retrying` redoes whole; a statement that is not a read is never repeated."""
+        if self._writing or query.lstrip().split(None, 1)[0].upper() not in READS:
+            return run()
+        try:
+            return reconnecting(run, lost_connection, self._try_reconnect)
+        except duckdb.Error as exc:
+            if not lost_connection(exc):
+                raise
+            raise LostConnection(f"{self.path}: lost the connection to PostgreSQL and could "
+                                 f"not reach it again ({_first(exc)}). Check that PostgreSQL "
+                                 "is up, then run the command again.") from exc
+
+    def _try_reconnect(self) -> None:
+        with suppress(duckdb.Error, StoreError):
+            self._reconnect()
 
     # -- opening ---------------------------------------------------------------------------
     def _lake_tables(self) -> set[str]:
@@ -552,6 +469,7 @@ class SharedStore(Store):
                 raise self._write_error(exc) from exc
             self._new_runs = []
             self._appended = False
+            self._writing = True
             try:
                 yield self.con
                 self._before_commit()
@@ -562,6 +480,8 @@ class SharedStore(Store):
                 if isinstance(exc, duckdb.Error):
                     raise self._write_error(exc) from exc
                 raise
+            finally:
+                self._writing = False
             runs, self._new_runs = self._new_runs, []
             try:
                 self._commit()
@@ -604,7 +524,7 @@ class SharedStore(Store):
                     present = fresh.runs_present(runs)
                 break
             except StoreError:
-                time.sleep(min(2.0 ** i, 8.0))
+                time.sleep(pause(i))
         if present is not None and present == set(runs):
             _log.warning("%s: the commit's acknowledgement was lost (%s); its runs %s are "
                          "stored", self.path, _first(exc), ", ".join(runs))
@@ -622,7 +542,7 @@ class SharedStore(Store):
     def _reconnect(self) -> None:
         """A new connection to the lake (the old one's PostgreSQL session is gone)."""
         old = self.con
-        self.con = _lake_connect(self.lake_uri, self.read_only)
+        self.con = _lake_connect(self.lake_uri, self.read_only, self.as_of)
         self._data_path = None
         self._locked = False
         self.checker_metadata = None
@@ -644,7 +564,7 @@ class SharedStore(Store):
                 lost += 1
                 if lost >= MAX_RECONNECTS:
                     raise
-                time.sleep(min(2.0 ** lost, 8.0))
+                time.sleep(pause(lost))
                 with suppress(duckdb.Error, StoreError):
                     self._reconnect()
             except StoreConflict:
@@ -704,6 +624,23 @@ class SharedStore(Store):
     def insert_row(self, table: str, row: dict[str, Any]) -> None:
         self.insert_rows(table, [row])
 
+    def snapshot_identity(self) -> str | None:
+        """What the data of a store pinned to a snapshot number is a function of: a digest of
+        the catalog (no password written anywhere), its schema and data path, the snapshot and
+        the time it was committed (a lake made again under the same name has other times);
+        None for a writable store or one pinned by time. A DuckLake snapshot never changes,
+        so checks kept under it stay true (:mod:`argusdb.api.kept`)."""
+        if not self.read_only or self.as_of is None or not self.as_of.isdigit():
+            return None
+        row = self.con.execute("SELECT snapshot_time FROM lake.snapshots() "
+                               "WHERE snapshot_id = ?", [int(self.as_of)]).fetchone()
+        if row is None:
+            return None
+        lu = self.lake_uri
+        catalog = hashlib.sha256(lu.catalog.encode()).hexdigest()[:32]
+        return (f"ducklake:{catalog}:{lu.metadata_schema or ''}:{lu.data_path or ''}:"
+                f"snapshot {int(self.as_of)} at {row[0]}")
+
     def snapshots(self) -> list[dict[str, Any]]:
         """DuckLake's snapshots, oldest first, with the runs each commit added (times in
         UTC, without a time zone: no pytz needed)."""
@@ -715,53 +652,3 @@ class SharedStore(Store):
             out.append({"snapshot_id": sid, "committed_at": at,
                         "kind": message or "schema", "run_ids": runs})
         return out
-
-
-def compact(path: str) -> dict[str, int]:
-    """Merge a shared store's small adjacent data files (``ducklake_merge_adjacent_files``),
-    under the writers' lock; the data files before and after. Every snapshot still reads
-    the same rows; the merged files stay on disk for older snapshots until :func:`expire`.
-    """
-    st = open_shared(path)
-    try:
-        with st._lock, st._writer():
-            before = _files(st)
-            st.con.execute("CALL ducklake_merge_adjacent_files('lake')")
-            return {"files_before": before, "files_after": _files(st)}
-    except duckdb.Error as exc:
-        raise StoreError(f"{path}: compacting failed ({_first(exc)}); nothing changed. "
-                         "Check that PostgreSQL is up and run it again.") from exc
-    finally:
-        st.close()
-
-
-def expire(path: str, older_than: str) -> dict[str, int]:
-    """Expire a shared store's snapshots committed before ``older_than`` (an ISO time in UTC)
-    and delete the data files no remaining snapshot reads (DuckLake keeps the newest snapshot
-    always). The store's rows now are untouched; ``--as-of`` earlier than the oldest kept
-    snapshot is no longer answered. Returns the snapshots expired, files deleted, snapshots
-    kept."""
-    at = parse_time(older_than).isoformat(sep=" ") + "+00"
-    st = open_shared(path)
-    try:
-        with st._lock, st._writer():
-            expired = st.con.execute("CALL ducklake_expire_snapshots('lake', older_than => "
-                                     f"{_q(at)}::TIMESTAMPTZ)").fetchall()
-            deleted = st.con.execute("CALL ducklake_cleanup_old_files('lake', "
-                                     "cleanup_all => true)").fetchall()
-            return {"snapshots_expired": len(expired), "files_deleted": len(deleted),
-                    "snapshots_kept": len(st.snapshots())}
-    except duckdb.Error as exc:
-        raise StoreError(f"{path}: expiring snapshots failed ({_first(exc)}); nothing "
-                         "changed. Check that PostgreSQL is up and run it again.") from exc
-    finally:
-        st.close()
-
-
-def _files(st: SharedStore) -> int:
-    n = 0
-    for t in sorted(st._lake_tables()):
-        row = st.con.execute(f"SELECT count(*) FROM ducklake_list_files('lake', {_q(t)})"
-                             ).fetchone()
-        n += int(row[0]) if row else 0
-    return n

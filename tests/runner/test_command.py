@@ -62,15 +62,32 @@ def test_kernel_never_launched(tmp_path: Path) -> None:
         discover([sys.executable, "-c", "import fused_norm"], MODEL, tmp_path)
 
 
-def test_kernel_never_launched_where_torch_compile_ran_says_how_to_observe_it(
+def test_kernel_never_launched_where_torch_compile_was_loaded_says_what_it_launched(
         tmp_path: Path) -> None:
-    """A process that loaded torch.compile's Inductor and never launched the kernel through
-    Triton's JIT (Inductor launches its own copy of a kernel called in a compiled region)."""
-    pytest.importorskip("torch")
+    """A process that loaded torch.compile's Inductor and never launched the kernel (neither
+    through Triton's JIT nor as Inductor's copy of it): the refusal says what Inductor's
+    launcher did launch (here nothing)."""
     code = "import torch._inductor.runtime.triton_heuristics, fused_norm"
-    with pytest.raises(CommandFailed, match=r"torch\.compile \(Inductor\) was loaded.*"
-                       r"env TORCHDYNAMO_DISABLE=1 COMMAND"):
+    with pytest.raises(CommandFailed, match=r"torch\.compile \(Inductor\) was loaded and its "
+                       r"launcher made 0 launch\(es\) of 0 kernel\(s\) \(none\), none of "
+                       r"layernorm_fwd or of a kernel that holds it"):
         discover([sys.executable, "-c", code], MODEL, tmp_path)
+
+
+def test_each_run_of_the_command_compiles_in_an_inductor_cache_of_its_own(
+        tmp_path: Path) -> None:
+    """The observed command runs with a TORCHINDUCTOR_CACHE_DIR below its task folder (no run
+    loads what another compiled), Triton's launcher and in-process compilation."""
+    dump = tmp_path / "env.json"
+    code = (f"import json, os; json.dump(dict(os.environ), open({str(dump)!r}, 'w')); "
+            "import fused_norm")
+    with pytest.raises(CommandFailed):
+        discover([sys.executable, "-c", code], MODEL, tmp_path)
+    env = json.loads(dump.read_text())
+    assert env["TORCHINDUCTOR_CACHE_DIR"] == str((tmp_path / "find_launch" /
+                                                  "inductor_cache").resolve())
+    assert env["TORCHINDUCTOR_USE_STATIC_CUDA_LAUNCHER"] == "0"
+    assert env["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
 
 
 def test_kernel_launched_from_a_subprocess_without_the_environment(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """Many writers at once, a reader throughout: every run lands once, the reader never fails.
 
-8 writer processes each ingest ARGUS_CONCURRENCY_RUNS distinct recordings (default 3 here; the
-README's figure is the full 25 each, 200 runs) into one embedded store, then into one shared
-store, while a reader process asks a checked question in a loop.
+8 writer processes each ingest ARGUS_CONCURRENCY_RUNS distinct recordings (default 2 here; the
+README's figure is the full 25 each, 200 runs; bench/bench_shared.py measures the throughput)
+into one embedded store, then into one shared store, while a reader process asks a checked
+question in a loop.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tests.conftest import ROOT
 from tests.store.worker import BASE_LAUNCHES, recording
 
 WRITERS = 8
-RUNS = int(os.environ.get("ARGUS_CONCURRENCY_RUNS", "3"))
+RUNS = int(os.environ.get("ARGUS_CONCURRENCY_RUNS", "2"))
 #: Wall-clock bound of the whole exercise, seconds (2 shared CPU cores in CI).
 BOUND_S = float(os.environ.get("ARGUS_CONCURRENCY_BOUND_S", "900"))
 

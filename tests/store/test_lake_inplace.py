@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from argusdb.ingest import ingest_path, ingest_paths
 from argusdb.store import open_store
 from argusdb.store.shared import SharedStore
 from tests.store.conftest import lake_uri
+from tests.store.pgserver import Server, pg_bin
 from tests.store.worker import BASE_LAUNCHES, recording
 
 PROG = demo.KERNELS_DIR / "softmax.py"
@@ -124,59 +124,22 @@ def test_lost_commit_acknowledgement_is_reported_stored(shared_uri: str, tmp_pat
                                                         r2.run_id: BASE_LAUNCHES + 5}
 
 
-def _pg_bin() -> Path | None:
-    found = shutil.which("pg_ctl")
-    if found:
-        return Path(os.path.realpath(found)).parent
-    cands = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
-    return cands[-1].parent if cands else None
-
-
-class _Server:
-    """A PostgreSQL server of the test's own (so the test may restart and stop it)."""
-
-    def __init__(self, root: Path, binary: Path) -> None:
-        self.bin, self.data = binary, root / "data"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        root.chmod(0o777)
-        self._as_pg([str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U",
-                     "postgres"])
-        self.ctl("start", "-w", "-o", f"-p {self.port} -k {root} -c listen_addresses=127.0.0.1 "
-                 "-c fsync=off", "-l", str(root / "log"))
-
-    def _as_pg(self, cmd: list[str]) -> None:
-        if os.geteuid() == 0:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
-        # the server inherits no pipe of ours (it writes to its log file)
-        subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=120)
-
-    def ctl(self, *args: str) -> None:
-        self._as_pg([str(self.bin / "pg_ctl"), "-D", str(self.data), *args])
-
-    @property
-    def conninfo(self) -> str:
-        return f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
-
-
 @pytest.fixture
-def own_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Server]:
-    binary = _pg_bin()
+def own_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    binary = pg_bin()
     if binary is None or not (binary / "initdb").exists():
         pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) to start a test server")
     root = Path(f"/tmp/argus-pg-{os.getpid()}-{time.monotonic_ns()}")
     root.mkdir()
-    server = _Server(root, binary)
+    server = Server(root, binary)
     try:
         yield server
     finally:
-        server.ctl("stop", "-m", "immediate")
+        server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_postgres_restart_during_an_ingest(own_pg: _Server, tmp_path: Path) -> None:
+def test_postgres_restart_during_an_ingest(own_pg: Server, tmp_path: Path) -> None:
     """PostgreSQL restarted while an ingest writes: it is retried on a new connection and its
     runs land once; with the server down, the command says so (exit 2, the JSON envelope)."""
     uri = lake_uri(own_pg.conninfo, tmp_path)
@@ -187,7 +150,7 @@ def test_postgres_restart_during_an_ingest(own_pg: _Server, tmp_path: Path) -> N
     def progress(_: object) -> None:
         if not restarted:
             restarted.append(time.monotonic())
-            own_pg.ctl("restart", "-m", "fast", "-w", "-l", str(own_pg.data.parent / "log"))
+            own_pg.restart()
 
     with open_store(uri) as st:
         results = ingest_paths(st, paths, ProgramSource.from_path(PROG), progress=progress)
@@ -203,9 +166,7 @@ def test_postgres_restart_during_an_ingest(own_pg: _Server, tmp_path: Path) -> N
                               str(PROG), "--json"], capture_output=True, text=True,
                              timeout=120, env={**os.environ, "ARGUS_LOCK_TIMEOUT": "5"})
     finally:
-        own_pg.ctl("start", "-w", "-o", f"-p {own_pg.port} -k {own_pg.data.parent} "
-                   "-c listen_addresses=127.0.0.1 -c fsync=off", "-l",
-                   str(own_pg.data.parent / "log"))
+        own_pg.start()
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stdout + res.stderr
     err = json.loads(res.stdout)

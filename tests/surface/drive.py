@@ -3,7 +3,10 @@
 The tests start it as a subprocess with its address space capped, so a question that builds
 a huge list fails in DuckDB instead of growing the test runner.
 
-Usage: python -m tests.surface.drive STORE api-rw|api-ro|cli TIMEOUT_S
+Usage: python -m tests.surface.drive STORE api-rw|api-ro|cli TIMEOUT_S [INDEX,...]
+
+With INDEX,... only those cases of the corpus run (the test measures a slow case again alone).
+Each time is ``[seconds, family, sql[:100], index]``.
 """
 
 from __future__ import annotations
@@ -11,22 +14,24 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 
 from argusdb.api import cap_process_memory
+from tests.surface.corpus import Case, corpus
 
 MEMORY = 8 * 2**30
 
 
-def _api(store: str, read_only: bool, timeout_s: float) -> dict[str, object]:
+def _api(store: str, read_only: bool, timeout_s: float,
+         cases: Sequence[tuple[int, Case]]) -> dict[str, object]:
     import argusdb
     from argusdb.errors import ArgusError
-    from tests.surface.corpus import corpus
 
     crashes: list[str] = []
-    times: list[tuple[float, str, str]] = []
+    times: list[tuple[float, str, str, int]] = []
     answered = refused = 0
     with argusdb.connect(store, read_only=read_only, timeout_s=timeout_s) as db:
-        for case in corpus():
+        for index, case in cases:
             t0 = time.monotonic()
             try:
                 db.query(case.sql)
@@ -35,7 +40,7 @@ def _api(store: str, read_only: bool, timeout_s: float) -> dict[str, object]:
                 refused += 1
             except Exception as exc:  # a crash: anything but argusdb's own errors
                 crashes.append(f"{case.family}: {case.sql[:60]!r}: {exc!r}"[:300])
-            times.append((time.monotonic() - t0, case.family, case.sql[:100]))
+            times.append((time.monotonic() - t0, case.family, case.sql[:100], index))
             if case.family in ("write", "malformed"):
                 for fn in (db.check, db.explain):
                     try:
@@ -47,13 +52,12 @@ def _api(store: str, read_only: bool, timeout_s: float) -> dict[str, object]:
     return {"crashes": crashes, "times": times, "answered": answered, "refused": refused}
 
 
-def _cli(store: str, timeout_s: float) -> dict[str, object]:
+def _cli(store: str, timeout_s: float, cases: Sequence[tuple[int, Case]]) -> dict[str, object]:
     from click.testing import CliRunner
 
     import argusdb.cli.output
     from argusdb.cli import main
     from argusdb.store.guard import set_overrun_handler
-    from tests.surface.corpus import corpus
 
     # A query that ignores its interrupt ends the real CLI process at the overrun
     # (tests/surface/test_hostile_api_cli.py checks that on a subprocess per query). In
@@ -63,17 +67,17 @@ def _cli(store: str, timeout_s: float) -> dict[str, object]:
     set_overrun_handler(lambda: overran_at.append(time.monotonic()))
     argusdb.cli.output.set_overrun_handler = lambda h: None  # type: ignore[assignment]
     bad: list[str] = []
-    times: list[tuple[float, str, str]] = []
+    times: list[tuple[float, str, str, int]] = []
     codes: dict[int, int] = {}
     overruns = 0
-    for case in corpus():
+    for index, case in cases:
         overran_at.clear()
         t0 = time.monotonic()
         res = CliRunner().invoke(main, ["query", "--timeout", str(timeout_s), "--json", store,
                                         "--", case.sql])
         end = overran_at[0] if overran_at else time.monotonic()
         overruns += bool(overran_at)
-        times.append((end - t0, case.family, case.sql[:100]))
+        times.append((end - t0, case.family, case.sql[:100], index))
         crashed = res.exception is not None and not isinstance(res.exception, SystemExit)
         codes[res.exit_code] = codes.get(res.exit_code, 0) + 1
         if crashed or res.exit_code not in (0, 1, 2) or "Traceback" in res.output:
@@ -85,6 +89,8 @@ def _cli(store: str, timeout_s: float) -> dict[str, object]:
 if __name__ == "__main__":
     cap_process_memory(MEMORY)
     store, mode, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    out = (_cli(store, timeout) if mode == "cli"
-           else _api(store, mode == "api-ro", timeout))
+    only = {int(i) for i in sys.argv[4].split(",")} if len(sys.argv) > 4 else None
+    cases = [(i, c) for i, c in enumerate(corpus()) if only is None or i in only]
+    out = (_cli(store, timeout, cases) if mode == "cli"
+           else _api(store, mode == "api-ro", timeout, cases))
     print(json.dumps(out))

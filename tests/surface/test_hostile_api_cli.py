@@ -27,19 +27,28 @@ TIMEOUT_S = 2.0
 BOUND_S = TIMEOUT_S + 1.0
 
 
-def _drive(store: str, mode: str, cwd: Path) -> dict[str, Any]:
-    """The corpus through one surface, in a child process with its memory capped."""
-    proc = subprocess.run([sys.executable, "-m", "tests.surface.drive", store, mode,
-                           str(TIMEOUT_S)], cwd=cwd, capture_output=True, text=True,
+def _drive(store: str, mode: str, cwd: Path, only: list[int] | None = None) -> dict[str, Any]:
+    """The corpus (or the cases ``only`` names) through one surface, in a child process with
+    its memory capped."""
+    argv = [sys.executable, "-m", "tests.surface.drive", store, mode, str(TIMEOUT_S)]
+    if only:
+        argv.append(",".join(map(str, only)))
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=3000)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out: dict[str, Any] = json.loads(proc.stdout)
     return out
 
 
-def _check_times(times: list[list[Any]]) -> None:
+def _check_times(times: list[list[Any]], store: str, mode: str, cwd: Path) -> None:
+    """Every case within :data:`BOUND_S`. A case past it is measured again, alone, in a fresh
+    child: CI shares its machine, and one busy moment must not read as an overrun (a query
+    that ignores its interrupt is past the bound both times)."""
     slow = [t for t in times if t[0] > BOUND_S]
-    assert slow == [], f"{len(slow)} past {BOUND_S} s, slowest {max(slow)}"
+    if slow:
+        again = _drive(store, mode, cwd, only=[t[3] for t in slow])["times"]
+        slow = [t for t in again if t[0] > BOUND_S]
+    assert slow == [], f"{len(slow)} past {BOUND_S} s twice, slowest {max(slow)}"
 
 
 @pytest.mark.parametrize("mode", ["api-rw", "api-ro", "cli"])
@@ -52,7 +61,7 @@ def test_corpus_writes_nothing_crashes_never_and_stays_in_time(hostile_store: st
     print(f"\n{mode}: {len(out['times'])} queries, slowest {slowest[0]:.2f} s ({slowest[1]}: "
           f"{slowest[2][:50]!r}); {out.get('overruns', 0)} ended at the overrun")
     assert out["crashes"] == []
-    _check_times(out["times"])
+    _check_times(out["times"], hostile_store, mode, tmp_path)
     assert fingerprint(hostile_store) == before
     assert list(tmp_path.iterdir()) == []
     assert len(out["times"]) > 300

@@ -1,8 +1,10 @@
 """SASS listings printed by ``nvdisasm -g -gi -c K.cubin`` (``*.sass``).
 
-The listing names the target in its header flags (``EF_CUDA_SM90``), opens one section per
-kernel (``.section .text.<kernel>``), and prints a line marker before the instructions that a
-source line produced::
+The listing names the target in its header flags (``EF_CUDA_SM90``) or, seen on the H200 for
+binaries that torch.compile's Inductor compiled (it hands Triton torch's own CUDA 13.0 ptxas;
+the same kernel assembled by Triton's bundled ptxas has the flags), in a ``.target sm_90``
+line; it opens one section per kernel (``.section .text.<kernel>``), and prints a line marker
+before the instructions that a source line produced::
 
     .headerflags @"... EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
     .section .text.softmax_fwd,"ax",@progbits
@@ -50,7 +52,8 @@ from argusdb.errors import InputError
 ADAPTER_VERSION = "nvdisasm.listing/1"
 _BATCH = 50_000
 _FLAGS = re.compile(r'^\s*\.headerflags\s+@"([^"]*)"')
-_SM = re.compile(r"\bEF_CUDA_SM(\d+)\b")
+_SM = re.compile(r"\bEF_CUDA_SM(\d+)\b|^\.target sm_(\d+)")
+_TARGET = re.compile(r"^\s*\.target\s+sm_(\d+)\w*\s*$")
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^\s,]+)")
 _MARKER = re.compile(r'^\s*//## File "([^"]+)", line (\d+)')
 _INSN = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s*(.*?)\s*;?\s*(?:/\*.*\*/)?\s*$")
@@ -78,7 +81,10 @@ class SassListingReader:
 
     def sniff(self, path: Path, head: bytes) -> bool:
         text = head.decode("utf-8", "replace")
-        return ".headerflags" in text and "EF_CUDA_" in text
+        if ".headerflags" in text and "EF_CUDA_" in text:
+            return True
+        # a listing whose header is a .target line (PTX has .target too, never .elftype)
+        return ".elftype" in text and any(_TARGET.match(ln) for ln in text.splitlines())
 
     def read(self, path: Path) -> Artefact:
         flags: str | None = None
@@ -95,7 +101,7 @@ class SassListingReader:
         kernel: str | None = None
         for no, text in self._walk(path):
             kind = text[0]
-            if kind == "flags":
+            if kind == "flags" or (kind == "target" and flags is None):
                 flags = text[1]
             elif kind == "kernel":
                 kernel = text[1]
@@ -117,16 +123,16 @@ class SassListingReader:
                 if not text[3]:
                     raise InputError(str(path), f"line {no}: the instruction at "
                                      f"/*{text[1]:04x}*/ has no closing ';'", _FIX)
-                sm = _SM.search(flags or "")
+                sm = _sm(flags)
                 _next_pc(path, no, kernel, text[1], last, step,
-                         dense=sm is None or int(sm.group(1)) >= 70)
+                         dense=sm is None or int(sm) >= 70)
                 per_kernel[kernel] = per_kernel.get(kernel, 0) + 1
                 n += 1
                 if kernels:
                     code.append((kernels[-1], text[1], text[2]))
         if flags is None:
-            raise InputError(str(path), "has no .headerflags line", "pass the complete output "
-                             "of nvdisasm -g -gi -c K.cubin")
+            raise InputError(str(path), "has no .headerflags (or .target) line",
+                             "pass the complete output of nvdisasm -g -gi -c K.cubin")
         if not n:
             raise InputError(str(path), "holds no instructions",
                              "disassemble the kernel's cubin with nvdisasm -g -gi -c K.cubin")
@@ -140,12 +146,12 @@ class SassListingReader:
                 raise InputError(str(path), f"kernel {k} ends early: its .size line says its "
                                  f"code runs to label {end}, which never comes ({got} "
                                  "instructions read)", _FIX)
-        sm = _SM.search(flags)
+        sm = _sm(flags)
         return Artefact(
             path=str(path), collector="nvdisasm", kind=self.kind, tool="nvdisasm",
             adapter_version=ADAPTER_VERSION, export_schema="nvdisasm -g -c",
             batches=lambda: self._batches(path),
-            target=known_target(path, sm.group(1), "target (EF_CUDA_SM)") if sm else None,
+            target=known_target(path, sm, "target (EF_CUDA_SM)") if sm else None,
             kernels=sorted(set(kernels)), source_refs=list(refs.values()),
             meta={"header_flags": flags, "instructions": n, "instructions_per_kernel": per_kernel,
                   "line_markers": markers, "code_sha256": code_fingerprint(code),
@@ -158,6 +164,8 @@ class SassListingReader:
         for no, line in _lines(path):
             if m := _FLAGS.match(line):
                 yield no, ("flags", m.group(1))
+            elif not in_text and (m := _TARGET.match(line)):
+                yield no, ("target", f".target sm_{m.group(1)}")
             elif m := _SECTION.match(line):
                 in_text = True
                 yield no, ("kernel", m.group(1))
@@ -195,6 +203,12 @@ class SassListingReader:
                     yield "instruction", _batch(cols)
         if cols["pc"]:
             yield "instruction", _batch(cols)
+
+
+def _sm(flags: str | None) -> str | None:
+    """The SM number of the header flags (``EF_CUDA_SM90``) or ``.target sm_90`` line."""
+    m = _SM.search(flags or "")
+    return (m.group(1) or m.group(2)) if m else None
 
 
 def _next_pc(path: Path, no: int, kernel: str, pc: int, last: dict[str, tuple[int, int]],

@@ -60,6 +60,7 @@ from argusdb.observe.launch.binary import (
 )
 from argusdb.observe.launch.capture import DEFAULT_LIMIT_BYTES, LaunchCapture
 from argusdb.observe.launch.check import VariantCheck
+from argusdb.observe.launch.compiled import CompiledLaunches
 from argusdb.observe.launch.proton_hooks import Instrumentation, PcSampling
 from argusdb.observe.launch.timing import TimingSplit
 from argusdb.observe.launch.variant_load import _variant_statement, load_variant
@@ -118,6 +119,8 @@ class State:
                         if cap else None)
         #: launches whose inputs the capture copied right before them (apart from timing)
         self.copied: set[int] = set()
+        #: launches Inductor's launcher made (torch.compile): the user's kernel, neighbours
+        self.inductor = CompiledLaunches(self)
 
     @property
     def check(self) -> dict[str, Any] | None:
@@ -304,6 +307,7 @@ class State:
         pid = os.getpid()
         files: list[str] = []
         chosen = self.chosen()
+        self.errors += self.inductor.finish_errors()
         if self.is_variant and self.check is None and any(x.get("captured") for x in self.launches):
             k = int(self.spec.get("check_index", 0))
             self.errors.append(f"the variant was not checked against the parent: the program "
@@ -332,7 +336,8 @@ class State:
 
             stem = "binary" if mode == "discover" else "variant"
             info = save_asm(self.compiled[chosen], self.out, f"{stem}.{pid}")
-            files += info.pop("files", [])
+            asm_files = info.pop("files", [])
+            files += asm_files + self.inductor.map_files(chosen, asm_files)
             self.binaries[chosen]["sass_info"] = info
         doc = {"pid": pid, "ppid": os.getppid(), "argv": sys.argv,
                "rank": os.environ.get("RANK"), "kernel": self.kernel, "program": self.program,
@@ -341,12 +346,17 @@ class State:
                "autotune": self.autotune, "variant_check": self.check, "errors": self.errors,
                "timing": self.timing, "sampled": self.pcs.sampled if self.pcs else [],
                "files": files}
+        if self.inductor.seen or "torch._inductor" in sys.modules:
+            doc["inductor"] = self.inductor.record()
         if self.capture is not None:
-            doc["capture"] = self.capture.write(chosen, {
+            cap = self.capture.write(chosen, {
                 "kernel": self.kernel, "program": self.program,
                 "module_file": self.module_file,
                 "binary_info": {k: v for k, v in self.binaries.get(chosen or "", {}).items()
                                 if k != "sass_info"}})
+            doc["capture"] = cap
+            if cap.get("ok"):
+                self.inductor.write_capture(chosen, self.out / str(cap["folder"]))
         if not self.launches and "torch._inductor" in sys.modules:
             # torch.compile copies a user's @triton.jit function called in a compiled region
             # into its generated code and launches that with its own launcher, never through
@@ -369,14 +379,22 @@ def install(spec_path: str) -> State:
     from triton.runtime import autotuner
     from triton.runtime.jit import JITFunction
 
+    from argusdb.observe.launch import inductor
+
+    depth = inductor.in_run()
+
     def wrap(cls: Any) -> None:
         orig = cls.run
 
         def run(self: Any, *args: Any, grid: Any = None, warmup: bool = False,
                 **kwargs: Any) -> Any:
-            if warmup or not st.is_target(self):
-                return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
-            return st.launch(self, orig, args, grid, kwargs)
+            depth.enter()  # its launch_metadata call is this launch, recorded here
+            try:
+                if warmup or not st.is_target(self):
+                    return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+                return st.launch(self, orig, args, grid, kwargs)
+            finally:
+                depth.leave()
 
         cls.run = run
 
@@ -428,6 +446,9 @@ def install(spec_path: str) -> State:
         return None
 
     triton.knobs.runtime.jit_post_compile_hook = post_compile
+    if spec.get("mode") not in ("proton", "pcsampling"):
+        # Proton's own launch hooks are installed only where none is: its modes go without
+        inductor.install(st.inductor.launch, st.errors)
     if spec.get("mode") == "time" or spec.get("time"):
         from argusdb.observe.runner.gpu_tools import Activity
 

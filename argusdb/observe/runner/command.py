@@ -29,7 +29,9 @@ from typing import Any, ClassVar
 
 from argusdb.errors import CommandFailed, InputError
 from argusdb.observe.launch import command_env, read_launches, write_spec
+from argusdb.observe.launch.compiled import unseen_reason
 from argusdb.observe.launch.hooks import binary_field
+from argusdb.observe.launch.inductor import inductor_env
 from argusdb.observe.runner.backends import Collected, Job
 from argusdb.observe.runner.gpu_tools import ncu_path
 
@@ -85,9 +87,9 @@ class CommandBackend:
         spec = write_spec(job.workdir / "spec.json", self._spec(job, mode))
         t0 = time.monotonic()
         try:
+            env = inductor_env(command_env(spec, os.environ), job.workdir)
             p = subprocess.run([*prefix, *self.argv], cwd=self.cwd, capture_output=True,
-                               text=True, env=command_env(spec, os.environ),
-                               timeout=self.timeout_s)
+                               text=True, env=env, timeout=self.timeout_s)
         except FileNotFoundError as exc:
             raise CommandFailed(" ".join(self.argv), f"cannot be started ({exc.strerror})",
                                 "check the command after '--' (the program and its path)"
@@ -120,12 +122,9 @@ class CommandBackend:
                                     "(ARGUS_GPU_SITE may name a folder that has it)")
             where = (f"{len(docs)} Python process(es) ran with the hooks and none launched "
                      f"it" if docs else "no Python process of the command loaded the hooks")
-            if any(d.get("inductor_loaded") for d in docs):
-                where += ("; torch.compile (Inductor) was loaded: a kernel called inside a "
-                          "compiled function is copied into Inductor's generated code and "
-                          "launched by its own launcher, which the hooks do not see (observe "
-                          "an eager run: argus observe ... -- env TORCHDYNAMO_DISABLE=1 "
-                          "COMMAND)")
+            compiled = unseen_reason(docs, kernel)
+            if compiled:
+                where += "; " + compiled
             where += ("; a subprocess started with an environment that drops PYTHONPATH (or "
                       "ARGUS_LAUNCH_SPEC) runs without them, so a kernel launched only there "
                       "is not seen: keep the environment when the program starts it")

@@ -94,6 +94,16 @@ class Replayer:
 
         self.torch = torch
         self.cap = capture.load(Path(job["capture"]))
+        ptxas = (self.cap.doc.get("binary_info") or {}).get("ptxas")
+        if ptxas and Path(ptxas).exists():
+            # torch.compile's binary was assembled by torch's ptxas (Inductor sets it): the
+            # replay's parent and variants are assembled by the same one
+            import os
+
+            os.environ["TRITON_PTXAS_PATH"] = str(ptxas)
+        self.cap_folder = str(job["capture"])
+        self.module_file = str(job["module_file"])
+        self.stand_in: dict[str, Any] | None = None
         self.doc = self.cap.doc
         self.kernel = str(job["kernel"])
         self.parent = load_kernel(job["module_file"], self.kernel, "argus_replayed_parent")
@@ -122,14 +132,46 @@ class Replayer:
         """Launch the parent once; refuse when it is not the measured binary."""
         from argusdb.observe.launch.binary import binary_hash
 
-        got = binary_hash(self.launch(self.parent))
+        kernel = self.launch(self.parent)
+        got = binary_hash(kernel)
         want = self.doc.get("binary")
         interpreted = got == "interpreter"
+        if not interpreted and got != want and self.compiled_stand_in(kernel, str(want)):
+            return str(want)
         if not interpreted and got != want:
             raise RuntimeError(f"the replayed launch of {self.kernel} ran binary {got}, not "
                                f"{want} that the program launched: the module file or the "
                                "toolchain differs from the program's")
         return str(want if interpreted else got)
+
+    def compiled_stand_in(self, kernel: Any, want: str) -> bool:
+        """Whether the replayed parent stands in for a binary torch.compile launched.
+
+        Inductor compiled the program's binary from its copy of the user's source, at other
+        lines of another file, so Triton's hash (which includes the function's first line)
+        differs from that of the same text compiled from the user's file with the same
+        constexprs and options. The two stand for one another where their PTX is the same
+        once the source locations are left out (the capture holds the program's PTX); the
+        replay's own binary then has the user's locations. Recorded in ``stand_in``; a
+        difference refuses, naming the first line that differs."""
+        from argusdb.observe.launch.binary import binary_hash
+        from argusdb.observe.launch.inductor import ptx_difference
+
+        info = self.doc.get("binary_info") or {}
+        ptx_file = Path(self.cap_folder) / "binary.ptx"
+        if info.get("launcher") != "inductor" or not ptx_file.exists():
+            return False
+        asm = getattr(kernel, "asm", None) or {}
+        diff = ptx_difference(ptx_file.read_text(), asm.get("ptx", ""))
+        if diff is not None:
+            raise RuntimeError(f"the replayed launch of {self.kernel} compiled from "
+                               f"{self.module_file} ran binary {binary_hash(kernel)}, whose "
+                               f"code differs from binary {want} that torch.compile launched "
+                               f"(compiled from {info.get('compiled_from')}): {diff}")
+        self.stand_in = {"binary": binary_hash(kernel), "for": want,
+                         "compiled_from": info.get("compiled_from"),
+                         "ptx": "equal without source locations"}
+        return True
 
     def check(self, variant: Any) -> dict[str, Any]:
         """The variant against the parent, each launched on the restored inputs."""
@@ -177,7 +219,8 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
     fn = rep.parent
     res: dict[str, Any] = {"binary": binary, "replayed": True, "files": [],
                            "capture_launch": rep.doc.get("launch"),
-                           "capture_bytes": rep.doc.get("bytes")}
+                           "capture_bytes": rep.doc.get("bytes"),
+                           **({"stand_in": rep.stand_in} if rep.stand_in else {})}
     if job.get("variant"):
         fn = _variant(job)
         chk = rep.check(fn)

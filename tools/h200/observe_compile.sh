@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# `argus observe` of a user's Triton kernel inside torch.compile on the H200, from an installed
+# wheel of argusdb: tests/data/programs/compiled_mlp (an MLP block step under @torch.compile
+# whose GELU is the user's @triton.jit gelu_kernel), unmodified, observed as compiled and
+# eagerly (TORCHDYNAMO_DISABLE=1) into one store with duration, inst_executed,
+# warp_stall_samples and exposed_latency, then `argus diff` between the two versions (two
+# binaries of one source). Packs the --json reports, logs, task folders (no cubins, ncu
+# reports or capture bytes; the compiled run's Inductor cache reduced to its generated code)
+# and the diff into OUT/compile.tar.gz, and prints the walls and the key figures.
+#
+#   bash tools/h200/observe_compile.sh WHEELS_DIR OUT_DIR
+#
+# WHEELS_DIR holds argus/ and cupti130/ as for observe_programs.sh. Each step has a time limit
+# (the whole script stays within ~150 s on the H200).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WHL=$(cd "${1:?wheels dir}" && pwd)
+OUT=${2:?out dir}
+WORK=/tmp/compile
+T0=$(date +%s.%N)
+rm -rf "$WORK" /tmp/progs_compile /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT"
+for w in argus cupti130; do
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
+done
+python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/argus_wheel "$ROOT" || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_argusdb \
+  /tmp/argus_wheel/argusdb-*.whl || exit 1
+export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
+export PYTHONUNBUFFERED=1
+cp -r "$ROOT/tests/data/programs/compiled_mlp" /tmp/progs_compile
+cd /tmp/progs_compile
+sha256sum ./*.py > "$WORK/programs.before.sha256"
+python3 -c "import argusdb, torch, triton; print('argusdb from', argusdb.__file__, 'torch',
+torch.__version__, 'triton', triton.__version__)" | tee "$WORK/where.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
+echo "setup_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")" | tee -a "$WORK/walls.txt"
+S="duration,inst_executed,warp_stall_samples,exposed_latency"
+R=gelu/gelu_kernel/load
+STORE="$WORK/observe.duckdb"
+observe() {  # name, time limit (s), region, command...
+  local name=$1 limit=$2 region=$3 t0
+  shift 3
+  t0=$(date +%s.%N)
+  timeout -k 3 "$limit" python3 -m argusdb observe --region "$region" --signals "$S" \
+    --store "$STORE" --json -- "$@" > "$WORK/$name.json" 2> "$WORK/$name.log"
+  local rc=$?
+  echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
+    | tee -a "$WORK/walls.txt"
+  tail -n 14 "$WORK/$name.log"
+}
+observe compiled 68 "$R" python3 mlp.py
+observe eager 40 "$R" env TORCHDYNAMO_DISABLE=1 python3 mlp.py
+# the two parent versions: the binary each control task found
+python3 - "$WORK" <<'PY' | tee "$WORK/binaries.txt"
+import json, pathlib, sys
+work = pathlib.Path(sys.argv[1])
+for name in ("compiled", "eager"):
+    try:
+        rep = json.loads((work / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        print(name, "no report"); continue
+    hits = sorted((work / "observe.duckdb.runs").glob(f"{rep.get('plan_id')}*/find_launch/result.json"))
+    hits = hits or sorted((work / "observe.duckdb.runs").glob(f"**/{rep.get('plan_id')}*find_launch*/result.json"))
+    b = json.loads(hits[0].read_text())["binary"] if hits else {}
+    print(name, b.get("hash"), "launcher=" + str(b.get("launcher", "jit")),
+          "warps=%s stages=%s" % (b.get("num_warps"), b.get("num_stages")),
+          "constexprs=%s" % b.get("constexprs"), "ok=%s" % rep.get("ok"),
+          "evidence=%s" % json.dumps(rep.get("evidence")))
+    for t in rep.get("tasks", []):
+        print("  ", t.get("id"), t.get("status"), round(t.get("wall_s") or 0, 2))
+    for f in rep.get("failed", []):
+        print("  FAILED", f.get("task"), str(f.get("error"))[:600])
+    runs = work / "observe.duckdb.runs"
+    for lf in sorted(runs.glob(f"{rep.get('plan_id')}*/find_launch/launch.*.json")):
+        doc = json.loads(lf.read_text())
+        ind = doc.get("inductor") or {}
+        if doc.get("launches") or ind.get("compiled_launches"):
+            print("  launches", len(doc.get("launches", [])), "errors", doc.get("errors"),
+                  "capture", doc.get("capture"))
+            print("  inductor neighbours", {k: v.get("launches")
+                                            for k, v in (ind.get("neighbours") or {}).items()},
+                  "copies", ind.get("copies"), "inlined", ind.get("inlined_into"))
+    for rf in sorted(runs.glob(f"{rep.get('plan_id')}*/*/result.json")):
+        r = json.loads(rf.read_text())
+        keep = {k: r.get(k) for k in ("stand_in", "rel_err_vs_parent", "replay_fallback",
+                                      "median_us", "binary") if r.get(k) is not None}
+        print("  ", rf.parent.name, json.dumps(keep, default=str)[:400])
+PY
+HC=$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")
+HE=$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")
+# the kernel's duration (both versions have it), then every signal of the region
+timeout 8 python3 -m argusdb diff "$STORE" --region gelu/gelu_kernel --from "binary=$HE" \
+  --to "binary=$HC" --json > "$WORK/diff.kernel.json" 2> "$WORK/diff.kernel.log"
+echo "diff gelu/gelu_kernel rc=$?" | tee -a "$WORK/walls.txt"
+head -c 3000 "$WORK/diff.kernel.json"; echo; tail -n 5 "$WORK/diff.kernel.log"
+timeout 8 python3 -m argusdb diff "$STORE" --region "$R" --from "binary=$HE" \
+  --to "binary=$HC" > "$WORK/diff.load.txt" 2>&1
+echo "diff $R rc=$?" | tee -a "$WORK/walls.txt"
+tail -n 20 "$WORK/diff.load.txt"
+# if time allows: the compiled model whose GELU autotunes (Inductor benchmarks its configs)
+LEFT=$(python3 -c "print(int(140 - ($(date +%s.%N) - $T0)))")
+if [ "$LEFT" -ge 45 ]; then
+  observe tuned "$LEFT" gelu_tuned/gelu_tuned_kernel/load python3 mlp.py --tuned
+  python3 - "$WORK" <<'PY'
+import json, pathlib, sys
+work = pathlib.Path(sys.argv[1])
+try:
+    rep = json.loads((work / "tuned.json").read_text())
+except (OSError, ValueError):
+    rep = {}
+print("tuned ok=%s evidence=%s" % (rep.get("ok"), json.dumps(rep.get("evidence"))))
+for f in rep.get("failed", []):
+    print("  FAILED", f.get("task"), str(f.get("error"))[:600])
+for lf in sorted((work / "observe.duckdb.runs").glob(f"{rep.get('plan_id')}*/find_launch/launch.*.json")):
+    doc = json.loads(lf.read_text())
+    if doc.get("launches"):
+        roles = {}
+        for x in doc["launches"]:
+            roles[(x["role"], x["binary"][:12])] = roles.get((x["role"], x["binary"][:12]), 0) + 1
+        print("  roles", {f"{r}/{b}": n for (r, b), n in roles.items()},
+              "chosen", doc.get("chosen_binary"), "errors", doc.get("errors"))
+PY
+else
+  echo "tuned skipped: ${LEFT} s left of the budget" | tee -a "$WORK/walls.txt"
+fi
+sha256sum ./*.py > "$WORK/programs.after.sha256"
+cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" && echo "programs unmodified"
+cd /tmp
+# keep Inductor's generated code (the kernels' copies, the wrapper) and the user kernel's
+# TTGIR/PTX as Inductor's Triton compiled them (locations in the copy); drop the rest
+find "$WORK" -path "*inductor_cache*" -type f ! -name "*.py" ! -name "gelu*kernel.ttgir" \
+  ! -name "gelu*kernel.ptx" ! -name "gelu*kernel.json" -delete
+find "$WORK" \( -name "*.ncu-rep" -o -name "*.cubin" -o -name "storage.*.bin" \) -delete
+find "$WORK" -name "*.chrome_trace" -exec gzip -9 {} \;
+rm -f "$STORE" "$STORE.wal"
+tar czf "$OUT/compile.tar.gz" -C /tmp compile
+ls -la "$OUT"
+echo "total_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")"
