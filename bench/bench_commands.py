@@ -38,7 +38,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
+sys.path.insert(0, str(ROOT))
+
+from bench.common import source_pages  # noqa: E402
+
 #: Two configurations of the H200 matmul, timed there (what the README's diff compares).
 MATMUL = ROOT / "argusdb" / "demo" / "kernels" / "matmul.py"
 CONFIGS = ("bk64_s3", "bk32_s1")
@@ -83,18 +86,6 @@ def mcp_initialize(py: str, store: str, env: dict[str, str]) -> tuple[float, flo
     proc.stdin.close()
     _, _, usage = os.wait4(proc.pid, 0)
     return wall, usage.ru_utime + usage.ru_stime
-
-
-def pages(n: int, out: Path) -> list[str]:
-    """``n`` distinct small artefacts: the softmax source page, its kernel renamed."""
-    lines = SOURCE.read_text().splitlines(keepends=True)
-    files = []
-    for i in range(n):
-        p = out / f"page{i:04d}.source.csv"
-        p.write_text("".join(f'"Function Name","softmax_fwd_{i}"\n'
-                             if ln.startswith('"Function Name"') else ln for ln in lines))
-        files.append(str(p))
-    return files
 
 
 def first_column(py: str, store: str, sql: str, env: dict[str, str]) -> list[str]:
@@ -162,7 +153,7 @@ def main() -> None:
             mcp_cpu.append(c)
         ingest_one: list[float] = []
         ingest_each: list[float] = []
-        files = pages(10, Path(tmp))
+        files = [str(p) for p in source_pages(10, Path(tmp))]
         for i in range(args.ingest_rounds):
             one, each = str(Path(tmp) / f"one{i}.duckdb"), str(Path(tmp) / f"each{i}.duckdb")
             for s in (one, each):

@@ -42,8 +42,8 @@ from argusdb.collectors import detect  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
 from argusdb.store import open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
+from bench.common import SOURCE, append_rows  # noqa: E402
 
-SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
 PER_COPY = 10_856  # evidence values in one copy of the softmax source page
 
 
@@ -93,16 +93,8 @@ def arrow_rows(csv: Path) -> pa.Table:
 
 def run_raw(tmp: Path, table: pa.Table) -> tuple[float, int]:
     st = fresh_store(tmp, "raw")
-    cols = ", ".join(table.schema.names)
-
-    def append() -> int:
-        with st.transaction() as con:
-            con.register("_rows", table)
-            con.execute(f"INSERT INTO observed_evidence ({cols}) SELECT {cols} FROM _rows")
-        return table.num_rows
-
     try:
-        return timed(append)
+        return timed(lambda: append_rows(st, table))
     finally:
         st.close()
 

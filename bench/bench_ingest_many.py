@@ -53,8 +53,7 @@ from argusdb.ingest import ingest_paths, prepare  # noqa: E402
 from argusdb.ingest.pool import WORKERS_ENV  # noqa: E402
 from argusdb.store import open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
-
-SOURCE = ROOT / "argusdb" / "demo" / "h200" / "softmax" / "softmax.source.csv"
+from bench.common import append_rows, source_pages  # noqa: E402
 
 #: DuckDB's own pipeline: the files' lines -> fields -> SASS rows x metric columns -> rows.
 READ_CSV = r"""
@@ -106,17 +105,6 @@ SELECT x.seq * 4294967296 + c.ln * 4096 + c.col, 'p', 't', 'r' || x.seq, c.kerne
 FROM cells AS c JOIN files AS x USING (filename)
 WHERE TRY_CAST(c.cell AS DOUBLE) IS NOT NULL
 """
-
-
-def make_inputs(n: int, out: Path) -> list[Path]:
-    lines = SOURCE.read_text().splitlines(keepends=True)
-    files = []
-    for i in range(n):
-        p = out / f"page{i:04d}.source.csv"
-        p.write_text("".join(f'"Function Name","softmax_fwd_{i}"\n'
-                             if ln.startswith('"Function Name"') else ln for ln in lines))
-        files.append(p)
-    return files
 
 
 def arrow_rows(files: list[Path]) -> pa.Table:
@@ -193,16 +181,8 @@ def run_argus(tmp: Path, files: list[Path], workers: str | None,
 
 def run_raw(tmp: Path, table: pa.Table, threads: int | None) -> tuple[float, float, int]:
     st = fresh(tmp, "raw", threads)
-    cols = ", ".join(table.schema.names)
-
-    def append() -> int:
-        with st.transaction() as con:
-            con.register("_rows", table)
-            con.execute(f"INSERT INTO observed_evidence ({cols}) SELECT {cols} FROM _rows")
-        return table.num_rows
-
     try:
-        return timed(append)
+        return timed(lambda: append_rows(st, table))
     finally:
         st.close()
 
@@ -229,7 +209,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        files = make_inputs(args.files, tmp)
+        files = source_pages(args.files, tmp)
         table = arrow_rows(files)
         runs: dict[str, Callable[[], tuple[float, float, int]]] = {
             **{name: (lambda w=w, t=t: run_argus(tmp, files, w, t))

@@ -17,7 +17,7 @@ from argusdb.ingest import pool as ingest_pool
 from argusdb.ingest.pool import WORKERS_ENV, read_artefacts, workers_for
 from argusdb.store import open_store
 from argusdb.store.embedded import Store
-from bench.bench_ingest_many import make_inputs
+from bench.common import source_pages
 from tests.conftest import DEMO
 
 SOFTMAX = DEMO / "softmax"
@@ -35,7 +35,7 @@ TABLES = {
 def _pages(tmp_path: Path, n: int) -> list[Path]:
     """``n`` distinct source pages (the bench's: the H200 softmax page, its kernel renamed),
     with the other recorded artefacts of the kernel between them."""
-    out = make_inputs(n, tmp_path)
+    out = source_pages(n, tmp_path)
     others = [shutil.copy(SOFTMAX / f, tmp_path / f) for f in
               ("softmax.sass", "softmax.ttgir", "softmax.raw.csv", "softmax.cupti.jsonl")]
     return out[:3] + [Path(p) for p in others] + out[3:]

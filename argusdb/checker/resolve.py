@@ -29,8 +29,9 @@ from argusdb.checker.constructs import (
     CONSTRUCTS,
     Construct,
 )
-from argusdb.checker.context import Context
+from argusdb.checker.context import Context, Props, Stream
 from argusdb.checker.functions import INFORMATION_SCHEMA, SAFE_TABLES
+from argusdb.checker.metadata import Metadata
 from argusdb.checker.parse import position
 from argusdb.schema import catalog
 
@@ -200,167 +201,201 @@ def source_columns(src: object, relations: dict[int, Relation]) -> set[str] | No
     return None
 
 
-class Resolver:
-    """Resolves FROM items and columns of every scope; records unknown names, constructs and
-    acknowledgements in its :class:`~argusdb.checker.context.Context`."""
+@dataclass
+class Analysis:
+    """What the analysis passes share about one statement: the :class:`Context` the rules
+    read, and what the passes leave for each other (every pass is a function of this).
 
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self.relations: dict[int, Relation] = {}
-        self._colcache: dict[int, set[str] | None] = {}
+    Example:
+        >>> import sqlglot
+        >>> an = Analysis(Context("SELECT 1", sqlglot.parse_one("SELECT 1")), None)
+        >>> (an.relations, an.out)
+        ({}, {})
+    """
 
-    def _relations(self, sc: Scope) -> None:
-        ctes = {name.lower() for s in chain(sc) for name, src in s.sources.items()
-                if isinstance(src, Scope)}
-        for _alias, (_node, src) in sc.selected_sources.items():
-            if not isinstance(src, exp.Table) or id(src) in self.relations:
-                continue
-            rel = relation_of(src)
-            self.relations[id(src)] = rel
-            if rel.kind == "unknown":
-                self.ctx.unknown_tables.append(
-                    (src, rel.name, suggest(rel.name,
-                                                    known_relations() + sorted(ctes))))
-            elif rel.kind == "construct":
-                self._construct(src, rel)
+    ctx: Context
+    meta: Metadata | None
+    #: The relation each FROM item resolves to, by ``id`` of its node (:func:`relations_of`).
+    relations: dict[int, Relation] = field(default_factory=dict)
+    #: The stream each analysed scope outputs, by ``id`` of its expression.
+    out: dict[int, Stream | None] = field(default_factory=dict)
+    #: Output columns of a source, by ``id`` of the source (:func:`columns_of`).
+    colcache: dict[int, set[str] | None] = field(default_factory=dict)
+    #: Groups of metadata rows by fields (see ``groups_of``), by ``id`` of the rows, which the
+    #: entry holds so that the id stays theirs.
+    group_cache: dict[int, tuple[list[dict[str, Any]],
+                                 dict[tuple[str, ...], dict[tuple[Any, ...], Props]]]] = field(
+        default_factory=dict)
 
-    def _construct(self, node: exp.Table, rel: Relation) -> None:
-        con = rel.construct
-        assert con is not None
-        args = rel.args
-        lits: list[Any] = []
-        for a in args:
-            if isinstance(a, exp.Literal) and a.is_string:
-                lits.append(a.this)
-            elif isinstance(a, exp.Array) and all(isinstance(x, exp.Literal) and x.is_string
-                                                  for x in a.expressions):
-                lits.append([x.this for x in a.expressions])
-            else:
-                self.ctx.bad_constructs.append(
-                    (a, con.name, f"argument {a.sql(dialect='duckdb')!r} of {con.name} is not a "
-                                  f"string literal (or a list of them)"))
-                return
-        if len(lits) != len(con.params):
-            self.ctx.bad_constructs.append(
-                (node, con.name, f"{con.name} takes {len(con.params)} argument(s) "
-                                 f"({', '.join(con.params)}), got {len(lits)}"))
+
+def resolve_names(an: Analysis, scopes: list[Scope]) -> None:
+    """Pass 1: every scope's FROM items, then every SELECT's columns, to catalog names."""
+    for sc in scopes:
+        relations_of(an, sc)
+    for sc in scopes:
+        if isinstance(sc.expression, exp.Select):
+            resolve_columns(an, sc)
+
+
+def relations_of(an: Analysis, sc: Scope) -> None:
+    ctes = {name.lower() for s in chain(sc) for name, src in s.sources.items()
+            if isinstance(src, Scope)}
+    for _alias, (_node, src) in sc.selected_sources.items():
+        if not isinstance(src, exp.Table) or id(src) in an.relations:
+            continue
+        rel = relation_of(src)
+        an.relations[id(src)] = rel
+        if rel.kind == "unknown":
+            an.ctx.unknown_tables.append(
+                (src, rel.name, suggest(rel.name,
+                                                known_relations() + sorted(ctes))))
+        elif rel.kind == "construct":
+            record_construct(an, src, rel)
+
+
+def record_construct(an: Analysis, node: exp.Table, rel: Relation) -> None:
+    con = rel.construct
+    assert con is not None
+    args = rel.args
+    lits: list[Any] = []
+    for a in args:
+        if isinstance(a, exp.Literal) and a.is_string:
+            lits.append(a.this)
+        elif isinstance(a, exp.Array) and all(isinstance(x, exp.Literal) and x.is_string
+                                              for x in a.expressions):
+            lits.append([x.this for x in a.expressions])
+        else:
+            an.ctx.bad_constructs.append(
+                (a, con.name, f"argument {a.sql(dialect='duckdb')!r} of {con.name} is not a "
+                              f"string literal (or a list of them)"))
             return
-        if con.selectors and self._unknown(node, con.name, lits, con.selectors,
-                                           f"an interval selector of {con.name} (a kind or "
-                                           f"role of interval_event: "):
+    if len(lits) != len(con.params):
+        an.ctx.bad_constructs.append(
+            (node, con.name, f"{con.name} takes {len(con.params)} argument(s) "
+                             f"({', '.join(con.params)}), got {len(lits)}"))
+        return
+    if con.selectors and record_unknown(an, node, con.name, lits, con.selectors,
+                                       f"an interval selector of {con.name} (a kind or "
+                                       f"role of interval_event: "):
+        return
+    line, col = position(an.ctx.sql, node)
+    an.ctx.constructs.append({"construct": con.name, "args": lits, "line": line,
+                                "col": col})
+    if con.acknowledgeable:
+        acks = lits[0] if isinstance(lits[0], list) else [lits[0]]
+        if record_unknown(an, node, con.name, acks, con.acknowledgeable,
+                         f"something {con.name} can acknowledge (one of "):
             return
-        line, col = position(self.ctx.sql, node)
-        self.ctx.constructs.append({"construct": con.name, "args": lits, "line": line,
-                                    "col": col})
-        if con.acknowledgeable:
-            acks = lits[0] if isinstance(lits[0], list) else [lits[0]]
-            if self._unknown(node, con.name, acks, con.acknowledgeable,
-                             f"something {con.name} can acknowledge (one of "):
-                return
-            self.ctx.acknowledgements.extend({"acknowledges": a, "rule": ACKNOWLEDGEABLE[a],
-                                              "line": line, "col": col} for a in acks)
+        an.ctx.acknowledgements.extend({"acknowledges": a, "rule": ACKNOWLEDGEABLE[a],
+                                          "line": line, "col": col} for a in acks)
 
-    def _unknown(self, node: exp.Expression, name: str, values: list[Any],
-                 allowed: Sequence[str], what: str) -> bool:
-        """Record the first of ``values`` not in ``allowed`` as a bad construct ("X is not
-        {what}a, b)" with a did-you-mean); True if there was one."""
-        for a in values:
-            if a not in allowed:
-                self.ctx.bad_constructs.append(
-                    (node, name, f"{a!r} is not {what}{', '.join(allowed)})"
-                                 f"{suggest(str(a), list(allowed))}"))
-                return True
-        return False
 
-    def _resolve_columns(self, sc: Scope) -> None:
-        sel = sc.expression
-        aliases = {p.alias.lower() for p in sel.expressions if p.alias}
-        for col in own_columns(sc):
-            name, tbl = col.name.lower(), col.table.lower()
-            if col.args.get("db") or _lambda_param(col, name):
-                continue
-            if tbl:
-                found = False
-                for s in chain(sc):
-                    if tbl in s.selected_sources:
-                        found = True
-                        cols = self._cols(s.selected_sources[tbl][1])
-                        if cols is not None and name not in cols \
-                                and name not in PSEUDO_COLUMNS:
-                            self.ctx.unknown_columns.append(
-                                (col, f"{tbl}.{name}", f"{tbl} has no column {name!r}"
-                                                       f"{suggest(name, cols)}"))
-                        break
-                if not found and not self._has_column(sc, tbl):
-                    known = {a for s in chain(sc) for a in s.selected_sources}
-                    self.ctx.unknown_columns.append(
-                        (col, f"{tbl}.{name}", f"no table or alias {tbl!r} in this query"
-                                               f"{suggest(tbl, known)}"))
-                continue
-            if name in aliases or name in PSEUDO_COLUMNS:
-                continue
-            if self._has_column(sc, name):
-                both = self._ambiguous(sc, name)
-                if both:
-                    self.ctx.ambiguous_columns.append((col, name, both))
-                continue
-            cands = set(aliases)
+def record_unknown(an: Analysis, node: exp.Expression, name: str, values: list[Any],
+             allowed: Sequence[str], what: str) -> bool:
+    """Record the first of ``values`` not in ``allowed`` as a bad construct ("X is not
+    {what}a, b)" with a did-you-mean); True if there was one."""
+    for a in values:
+        if a not in allowed:
+            an.ctx.bad_constructs.append(
+                (node, name, f"{a!r} is not {what}{', '.join(allowed)})"
+                             f"{suggest(str(a), list(allowed))}"))
+            return True
+    return False
+
+
+def resolve_columns(an: Analysis, sc: Scope) -> None:
+    sel = sc.expression
+    aliases = {p.alias.lower() for p in sel.expressions if p.alias}
+    for col in own_columns(sc):
+        name, tbl = col.name.lower(), col.table.lower()
+        if col.args.get("db") or _lambda_param(col, name):
+            continue
+        if tbl:
+            found = False
             for s in chain(sc):
-                for _, src in s.selected_sources.values():
-                    cands |= self._cols(src) or set()
-            self.ctx.unknown_columns.append(
-                (col, name, f"no column {name!r} in the tables of this query"
-                            f"{suggest(name, cands)}"))
-
-    def _ambiguous(self, sc: Scope, name: str) -> list[str]:
-        """The sources of the innermost scope that has column ``name``, when more than one
-        has it and no USING or NATURAL join merges them (DuckDB's "ambiguous reference");
-        [] otherwise, and when a source's columns cannot be known."""
-        for s in chain(sc):
-            hits = []
-            for a, (_, src) in s.selected_sources.items():
-                cols = self._cols(src)
-                if cols is None:
-                    return []
-                if name in cols:
-                    hits.append(a)
-            if not hits:
-                continue
-            joins = s.expression.args.get("joins") or [] if isinstance(
-                s.expression, exp.Select) else []
-            merged = any(str(j.args.get("method") or "").upper() == "NATURAL"
-                         or any(u.name.lower() == name for u in j.args.get("using") or [])
-                         for j in joins)
-            return hits if len(hits) > 1 and not merged else []
-        return []
-
-    def _cols(self, src: object) -> set[str] | None:
-        """Columns of a selected source, computed once per analysis."""
-        key = id(src)
-        if key not in self._colcache:
-            self._colcache[key] = source_columns(src, self.relations)
-        return self._colcache[key]
-
-    def _has_column(self, sc: Scope, name: str) -> bool:
+                if tbl in s.selected_sources:
+                    found = True
+                    cols = columns_of(an, s.selected_sources[tbl][1])
+                    if cols is not None and name not in cols \
+                            and name not in PSEUDO_COLUMNS:
+                        an.ctx.unknown_columns.append(
+                            (col, f"{tbl}.{name}", f"{tbl} has no column {name!r}"
+                                                   f"{suggest(name, cols)}"))
+                    break
+            if not found and not has_column(an, sc, tbl):
+                known = {a for s in chain(sc) for a in s.selected_sources}
+                an.ctx.unknown_columns.append(
+                    (col, f"{tbl}.{name}", f"no table or alias {tbl!r} in this query"
+                                           f"{suggest(tbl, known)}"))
+            continue
+        if name in aliases or name in PSEUDO_COLUMNS:
+            continue
+        if has_column(an, sc, name):
+            both = ambiguous(an, sc, name)
+            if both:
+                an.ctx.ambiguous_columns.append((col, name, both))
+            continue
+        cands = set(aliases)
         for s in chain(sc):
             for _, src in s.selected_sources.values():
-                cols = self._cols(src)
-                if cols is None or name in cols:
-                    return True
-        return False
+                cands |= columns_of(an, src) or set()
+        an.ctx.unknown_columns.append(
+            (col, name, f"no column {name!r} in the tables of this query"
+                        f"{suggest(name, cands)}"))
 
-    def _ref(self, sc: Scope, col: exp.Column) -> tuple[str, str] | None:
-        """(alias, column) of a column of this scope's own sources, or None."""
-        name, tbl = col.name.lower(), col.table.lower()
-        if tbl:
-            return (tbl, name) if tbl in sc.selected_sources else None
-        hits = [a for a, (_, src) in sc.selected_sources.items()
-                if (self._cols(src) or set()) >= {name}]
-        if len(hits) == 1:
-            return hits[0], name
-        if not hits and len(sc.selected_sources) == 1:
-            return next(iter(sc.selected_sources)), name
-        return None
+
+def ambiguous(an: Analysis, sc: Scope, name: str) -> list[str]:
+    """The sources of the innermost scope that has column ``name``, when more than one
+    has it and no USING or NATURAL join merges them (DuckDB's "ambiguous reference");
+    [] otherwise, and when a source's columns cannot be known."""
+    for s in chain(sc):
+        hits = []
+        for a, (_, src) in s.selected_sources.items():
+            cols = columns_of(an, src)
+            if cols is None:
+                return []
+            if name in cols:
+                hits.append(a)
+        if not hits:
+            continue
+        joins = s.expression.args.get("joins") or [] if isinstance(
+            s.expression, exp.Select) else []
+        merged = any(str(j.args.get("method") or "").upper() == "NATURAL"
+                     or any(u.name.lower() == name for u in j.args.get("using") or [])
+                     for j in joins)
+        return hits if len(hits) > 1 and not merged else []
+    return []
+
+
+def columns_of(an: Analysis, src: object) -> set[str] | None:
+    """Columns of a selected source, computed once per analysis."""
+    key = id(src)
+    if key not in an.colcache:
+        an.colcache[key] = source_columns(src, an.relations)
+    return an.colcache[key]
+
+
+def has_column(an: Analysis, sc: Scope, name: str) -> bool:
+    for s in chain(sc):
+        for _, src in s.selected_sources.values():
+            cols = columns_of(an, src)
+            if cols is None or name in cols:
+                return True
+    return False
+
+
+def ref_of(an: Analysis, sc: Scope, col: exp.Column) -> tuple[str, str] | None:
+    """(alias, column) of a column of this scope's own sources, or None."""
+    name, tbl = col.name.lower(), col.table.lower()
+    if tbl:
+        return (tbl, name) if tbl in sc.selected_sources else None
+    hits = [a for a, (_, src) in sc.selected_sources.items()
+            if (columns_of(an, src) or set()) >= {name}]
+    if len(hits) == 1:
+        return hits[0], name
+    if not hits and len(sc.selected_sources) == 1:
+        return next(iter(sc.selected_sources)), name
+    return None
 
 
 def rel_literals(rel: Relation) -> list[Any]:

@@ -20,17 +20,8 @@ OUT=${2:?out dir}
 REQS=${3:-}
 [ -n "$REQS" ] && REQS=$(cd "$(dirname "$REQS")" && pwd)/$(basename "$REQS")
 WORK=/tmp/programs
-rm -rf "$WORK" /tmp/progs /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT" /tmp/progs
-for w in argus cupti130; do
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
-done
-python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/argus_wheel "$ROOT" || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_argusdb \
-  /tmp/argus_wheel/argusdb-*.whl || exit 1
-export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
-export PYTHONUNBUFFERED=1
-cp -r "$ROOT/tests/data/programs/." /tmp/progs/
+rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
+source "$ROOT/tools/h200/wheel_site.sh"
 cd /tmp/progs
 find . -name "*.py" | sort | xargs sha256sum > "$WORK/programs.before.sha256"
 python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"

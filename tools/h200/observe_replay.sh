@@ -18,17 +18,8 @@ REQS=$(cd "$(dirname "${3:?requests file}")" && pwd)/$(basename "$3")
 MODES=${4:-"replay no-replay"}
 NAME=$(basename "$REQS" .txt)
 WORK=/tmp/$NAME
-rm -rf "$WORK" /tmp/progs /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT" /tmp/progs
-for w in argus cupti130; do
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
-done
-python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/argus_wheel "$ROOT" || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_argusdb \
-  /tmp/argus_wheel/argusdb-*.whl || exit 1
-export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
-export PYTHONUNBUFFERED=1
-cp -r "$ROOT/tests/data/programs/." /tmp/progs/
+rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
+source "$ROOT/tools/h200/wheel_site.sh"
 python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
 while read -r name dir region sig cmd; do

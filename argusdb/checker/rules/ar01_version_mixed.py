@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule, shown
 
 
-class VersionMixed(Rule):
+class VersionMixed(MixingRule):
     """Aggregates, windows and joins must not put values of two program versions together.
 
     A median over two versions of a kernel describes neither. The rule refuses an aggregate,
@@ -31,28 +30,21 @@ class VersionMixed(Rule):
 
     code = "AR01"
     name = "version.mixed"
-    phase = "compat"
+    properties = (("version", "versions", "program_versions"),)
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for c in ctx.mixing("version"):
-            if c.diffs_versions:
-                continue
-            vs = sorted(c.props.versions)
-            shown = ", ".join(vs[:4]) + (f" and {len(vs) - 4} more" if len(vs) > 4 else "")
-            sigs = sorted(c.props.signals)
-            each = f" (one per signal: {', '.join(sigs[:4])}{', ...' if len(sigs) > 4 else ''})"
-            compare = (f"compare versions region by region with version_diff("
-                       f"'{sigs[0] if sigs else 'duration'}', '{vs[0]}', '{vs[1]}')"
-                       f"{each if len(sigs) > 1 else ''}")
-            if c.intervals:  # intervals of two versions never share a timeline
-                compare = ("compare the versions' steps and collectives with argus diff "
-                           "(ratio and confidence interval per step and collective)")
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} combines evidence of {len(vs)} program versions ({shown}) as if "
-                f"from one program",
+    def judged(self, prop: str, c: Combination) -> bool:
+        return not c.diffs_versions
+
+    def explain(self, prop: str, c: Combination, values: list[str]) -> tuple[str, str]:
+        sigs = sorted(c.props.signals)
+        each = f" (one per signal: {', '.join(sigs[:4])}{', ...' if len(sigs) > 4 else ''})"
+        compare = (f"compare versions region by region with version_diff("
+                   f"'{sigs[0] if sigs else 'duration'}', '{values[0]}', '{values[1]}')"
+                   f"{each if len(sigs) > 1 else ''}")
+        if c.intervals:  # intervals of two versions never share a timeline
+            compare = ("compare the versions' steps and collectives with argus diff "
+                       "(ratio and confidence interval per step and collective)")
+        return (f"{c.what()} combines evidence of {len(values)} program versions "
+                f"({shown(values, 4)}) as if from one program",
                 f"group or partition by program_version (or run_id), filter one version "
-                f"(WHERE program_version = '{vs[0]}'), or {compare}",
-                program_versions=vs))
-        return out
+                f"(WHERE program_version = '{values[0]}'), or {compare}")

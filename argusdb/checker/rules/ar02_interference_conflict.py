@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule
 from argusdb.schema.signature import readable
 
 
-class InterferenceConflict(Rule):
+class InterferenceConflict(MixingRule):
     """Values perturbed by a measurement must not be combined with clean ones (or others').
 
     Every value has a *standing*: ``clean``, or the interference signature of its run when the
@@ -34,28 +33,22 @@ class InterferenceConflict(Rule):
 
     code = "AR02"
     name = "interference.conflict"
-    phase = "compat"
+    properties = (("standing", "standings", "standings"),)
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for c in ctx.mixing("standing"):
-            st = sorted(c.props.standings)
-            perturbed = [s for s in st if s != "clean"]
-            clean = "clean timing" if "clean" in st else "values"
-            remedy = ("keep one standing: restrict to clean runs (JOIN run r USING (run_id) "
-                      "WHERE r.timing_clean), or group/join by run_id or signature; to compare "
-                      "timing, collect a clean timing run of the same version (argus observe "
-                      "SOURCE_FILE --region REGION --signals duration, or ingest a CUPTI "
-                      "activity trace)")
-            if c.intervals:  # host-op tracing and forced waits change overlap itself
-                remedy = ("keep one standing: restrict to timing-clean launches (WHERE "
-                          "timing_clean; every interval macro returns it), or group/join by "
-                          "run_id or signature; step time and overlap come from a clean launch "
-                          "(argus observe ... -- torchrun: its dist_events launch), host ops "
-                          "from the profiled one, each read on its own")
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} combines {clean} with values perturbed by "
+    def explain(self, prop: str, c: Combination, values: list[str]) -> tuple[str, str]:
+        perturbed = [s for s in values if s != "clean"]
+        clean = "clean timing" if "clean" in values else "values"
+        remedy = ("keep one standing: restrict to clean runs (JOIN run r USING (run_id) "
+                  "WHERE r.timing_clean), or group/join by run_id or signature; to compare "
+                  "timing, collect a clean timing run of the same version (argus observe "
+                  "SOURCE_FILE --region REGION --signals duration, or ingest a CUPTI "
+                  "activity trace)")
+        if c.intervals:  # host-op tracing and forced waits change overlap itself
+            remedy = ("keep one standing: restrict to timing-clean launches (WHERE "
+                      "timing_clean; every interval macro returns it), or group/join by "
+                      "run_id or signature; step time and overlap come from a clean launch "
+                      "(argus observe ... -- torchrun: its dist_events launch), host ops "
+                      "from the profiled one, each read on its own")
+        return (f"{c.what()} combines {clean} with values perturbed by "
                 f"{' and '.join(readable(p) for p in perturbed)}: these runs' interference "
-                f"signatures conflict", remedy, standings=st))
-        return out
+                f"signatures conflict", remedy)

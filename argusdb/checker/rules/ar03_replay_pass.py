@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule
 
 
-class ReplayCrossPass(Rule):
+class ReplayCrossPass(MixingRule):
     """Counters collected in different replay passes must not be combined as if together.
 
     Nsight Compute collects a long metric list over several replays of the kernel; each pass
@@ -30,20 +29,12 @@ class ReplayCrossPass(Rule):
 
     code = "AR03"
     name = "replay.cross_pass"
-    phase = "compat"
+    properties = (("pass", "passes", "replay_passes"),)
+    acknowledged_by = "cross_pass"
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for c in ctx.mixing("pass"):
-            if "cross_pass" in c.acks:
-                continue
-            passes = sorted(c.props.passes)
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} combines counters from replay passes {passes} as if collected in "
-                f"one execution",
+    def explain(self, prop: str, c: Combination, values: list[int]) -> tuple[str, str]:
+        return (f"{c.what()} combines counters from replay passes {values} as if collected "
+                f"in one execution",
                 "join or group by replay_pass, collect the counters in one pass (a smaller "
-                "metric list: argus observe SOURCE_FILE --region REGION --signals <counters>), or "
-                "say it is meant: FROM evidence_accepting('cross_pass')",
-                replay_passes=passes))
-        return out
+                "metric list: argus observe SOURCE_FILE --region REGION --signals <counters>), "
+                "or say it is meant: FROM evidence_accepting('cross_pass')")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule
 
 
-class ClassMix(Rule):
+class ClassMix(MixingRule):
     """Derived evidence must not be combined with observed or attributed evidence silently.
 
     A *derived* value (e.g. exposed latency inferred from a forced-wait variant) holds only
@@ -32,19 +31,11 @@ class ClassMix(Rule):
 
     code = "AR04"
     name = "class.mix"
-    phase = "compat"
+    properties = (("class", "classes", "evidence_classes"),)
+    acknowledged_by = "class_mix"
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for c in ctx.mixing("class"):
-            if "class_mix" in c.acks:
-                continue
-            classes = sorted(c.props.classes)
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} combines {' and '.join(classes)} evidence without acknowledging "
+    def explain(self, prop: str, c: Combination, values: list[str]) -> tuple[str, str]:
+        return (f"{c.what()} combines {' and '.join(values)} evidence without acknowledging "
                 f"the class",
                 "group or join by evidence_class, filter one class (WHERE evidence_class = "
-                "'observed'), or acknowledge the mix: FROM evidence_accepting('class_mix')",
-                evidence_classes=classes))
-        return out
+                "'observed'), or acknowledge the mix: FROM evidence_accepting('class_mix')")

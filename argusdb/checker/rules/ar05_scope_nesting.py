@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule
 
 
-class ScopeNesting(Rule):
+class ScopeNesting(MixingRule):
     """Values of different scopes (warp role, CTA, warp, SM, loop iteration vs whole kernel)
     must not be joined or aggregated together without an aggregation that makes them
     comparable.
@@ -33,17 +32,10 @@ class ScopeNesting(Rule):
 
     code = "AR05"
     name = "scope.nesting"
-    phase = "compat"
+    properties = (("scope", "scopes", "scopes"),)
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for c in ctx.mixing("scope"):
-            scopes = sorted(c.props.scopes)
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} combines values of scopes that do not nest ({', '.join(scopes)})",
+    def explain(self, prop: str, c: Combination, values: list[str]) -> tuple[str, str]:
+        return (f"{c.what()} combines values of scopes that do not nest ({', '.join(values)})",
                 "aggregate the finer-scoped values up to the coarser scope first (a CTE with "
                 "GROUP BY over the other keys), or join/group by the scope columns (cta, sm, "
-                "warp, warp_role, loop_iter)",
-                scopes=scopes))
-        return out
+                "warp, warp_role, loop_iter)")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule, shown
 
 
-class GranularityUnit(Rule):
+class GranularityUnit(MixingRule):
     """An aggregate or window must not put together values of different granularity (a
     kernel-wide total, per-instruction rows, per-line rows, attributed per-region sums) or of
     different units, unless a key keeps them apart.
@@ -36,32 +35,24 @@ class GranularityUnit(Rule):
 
     code = "AR12"
     name = "evidence.granularity"
-    phase = "compat"
+    properties = (("granularity", "granularities", "granularities"), ("unit", "units", "units"))
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for c in ctx.mixing("granularity"):
-            if c.kind == "join":
-                continue
-            gs = sorted(c.props.granularities)
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} puts together values of different granularity ({', '.join(gs)}): "
-                f"a kernel total and the rows it is made of would be counted twice",
+    def judged(self, prop: str, c: Combination) -> bool:
+        # a join is judged where its values are added or compared (units: unless the join
+        # is made for them)
+        return c.kind != "join" or (prop == "unit" and c.only is not None)
+
+    def explain(self, prop: str, c: Combination, values: list[str]) -> tuple[str, str]:
+        if prop == "unit":
+            return (f"{c.what()} puts together values in {len(values)} different units "
+                    f"({shown(values, 6)})",
+                    "filter or group by signal (one signal has one unit per version) or by "
+                    "unit, e.g. WHERE signal = 'duration' or GROUP BY signal, unit")
+        return (f"{c.what()} puts together values of different granularity "
+                f"({', '.join(values)}): a kernel total and the rows it is made of would be "
+                f"counted twice",
                 "keep one granularity: per instruction (WHERE pc IS NOT NULL), per line "
                 "(source_line IS NOT NULL AND pc IS NULL), kernel-wide (pc IS NULL AND "
-                "source_line IS NULL AND evidence_class = 'observed') or attributed region sums "
-                "(evidence_class = 'attributed'); or group by pc/source_line/evidence_class",
-                granularities=gs))
-        for c in ctx.mixing("unit"):
-            if c.kind == "join" and c.only is None:
-                continue  # a join is judged where its values are added or compared
-            us = sorted(c.props.units)
-            shown = ", ".join(us[:6]) + (f" and {len(us) - 6} more" if len(us) > 6 else "")
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} puts together values in {len(us)} different units ({shown})",
-                "filter or group by signal (one signal has one unit per version) or by unit, "
-                "e.g. WHERE signal = 'duration' or GROUP BY signal, unit",
-                units=us))
-        return out
+                "source_line IS NULL AND evidence_class = 'observed') or attributed region "
+                "sums (evidence_class = 'attributed'); or group by pc/source_line/"
+                "evidence_class")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule
 
 
-class DeviceMixed(Rule):
+class DeviceMixed(MixingRule):
     """Aggregates, windows and joins must not put together values measured on different
     devices (``run.device``: an H200 and an A100, two models of one family) unless a key
     keeps them apart (``device``, ``device_info`` or ``run_id``: a run is on one device).
@@ -30,17 +29,10 @@ class DeviceMixed(Rule):
 
     code = "AR13"
     name = "device.mixed"
-    phase = "compat"
+    properties = (("device", "devices", "devices"),)
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for c in ctx.mixing("device"):
-            ds = sorted(c.props.devices)
-            out.append(self.finding(
-                ctx, c.node,
-                f"{c.what()} combines evidence measured on {len(ds)} devices "
-                f"({', '.join(ds[:4])}) as if from one",
+    def explain(self, prop: str, c: Combination, values: list[str]) -> tuple[str, str]:
+        return (f"{c.what()} combines evidence measured on {len(values)} devices "
+                f"({', '.join(values[:4])}) as if from one",
                 "group or join by device (JOIN run r USING (run_id) ... GROUP BY r.device) or "
-                "by run_id, or filter one device (WHERE r.device = '...')",
-                devices=ds))
-        return out
+                "by run_id, or filter one device (WHERE r.device = '...')")

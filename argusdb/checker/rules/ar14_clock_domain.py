@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from argusdb.checker.context import Context
-from argusdb.checker.rules import Rule
-from argusdb.errors import Finding
+from argusdb.checker.context import Combination
+from argusdb.checker.rules import MixingRule, shown
 
 
-class ClockDomain(Rule):
+class ClockDomain(MixingRule):
     """Timestamps of different clock domains must not be compared, subtracted or overlapped.
 
     Every interval's raw ``start_ns`` / ``end_ns`` are on the clock of one process (the run,
@@ -41,25 +40,20 @@ class ClockDomain(Rule):
 
     code = "AR14"
     name = "clock.domain"
-    phase = "compat"
+    properties = (("clock", "clocks", "clock_domains"),
+                  ("aligned_clock", "aligned_clocks", "clock_domains"))
 
-    def check(self, ctx: Context) -> list[Finding]:
-        out = []
-        for prop, which in (("clock", "raw"), ("aligned_clock", "aligned")):
-            for c in ctx.mixing(prop):
-                ds = sorted(c.props.clocks if prop == "clock" else c.props.aligned_clocks)
-                shown = "; ".join(ds[:3]) + (f"; and {len(ds) - 3} more" if len(ds) > 3 else "")
-                remedy = ("compare aligned_start_ns / aligned_end_ns (interval_event: the "
-                          "launch group's reference clock, clock_alignment) within one launch "
-                          "group, keep one process's clock (join or group by run_id or "
-                          "clock_domain), or use interval_span_join_ranks / "
-                          "collective_instance, which pair ranks on the aligned clock")
-                if prop == "aligned_clock":
-                    remedy = ("keep one launch group (join or group by launch_group or "
-                              "aligned_domain): each launch group's aligned clock is its own "
-                              "reference rank's; compare launches with argus diff")
-                out.append(self.finding(
-                    ctx, c.node,
-                    f"{c.what()} puts {which} timestamps of {len(ds)} clock domains together "
-                    f"({shown}) as if on one clock", remedy, clock_domains=ds))
-        return out
+    def explain(self, prop: str, c: Combination, values: list[str]) -> tuple[str, str]:
+        which = "raw"
+        remedy = ("compare aligned_start_ns / aligned_end_ns (interval_event: the launch "
+                  "group's reference clock, clock_alignment) within one launch group, keep one "
+                  "process's clock (join or group by run_id or clock_domain), or use "
+                  "interval_span_join_ranks / collective_instance, which pair ranks on the "
+                  "aligned clock")
+        if prop == "aligned_clock":
+            which = "aligned"
+            remedy = ("keep one launch group (join or group by launch_group or "
+                      "aligned_domain): each launch group's aligned clock is its own "
+                      "reference rank's; compare launches with argus diff")
+        return (f"{c.what()} puts {which} timestamps of {len(values)} clock domains together "
+                f"({shown(values, 3, '; ')}) as if on one clock", remedy)
