@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from argusdb.checker.metadata import SAMPLED_UNITS, TIMING_UNITS
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.schema.arrowvalues import NULL, numbers, string, strings
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
 from argusdb.schema.sqltext import literal as lit
+from argusdb.schema.units import SAMPLED_UNITS, TIMING_UNITS
 
 if TYPE_CHECKING:
     from argusdb.api import Connection

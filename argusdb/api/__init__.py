@@ -423,12 +423,11 @@ class Connection:
         from argusdb.api import checked
 
         with checked.check_budget(self.timeout_s) as spent:
-            # a question over evidence only runs: its check may be kept across processes
-            # (:mod:`argusdb.api.kept`); a facts question's check is read for what it reads
-            reports = [self._checked(valid_sql(s), across=s not in facts) for s in todo]
+            # an accepted check may be kept across processes (:mod:`argusdb.api.kept`): a
+            # facts question's with whether it reads evidence
+            reports = [self._checked(valid_sql(s), across=True) for s in todo]
         for s, report in zip(todo, reports, strict=True):
-            if s in facts and (report.context is None
-                               or any(st.base for st in report.context.streams)):
+            if s in facts and _reads_evidence(report):
                 raise UsageError("Connection.facts answers questions over facts only (run, "
                                  "task, plan, program_version ...); ask about evidence with "
                                  "query()")
@@ -520,7 +519,8 @@ class Connection:
             raise QueryRefused(report.findings)
         _keep(self._reports, gen, sql, report)
         if identity is not None:
-            across_processes.save(identity, sql, report.executable, report.provenance())
+            across_processes.save(identity, sql, report.executable, report.provenance(),
+                                  reads_evidence=_reads_evidence(report))
         return report
 
     def facts(self, sql: str) -> pa.Table:
@@ -541,6 +541,16 @@ class Connection:
         from argusdb.api import checked
 
         return checked.explain(valid_sql(sql), self._questions)
+
+
+def _reads_evidence(report: checker.Report | KeptCheck) -> bool:
+    """Whether an accepted question reads evidence (a base stream), as its check found (a kept
+    check recorded it); what :meth:`Connection.facts` refuses."""
+    from argusdb.api.kept import KeptCheck
+
+    if isinstance(report, KeptCheck):
+        return report.reads_evidence
+    return report.context is None or any(st.base for st in report.context.streams)
 
 
 def _refresh_metadata(store: Store) -> None:
