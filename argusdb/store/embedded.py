@@ -503,7 +503,7 @@ class Store(RowWriter):
     @contextmanager
     def time_limit(self, timeout_s: float) -> Iterator[None]:
         """Interrupt this store's library SQL (reports, diffs) after ``timeout_s``."""
-        with self._watchdog.limit(self.con, timeout_s):
+        with self._watchdog.limit(self.con, timeout_s, cpu=self.count_cpu):
             yield
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
