@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from argusdb.answers.lineage import lineage_keys
 from argusdb.errors import QueryRefused, UsageError
 from argusdb.schema.arrowvalues import NULL, indices, numbers, string, strings
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
@@ -490,7 +491,7 @@ def _add_lineage(co: Cohort, text: Any, parsed: dict[str, dict[str, Any]]) -> No
         return
     lineage = parsed.get(text)
     if lineage is None:
-        lineage = parsed[text] = json.loads(text) or {}
+        lineage = parsed[text] = lineage_keys(text)
     cond = lineage.get("conditions")
     if cond is not None and cond not in co.conditions:
         co.conditions.append(cond)
