@@ -20,6 +20,7 @@ checker.
 
 Example:
     >>> from argusdb.api.checked import metadata_of
+    >>> from argusdb.checker import analyse
     >>> from argusdb.store import open_store
     >>> with open_store("argus.duckdb", read_only=True) as store:
     ...     report = analyse("SELECT median(value) FROM evidence", metadata_of(store))
