@@ -75,7 +75,7 @@ def test_inductors_wrapper_code_holds_the_users_kernel_and_the_fused_neighbours(
     for var, name, src in re.findall(
             r"^(\w+) = async_compile\.triton\('(\w+)', '''(.*?)'''", wrapper, re.M | re.S):
         fn = re.search(r"^def (\w+)\(", src, re.M)
-        assert fn is not None
+        assert fn is not None and fn.group(1) == name
         kinds[var] = inductor.classify(fn.group(1), _function(src, fn.group(1)), "/c/w.py",
                                        "gelu_kernel", user, "/u/gelu.py")
     assert kinds == {"gelu_kernel_0": "user", "triton_per_fused_native_layer_norm_0": "inductor",

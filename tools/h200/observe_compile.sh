@@ -12,7 +12,7 @@
 #   bash tools/h200/observe_compile.sh WHEELS_DIR OUT_DIR
 #
 # WHEELS_DIR holds argus/ and cupti130/ as for observe_programs.sh. Each step has a time limit
-# (the whole script stays within ~310 s on the H200).
+# (the whole script stays within ~330 s on the H200; 2026-12-03: 210 s).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WHL=$(cd "${1:?wheels dir}" && pwd)
@@ -99,17 +99,24 @@ PY
 report compiled eager | tee "$WORK/binaries.txt"
 HC=$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")
 HE=$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")
-# the kernel's duration (both versions have it), then every signal of the region
-timeout 8 python3 -m argusdb diff "$STORE" --region gelu/gelu_kernel --from "binary=$HE" \
-  --to "binary=$HC" --json > "$WORK/diff.kernel.json" 2> "$WORK/diff.kernel.log"
-echo "diff gelu/gelu_kernel rc=$?" | tee -a "$WORK/walls.txt"
-head -c 3000 "$WORK/diff.kernel.json"; echo; tail -n 5 "$WORK/diff.kernel.log"
-timeout 8 python3 -m argusdb diff "$STORE" --region "$R" --from "binary=$HE" \
-  --to "binary=$HC" > "$WORK/diff.load.txt" 2>&1
-echo "diff $R rc=$?" | tee -a "$WORK/walls.txt"
-tail -n 20 "$WORK/diff.load.txt"
+diffs() {  # program (the kernel region's file stem and kernel), name, eager hash, compiled hash
+  local t0
+  for what in "$1:duration" "$1/load:inst_executed warp_stall_samples exposed_latency"; do
+    local region=${what%%:*} sigs=() s
+    for s in ${what#*:}; do sigs+=(--signal "$s"); done
+    t0=$(date +%s.%N)
+    timeout 60 python3 -m argusdb diff "$STORE" --region "$region" --from "binary=$3" \
+      --to "binary=$4" "${sigs[@]}" > "$WORK/diff.$2.${region##*/}.txt" 2>&1
+    echo "diff $region rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
+      | tee -a "$WORK/walls.txt"
+    cat "$WORK/diff.$2.${region##*/}.txt"
+  done
+}
+diffs gelu/gelu_kernel mlp "$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")" \
+  "$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")"
 # the compiled model whose SwiGLU autotunes (Inductor benchmarks its configs when it compiles)
 cd /tmp/progs_tuned
+sha256sum ./*.py > "$WORK/programs.tuned.before.sha256"
 LEFT=$(python3 -c "print(int(300 - ($(date +%s.%N) - $T0)))")
 if [ "$LEFT" -ge 60 ]; then
   observe tuned "$((LEFT > 110 ? 110 : LEFT))" swiglu/swiglu_kernel/load python3 model.py
@@ -124,26 +131,20 @@ else
   echo "tuned_eager skipped: ${LEFT} s left of the budget" | tee -a "$WORK/walls.txt"
 fi
 report tuned tuned_eager | tee "$WORK/binaries.tuned.txt"
-HC=$(awk '$1=="tuned"{print $2}' "$WORK/binaries.tuned.txt")
-HE=$(awk '$1=="tuned_eager"{print $2}' "$WORK/binaries.tuned.txt")
-timeout 8 python3 -m argusdb diff "$STORE" --region swiglu/swiglu_kernel/load \
-  --from "binary=$HE" --to "binary=$HC" > "$WORK/diff.tuned.txt" 2>&1
-echo "diff swiglu/swiglu_kernel/load rc=$?" | tee -a "$WORK/walls.txt"
-tail -n 20 "$WORK/diff.tuned.txt"
+diffs swiglu/swiglu_kernel tuned "$(awk '$1=="tuned_eager"{print $2}' "$WORK/binaries.tuned.txt")" \
+  "$(awk '$1=="tuned"{print $2}' "$WORK/binaries.tuned.txt")"
 sha256sum ./*.py > "$WORK/programs.tuned.after.sha256"
 cd /tmp/progs_compile
 sha256sum ./*.py > "$WORK/programs.after.sha256"
-cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" && echo "programs unmodified"
+cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" \
+  && cmp "$WORK/programs.tuned.before.sha256" "$WORK/programs.tuned.after.sha256" \
+  && echo "programs unmodified"
 cd /tmp
-# of Inductor's cache keep the wrapper code (async_compile.triton of every kernel it launched,
-# the user kernel's copy among them); the kernels' own copies are in the launch records
-find "$WORK" -path "*inductor_cache*" -type f ! -name "*.py" -delete
-find "$WORK" -path "*inductor_cache*" -name "*.py" -type f \
-  -exec grep -L -F "async_compile.triton(" {} + | xargs -r rm -f
-find "$WORK" -depth -path "*inductor_cache*" -type d -empty -delete
+# each run's task folders as a replay bundle (tests/data/gpu/compile/NAME): no cubins, ncu
+# reports or capture bytes; of Inductor's cache the wrapper code alone (gzipped)
 find "$WORK" \( -name "*.ncu-rep" -o -name "*.cubin" -o -name "storage.*.bin" \) -delete
-find "$WORK" -name "*.chrome_trace" -exec gzip -9 {} \;
-rm -f "$STORE" "$STORE.wal"
+python3 "$ROOT/tools/h200/compile_bundles.py" "$WORK" compiled eager tuned tuned_eager
+rm -rf "$STORE" "$STORE.wal" "$STORE.runs"
 tar czf "$OUT/compile.tar.gz" -C /tmp compile
 ls -la "$OUT"
 echo "total_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")"
