@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `argus observe` of a user's Triton kernel inside torch.compile on the H200, from an installed
-# wheel of argusdb: tests/data/programs/compiled_mlp (an MLP block step under @torch.compile
-# whose GELU is the user's @triton.jit gelu_kernel), unmodified, observed as compiled and
-# eagerly (TORCHDYNAMO_DISABLE=1) into one store with duration, inst_executed,
-# warp_stall_samples and exposed_latency, then `argus diff` between the two versions (two
-# binaries of one source); then tests/data/programs/compiled_tuned (a model compiled whole
-# whose autotuned SwiGLU Inductor benchmarks) the same way. Packs the --json reports, logs, task folders (no cubins, ncu
-# reports or capture bytes; the compiled run's Inductor cache reduced to its generated code)
-# and the diffs into OUT/compile.tar.gz, and prints the walls and the key figures.
+# wheel of argusdb, with duration, inst_executed, warp_stall_samples and exposed_latency:
+# tests/data/programs/compiled_mlp (an MLP block step under @torch.compile whose GELU is the
+# user's @triton.jit gelu_kernel) and tests/data/programs/compiled_tuned (a model compiled
+# whole whose autotuned SwiGLU Inductor benchmarks), each unmodified, compiled and eagerly
+# (TORCHDYNAMO_DISABLE=1) into one store, then `argus diff` between each pair's two versions
+# (two binaries of one source): the kernel's duration and the region's asked signals. Packs
+# the --json reports, logs, the diffs and each run's task folders as a replay bundle
+# (tools/h200/compile_bundles.py) into OUT/compile.tar.gz, and prints the walls and figures.
 #
 #   bash tools/h200/observe_compile.sh WHEELS_DIR OUT_DIR
 #
