@@ -22,6 +22,7 @@ Predicates or keys on columns the summary lacks (``value``, ``launch``, ``pc`` .
 the relation itself: exact, only slower.
 
 Example:
+    >>> from argusdb.checker.predicates import Pred
     >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
     >>> with open_store("argus.duckdb", read_only=True) as store:
     ...     rows = StoreMetadata.of(store).rows("evidence", [pred], [], {"signal"})
