@@ -87,27 +87,38 @@ def replicate(store: Store, run_id: str, copies: int, tag: str) -> None:
                   f"FROM {table} t, _replica x WHERE t.run_id = ? ORDER BY x.i", [run_id])
 
 
-def build(path: Path, pages: int, timing: int) -> int:
-    """Write the big store; returns its evidence rows (observed + attributed)."""
+def build(path: Path, pages: int, timing: int, to_pages: int = 0) -> int:
+    """Write the big store; returns its evidence rows (observed + attributed). With
+    ``to_pages``, ``bn256_s3`` gets that many source-page runs too (the ``bk64_s3`` page, its
+    SASS and listing ingested under ``config=bn256_s3``): the diff then compares every
+    source-page signal of the region (55), not duration alone."""
     program = ProgramSource.from_path(MATMUL)
     st = open_store(path, create=True)
     try:
         for c in CONFIGS:
             ingest_path(st, GPU / f"matmul.{c}.run1.cupti.jsonl", program,
                         {"config": c, "target": "sm_90"})
-        for suffix in ("sass", "source.csv"):
-            ingest_path(st, GPU / f"matmul.bk64_s3.{suffix}", program,
-                        {"config": "bk64_s3", "target": "sm_90"})
+        for c in ("bk64_s3", "bn256_s3")[:2 if to_pages else 1]:
+            for suffix in ("sass", "source.csv"):
+                ingest_path(st, GPU / f"matmul.bk64_s3.{suffix}", program,
+                            {"config": c, "target": "sm_90"})
         st.sql("SET memory_limit = '2GB'")
-        runs = dict(st.sql("SELECT artefact_name, run_id FROM run").fetchall())
+        runs = dict(st.sql("SELECT artefact_name || coalesce('@' || (SELECT options::JSON->>"
+                           "'config' FROM program_version AS v WHERE v.program_version = "
+                           "r.program_version), ''), run_id FROM run AS r").fetchall())
         with st.transaction():
             for c in CONFIGS:
-                replicate(st, runs[f"matmul.{c}.run1.cupti.jsonl"], timing - 1, f"t{c}")
+                replicate(st, runs[f"matmul.{c}.run1.cupti.jsonl@{c}"], timing - 1, f"t{c}")
             materialize.refresh(st)
         for start in range(1, pages, CHUNK):  # bounded memory; attribution fills linearly
             with st.transaction():
-                replicate(st, runs["matmul.bk64_s3.source.csv"], min(CHUNK, pages - start),
-                          f"p{start:05d}_")
+                replicate(st, runs["matmul.bk64_s3.source.csv@bk64_s3"],
+                          min(CHUNK, pages - start), f"p{start:05d}_")
+                materialize.refresh(st)
+        for start in range(1, to_pages, CHUNK):
+            with st.transaction():
+                replicate(st, runs["matmul.bk64_s3.source.csv@bn256_s3"],
+                          min(CHUNK, to_pages - start), f"q{start:05d}_")
                 materialize.refresh(st)
         checked.refresh_metadata(st)  # as 'argus ingest' does after writing
         row = st.sql("SELECT (SELECT count(*) FROM observed_evidence) + "

@@ -112,6 +112,10 @@ def source_under_roots(source: str, roots: list[str]) -> Path:
     return path
 
 
+#: Tools that are argusdb's own answers (their time limits count CPU, see :func:`worker_main`).
+BUILT_IN = frozenset({"report", "diff", "trajectory"})
+
+
 def _tools(limits: Limits) -> dict[str, Callable[..., dict[str, Any]]]:
     from argusdb.answers.diff import diff
     from argusdb.answers.report import report
@@ -192,7 +196,11 @@ def worker_main(pipe: Pipe, store: str, limits: Limits) -> None:
                 db = connect(store, read_only=True, timeout_s=limits.timeout_s,
                              max_rows=limits.max_rows, max_bytes=limits.max_bytes)
                 db.store.memory_limit = limits.memory_limit
-            with deadline(limits.timeout_s), db.store.time_limit(limits.timeout_s):
+            # the built-in answers' limits count CPU (a busy machine slows them, never
+            # refuses them); a user's SQL keeps wall seconds
+            db.cpu_time = tool in BUILT_IN
+            with deadline(limits.timeout_s, cpu=db.cpu_time), \
+                    db.store.time_limit(limits.timeout_s):
                 doc, error = tools[tool](db, **args), False
         except Exception as exc:
             doc, error = _envelope(exc), True

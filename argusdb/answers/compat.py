@@ -30,20 +30,26 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from argusdb.answers.select import Cohort
-from argusdb.checker.context import Props
-from argusdb.checker.rules import rule
 from argusdb.errors import Finding
 from argusdb.schema.signature import readable
 
+if TYPE_CHECKING:  # the checker (sqlglot) loads only to word a refusal
+    from argusdb.checker.context import Props
+
 
 def _finding(code: str, message: str, remedy: str, **extra: object) -> Finding:
+    from argusdb.checker.rules import rule
+
     r = rule(code)
     return Finding(r.code, r.name, message, remedy, extra=dict(extra))
 
 
 def _props(cs: Sequence[Cohort]) -> Props:
+    from argusdb.checker.context import Props
+
     p = Props()
     for c in cs:
         p.versions.add(c.program_version)

@@ -6,7 +6,8 @@ same floating-point operations in the same order, so the results are scipy's bit
 (``tests/answers/test_ranktest.py`` compares them with ``scipy.stats.mannwhitneyu`` and
 ``scipy.stats.quantile``): ``method='auto'`` (exact when a sample has at most 8 values and
 nothing is tied, else the normal approximation with tie and continuity corrections), NaN
-propagating. Only ``scipy.special`` (already loaded for the bootstrap's binomial terms) is used.
+propagating. Only SciPy's special functions (already loaded for the bootstrap's binomial terms,
+without the ``scipy.special`` package: :mod:`argusdb.answers.special`) are used.
 
 Example:
     >>> round(mann_whitney_p([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]), 4)
@@ -29,7 +30,9 @@ EXACT_MAX = 8
 def mann_whitney_p(before: Sequence[float] | np.ndarray,
                    after: Sequence[float] | np.ndarray) -> float:
     """Two-sided p-value of the Mann-Whitney U test of ``before`` against ``after``."""
-    from scipy import special
+    from argusdb.answers.special import ufuncs
+
+    special = ufuncs()
 
     x = np.asarray(before, dtype=float)
     y = np.asarray(after, dtype=float)
@@ -65,7 +68,9 @@ def _exact_sf(k: int, n1: int, n2: int) -> float:
     at ``n1 n2 - k``, from the number of arrangements of each ``U`` (the recurrence
     ``u f(u) = sum_{i < u} f(i) sigma(u - i)``, where ``sigma(a)`` sums the divisors ``d`` of
     ``a`` with ``d <= n1`` less those with ``n2 < d <= n1 + n2``, for ``n1 <= n2``)."""
-    from scipy import special
+    from argusdb.answers.special import ufuncs
+
+    special = ufuncs()
 
     n1, n2 = min(n1, n2), max(n1, n2)
     total = special.binom(n1 + n2, n1)

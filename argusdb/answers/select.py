@@ -41,11 +41,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from argusdb.checker.metadata import SAMPLED_UNITS, TIMING_UNITS
+from argusdb.answers.lineage import lineage_keys
 from argusdb.errors import QueryRefused, UsageError
-from argusdb.schema.arrowvalues import NULL, numbers, string, strings
+from argusdb.schema.arrowvalues import NULL, indices, numbers, string, strings
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
 from argusdb.schema.sqltext import literal as lit
+from argusdb.schema.units import SAMPLED_UNITS, TIMING_UNITS
 
 if TYPE_CHECKING:
     from argusdb.api import Connection
@@ -490,7 +491,7 @@ def _add_lineage(co: Cohort, text: Any, parsed: dict[str, dict[str, Any]]) -> No
         return
     lineage = parsed.get(text)
     if lineage is None:
-        lineage = parsed[text] = json.loads(text) or {}
+        lineage = parsed[text] = lineage_keys(text)
     cond = lineage.get("conditions")
     if cond is not None and cond not in co.conditions:
         co.conditions.append(cond)
@@ -644,7 +645,7 @@ def _cohorts_of_table(t: pa.Table) -> dict[tuple[str, str, CohortKey], Cohort]:
     not_observed = np.flatnonzero(cls_codes != (cls_names.index("observed")
                                                 if "observed" in cls_names else -1))
     if not_observed.size:
-        texts = t.column("lineage").take(pa.array(not_observed)).to_pylist()
+        texts = t.column("lineage").take(indices(not_observed)).to_pylist()
         for i, text in zip(not_observed.tolist(), texts, strict=True):
             _add_lineage(found[int(row_cohort[i])], text, lineages)
     for c, co in enumerate(found):

@@ -120,7 +120,9 @@ def median_distribution(values: Sequence[float] | np.ndarray) -> tuple[np.ndarra
     draws <= ``u_i``, one of them at ``u_i``, none strictly between, one or more at ``u_j``),
     computed in logarithms. Atoms below :data:`MIN_ATOM` are left out.
     """
-    from scipy import special  # loaded at the first statistic, not with the command
+    from argusdb.answers.special import ufuncs
+
+    special = ufuncs()  # loaded at the first statistic, not with the command
 
     u, c = np.unique(np.asarray(values, dtype=float), return_counts=True)
     n = int(c.sum())

@@ -41,9 +41,6 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-import sqlglot
-from sqlglot import exp
-
 from argusdb.answers import MAX_ENTROPY_BITS as _MAX_ENTROPY_BITS
 from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, QueryRefused, UsageError
@@ -51,6 +48,7 @@ from argusdb.schema.shape import INTRA_KERNEL_SCOPE
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from sqlglot import exp
 
     from argusdb.api import Connection
 
@@ -101,20 +99,29 @@ class Coverage:
         self.db = db
         self.max_unattributed = max_unattributed
         self.max_entropy = max_entropy
-        self._totals: dict[str, list[dict[str, Any]]] = {}
+        #: Per version: its attributed totals per run, grouped by (kernel, signal).
+        self._totals: dict[str, dict[tuple[str, str], list[dict[str, Any]]]] = {}
         self._library: dict[str, tuple[list[str], int, str | None]] = {}
         self._plans: dict[str, list[dict[str, Any]]] = {}
 
     # -- reads (one query each per version) -------------------------------------------------
-    def _attributed_totals(self, version: str) -> list[dict[str, Any]]:
+    def _attributed_totals(self, version: str, kernel: str, signal: str
+                           ) -> list[dict[str, Any]]:
+        """The version's per-run attributed totals of ``kernel``'s ``signal`` (one query per
+        version, grouped once: a diff of N signals looks each up, not N scans)."""
         if version not in self._totals:
-            self._totals[version] = _read(
+            by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+            for r in _read(
                 self.db, f"SELECT run_id, kernel, signal, "
                 f"sum(value) FILTER (WHERE ends_with(region_id, '/_unattributed')) "
                 f"AS unattributed, sum(value) AS total FROM evidence "
                 f"WHERE program_version = {lit(version)} AND evidence_class = 'attributed' "
-                f"GROUP BY run_id, kernel, signal")
-        return self._totals[version]
+                f"GROUP BY run_id, kernel, signal"):
+                if r["kernel"] is None or r["signal"] is None:
+                    continue  # matches no region's kernel
+                by.setdefault((str(r["kernel"]), str(r["signal"])), []).append(r)
+            self._totals[version] = by
+        return self._totals[version].get((kernel, signal), [])
 
     def _library_lines(self, version: str) -> tuple[list[str], int, str | None]:
         """(library files with instruction-level evidence, call sites, the program's file)."""
@@ -183,9 +190,9 @@ class Coverage:
         parts = region.split("/")
         if len(parts) < 2:
             return None
-        rows = [r for r in self._attributed_totals(version)
-                if r["kernel"] == parts[1] and r["signal"] == signal
-                and (not runs or r["run_id"] in runs)]
+        wanted = set(runs or ())
+        rows = [r for r in self._attributed_totals(version, parts[1], signal)
+                if not wanted or r["run_id"] in wanted]
         total = sum(abs(float(r["total"] or 0.0)) for r in rows)
         if not rows or total == 0:
             return None
@@ -330,6 +337,8 @@ def did_you_mean(name: str, known: list[str], what: str = "signal") -> UsageErro
 
 def _literals(tree: exp.Expr, column: str) -> set[str]:
     """String literals the query compares ``column`` with (``=`` and ``IN``)."""
+    from sqlglot import exp
+
     out: set[str] = set()
     for eq in tree.find_all(exp.EQ):
         for col, val in ((eq.left, eq.right), (eq.right, eq.left)):
@@ -354,6 +363,9 @@ def empty_answer(db: Connection, sql: str, table: pa.Table) -> ArgusError | None
     if table.num_rows > 1 or (table.num_rows == 1 and any(
             v is not None for v in table.to_pylist()[0].values())):
         return None
+    import sqlglot  # only an empty answer is parsed (the checker's parser)
+    from sqlglot import exp
+
     try:
         tree = sqlglot.parse_one(sql, read="duckdb")
     except sqlglot.errors.ParseError:

@@ -168,7 +168,7 @@ class Connection:
                  memory_limit: str | None = None, threads: int | None = None,
                  cpu_time: bool = False) -> None:
         self.timeout_s = valid_timeout(timeout_s)
-        self.cpu_time = bool(cpu_time)
+        self._cpu_time = bool(cpu_time)
         self.max_rows = int(max_rows)
         self.max_bytes = int(max_bytes)
         if read_only and create:
@@ -200,7 +200,7 @@ class Connection:
         #: What questions run on: the store itself when read-only, else a read-only view of
         #: it (no check or query writes, not even the checker's metadata summaries).
         self._questions = self.store if read_only else self.store.reader()
-        self.store.count_cpu = self._questions.count_cpu = self.cpu_time
+        self.store.count_cpu = self._questions.count_cpu = self._cpu_time
         #: Accepted reports by (store write generation, query text): see :meth:`_checked`;
         #: answers to questions over facts only: see :meth:`facts`.
         self._reports: dict[tuple[int, str], checker.Report | KeptCheck] = {}
@@ -210,6 +210,16 @@ class Connection:
         #: while it is open, or to a shared store pinned to a snapshot, which never changes.
         self._kept_across = read_only and (as_of is None or type(self.store) is not Store)
         self._identity: str | None = None
+
+    @property
+    def cpu_time(self) -> bool:
+        """Whether time limits count CPU as well as wall seconds (see ``cpu_time`` above);
+        settable between calls: the MCP worker counts CPU for the built-in answers only."""
+        return self._cpu_time
+
+    @cpu_time.setter
+    def cpu_time(self, on: bool) -> None:
+        self._cpu_time = self.store.count_cpu = self._questions.count_cpu = bool(on)
 
     def _require_fresh(self) -> None:
         try:
@@ -423,12 +433,11 @@ class Connection:
         from argusdb.api import checked
 
         with checked.check_budget(self.timeout_s) as spent:
-            # a question over evidence only runs: its check may be kept across processes
-            # (:mod:`argusdb.api.kept`); a facts question's check is read for what it reads
-            reports = [self._checked(valid_sql(s), across=s not in facts) for s in todo]
+            # an accepted check may be kept across processes (:mod:`argusdb.api.kept`): a
+            # facts question's with whether it reads evidence
+            reports = [self._checked(valid_sql(s), across=True) for s in todo]
         for s, report in zip(todo, reports, strict=True):
-            if s in facts and (report.context is None
-                               or any(st.base for st in report.context.streams)):
+            if s in facts and _reads_evidence(report):
                 raise UsageError("Connection.facts answers questions over facts only (run, "
                                  "task, plan, program_version ...); ask about evidence with "
                                  "query()")
@@ -520,7 +529,8 @@ class Connection:
             raise QueryRefused(report.findings)
         _keep(self._reports, gen, sql, report)
         if identity is not None:
-            across_processes.save(identity, sql, report.executable, report.provenance())
+            across_processes.save(identity, sql, report.executable, report.provenance(),
+                                  reads_evidence=_reads_evidence(report))
         return report
 
     def facts(self, sql: str) -> pa.Table:
@@ -541,6 +551,16 @@ class Connection:
         from argusdb.api import checked
 
         return checked.explain(valid_sql(sql), self._questions)
+
+
+def _reads_evidence(report: checker.Report | KeptCheck) -> bool:
+    """Whether an accepted question reads evidence (a base stream), as its check found (a kept
+    check recorded it); what :meth:`Connection.facts` refuses."""
+    from argusdb.api.kept import KeptCheck
+
+    if isinstance(report, KeptCheck):
+        return report.reads_evidence
+    return report.context is None or any(st.base for st in report.context.streams)
 
 
 def _refresh_metadata(store: Store) -> None:

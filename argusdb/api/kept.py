@@ -3,7 +3,7 @@ runs without loading the checker (sqlglot and its DuckDB dialect cost ~0.35 s CP
 its analysis of the README's first question ~0.1 s more).
 
 A kept entry holds what running and explaining an accepted question needs: the SQL the
-checker generated and its provenance. It is found under a key made of
+checker generated, its provenance and whether it reads evidence. It is found under a key made of
 
 - the question's text;
 - the code that judged it (:func:`code_fingerprint`: the size and modification time of
@@ -65,6 +65,8 @@ class KeptCheck:
     sql: str
     executable: str
     kept_provenance: dict[str, Any]
+    #: Whether the question reads evidence (a base stream), as its check found.
+    reads_evidence: bool = True
     findings: list[Any] = field(default_factory=list)
     context: None = None
 
@@ -107,7 +109,7 @@ def code_fingerprint() -> str:
     API, the schema and the SQL modules, and of sqlglot's version file (the executable SQL is
     sqlglot's output)."""
     root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256(b"argusdb kept checks 1\n")
+    h = hashlib.sha256(b"argusdb kept checks 2\n")
     files = [root / "__init__.py"] + [
         p for part in _JUDGING for p in sorted((root / part).rglob("*"))
         if p.suffix in (".py", ".sql", ".csv", ".yaml", ".json")]
@@ -159,19 +161,23 @@ def load(identity: str, sql: str) -> KeptCheck | None:
         return None
     if not isinstance(doc, dict) or doc.get("sql") != sql or doc.get("identity") != identity \
             or not isinstance(doc.get("executable"), str) \
-            or not isinstance(doc.get("provenance"), dict):
+            or not isinstance(doc.get("provenance"), dict) \
+            or not isinstance(doc.get("reads_evidence"), bool):
         return None
-    return KeptCheck(sql, doc["executable"], doc["provenance"])
+    return KeptCheck(sql, doc["executable"], doc["provenance"], doc["reads_evidence"])
 
 
-def save(identity: str, sql: str, executable: str, provenance: dict[str, Any]) -> bool:
-    """Keep an accepted check (atomically: a reader sees a whole entry or none); False when
-    the cache is off or its folder cannot be written (the answer does not depend on it)."""
+def save(identity: str, sql: str, executable: str, provenance: dict[str, Any],
+         reads_evidence: bool = True) -> bool:
+    """Keep an accepted check (atomically: a reader sees a whole entry or none), with whether
+    the question reads evidence (:meth:`argusdb.api.Connection.facts` answers only those that
+    do not); False when the cache is off or its folder cannot be written (the answer does not
+    depend on it)."""
     folder = cache_dir()
     if folder is None or not _usable(folder, create=True):
         return False
     doc = {"sql": sql, "identity": identity, "executable": executable,
-           "provenance": provenance}
+           "provenance": provenance, "reads_evidence": bool(reads_evidence)}
     try:
         text = json.dumps(doc, default=str)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kept-", suffix=".tmp")

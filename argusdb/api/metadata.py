@@ -22,6 +22,7 @@ Predicates or keys on columns the summary lacks (``value``, ``launch``, ``pc`` .
 the relation itself: exact, only slower.
 
 Example:
+    >>> from argusdb.checker.predicates import Pred
     >>> pred = Pred(sqlglot.parse_one("signal = 'duration'"), ["signal"])
     >>> with open_store("argus.duckdb", read_only=True) as store:
     ...     rows = StoreMetadata.of(store).rows("evidence", [pred], [], {"signal"})
@@ -34,24 +35,24 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from argusdb.checker.metadata import (
     ID_SAMPLE,
     META_COLUMNS,
     RULE_COLUMNS,
-    SAMPLED_UNITS,
-    TIMING_UNITS,
     group_rows,
 )
-from argusdb.checker.predicates import NotSimple, Pred, evaluate
-from argusdb.checker.resolve import catalog_columns
 from argusdb.errors import QueryFailed
 from argusdb.schema import catalog
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
 from argusdb.schema.sqltext import literal as _lit
 from argusdb.schema.sqltext import literal_list
+from argusdb.schema.units import SAMPLED_UNITS, TIMING_UNITS
 from argusdb.store.embedded import Store
+
+if TYPE_CHECKING:
+    from argusdb.checker.predicates import Pred
 
 #: Evidence columns the summary keeps (low cardinality); run columns are added to them.
 SUMMARY_EVIDENCE_COLUMNS = ("program_version", "task_id", "run_id", "region_id", "kernel",
@@ -182,6 +183,8 @@ def _modules_digest() -> str:
 
 def _filter(rows: list[dict[str, Any]], preds: list[Pred], keys: list[Pred]
             ) -> list[dict[str, Any]]:
+    from argusdb.checker.predicates import evaluate
+
     out = []
     for r in rows:
         if all(evaluate(p, r) is True for p in preds):
@@ -297,6 +300,8 @@ class StoreMetadata:
         if in_summary and (asks > 1 or relation in self._py):
             cached = self._python_rows(relation, name)
             if cached is not None:
+                from argusdb.checker.predicates import NotSimple
+
                 try:
                     return _filter(cached, predicates, keys)
                 except NotSimple:
@@ -336,7 +341,7 @@ class StoreMetadata:
             # a literal, not a bound parameter: binding one makes DuckDB's client import pandas
             self._columns[key] = {r[0] for r in self.cur.execute(
                 f"SELECT column_name FROM duckdb_columns() WHERE table_name = {_lit(relation)} "
-                "AND schema_name = 'main'").fetchall()} or catalog_columns(relation)
+                "AND schema_name = 'main'").fetchall()} or _catalog_columns(relation)
         return self._columns[key]
 
     def values(self, select_sql: str) -> list[Any] | None:
@@ -488,3 +493,10 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
         raise
     store.generation += 1
     return "incremental" if incremental else "rebuilt"
+
+
+def _catalog_columns(relation: str) -> set[str]:
+    """The catalog's columns of ``relation`` (the checker's name resolution, loaded here)."""
+    from argusdb.checker.resolve import catalog_columns
+
+    return catalog_columns(relation)

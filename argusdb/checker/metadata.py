@@ -50,9 +50,10 @@ import heapq
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from argusdb.checker.predicates import NotSimple, Pred, evaluate
+if TYPE_CHECKING:
+    from argusdb.checker.predicates import Pred
 
 #: Metadata columns every metadata row carries (the properties the rules look at).
 META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_standing",
@@ -62,11 +63,6 @@ META_COLUMNS = ("program_version", "run_id", "task_id", "evidence_class", "_stan
 RULE_COLUMNS = tuple(c for c in META_COLUMNS if c not in ("run_id", "task_id"))
 #: Smallest run (task) ids a metadata row's sample is drawn from (see the module docstring).
 ID_SAMPLE = 32
-#: Units of values counted by a sampler (see ``_sampler`` in the module docstring).
-SAMPLED_UNITS = ("samples",)
-#: Units of timing values (ours and the tools' own spellings).
-TIMING_UNITS = ("ns", "us", "ms", "s", "nsecond", "usecond", "msecond", "second", "cycle",
-                "cycles")
 RELATIONS_CSV = Path(__file__).with_name("relations.csv")
 
 
@@ -195,6 +191,8 @@ class MemoryMetadata:
 
     def rows(self, relation: str, predicates: list[Pred], keys: list[Pred],
              columns: set[str] | None = None) -> list[dict[str, Any]]:
+        from argusdb.checker.predicates import NotSimple, evaluate
+
         data = self._rows.get(relation, [])
         out: list[dict[str, Any]] = []
         for i, r in enumerate(data):

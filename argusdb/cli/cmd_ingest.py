@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,20 @@ from argusdb.api.surface import (
 )
 from argusdb.cli.output import Number, handle_errors, output_options, print_json
 from argusdb.errors import UsageError
+
+
+def _without_pandas(func: Callable[..., None]) -> Callable[..., None]:
+    """``func`` run with pandas refused (:func:`argusdb.schema.arrowvalues.without_pandas`:
+    the collectors' arrays would load it, a third of a one-file ingest's CPU)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        from argusdb.schema.arrowvalues import without_pandas
+
+        with without_pandas():
+            func(*args, **kwargs)
+
+    return wrapper
 
 
 @click.command("ingest")
@@ -41,6 +57,7 @@ from argusdb.errors import UsageError
                    "default: a folder's walk stays inside the folder).")
 @output_options(csv=False)
 @handle_errors
+@_without_pandas
 def command(store: str, paths: tuple[str, ...], program_path: str | None,
             options: tuple[str, ...], parent_version: str | None, transform: str | None,
             transform_task: str | None, as_json: bool, lock_timeout: float | None = None,

@@ -18,7 +18,8 @@ Example:
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +53,13 @@ def string(value: str) -> pa.Scalar:
     return strings([value])[0]
 
 
+def indices(values: np.ndarray) -> pa.Array:
+    """An ``int64`` array of NumPy integers (row numbers for ``take``), from their buffer:
+    ``pa.array`` of a NumPy array would import pandas first."""
+    data = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
 #: NumPy types of the fixed-width Arrow types :func:`numbers` reads from buffers.
 _NUMPY = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
           "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
@@ -76,3 +84,35 @@ def numbers(col: pa.Array | pa.ChunkedArray, fill: float | None = None) -> np.nd
     valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
     return np.where(valid[arr.offset:arr.offset + len(arr)].astype(bool), values,
                     np.asarray(fill, dtype=dtype))
+
+
+class _RefusePandas:
+    """A finder that refuses ``pandas`` (see :func:`without_pandas`)."""
+
+    @staticmethod
+    def find_spec(name: str, *_: object) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("pandas is not loaded by this command", name=name)
+
+
+@contextmanager
+def without_pandas() -> Iterator[None]:
+    """Within the block, pandas cannot be imported, so PyArrow does not load it (~0.3 s CPU:
+    a third of a one-file ``argus ingest``). Building an array from a Python list
+    (``pa.array``: the collectors call it hundreds of times an artefact) first asks whether
+    the value is a pandas object, and PyArrow's C++ layer imports pandas for that question,
+    again at each call until it once succeeds; inside the block each ask fails at once and the
+    array is built as without pandas installed. For a command handed no pandas objects (the
+    ingest command, whose collectors read files); a no-op where pandas is loaded already.
+    After the block pandas imports as usual."""
+    import sys
+
+    if "pandas" in sys.modules:
+        yield
+        return
+    finder = _RefusePandas()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)

@@ -22,7 +22,7 @@ import duckdb
 
 from argusdb.errors import QueryFailed, StoreError
 from argusdb.schema import catalog
-from argusdb.schema.sqltext import inline, literal
+from argusdb.schema.sqltext import inline, literal, literal_list
 from argusdb.store import integrity, pending
 from argusdb.store import versions as store_versions
 from argusdb.store.connect import (
@@ -503,7 +503,7 @@ class Store(RowWriter):
     @contextmanager
     def time_limit(self, timeout_s: float) -> Iterator[None]:
         """Interrupt this store's library SQL (reports, diffs) after ``timeout_s``."""
-        with self._watchdog.limit(self.con, timeout_s):
+        with self._watchdog.limit(self.con, timeout_s, cpu=self.count_cpu):
             yield
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
@@ -549,9 +549,8 @@ class Store(RowWriter):
 
     def runs_present(self, run_ids: Sequence[str]) -> set[str]:
         """Those of ``run_ids`` the store holds (one query for a command's runs)."""
-        return {str(r) for (r,) in self.con.execute(
-            "SELECT run_id FROM run WHERE list_contains(?::VARCHAR[], run_id)",
-            [list(run_ids)]).fetchall()}
+        return {str(r) for (r,) in self.con.execute(  # literals: a bound list loads pandas
+            f"SELECT run_id FROM run WHERE run_id IN ({literal_list(run_ids)})").fetchall()}
 
     # -- writing ---------------------------------------------------------------------------
     @contextmanager
@@ -680,7 +679,7 @@ class Store(RowWriter):
         if n <= 0:
             return []
         return sorted(int(v) for (v,) in self.con.execute(
-            "SELECT nextval('run_seq_gen') FROM range(?)", [n]).fetchall())
+            f"SELECT nextval('run_seq_gen') FROM range({int(n)})").fetchall())
 
 
 class _ReaderView(Store):

@@ -195,10 +195,12 @@ class _Deadline:
         pass
 
 
-def deadline(timeout_s: float) -> AbstractContextManager[None]:
+def deadline(timeout_s: float, cpu: bool = False) -> AbstractContextManager[None]:
     """A hard deadline for a whole call (opening, checking, running, printing): past
-    ``timeout_s`` plus the watchdog's grace the overrun handler runs, if one is set."""
-    return WATCHDOG.limit(_Deadline(), timeout_s)
+    ``timeout_s`` plus the watchdog's grace the overrun handler runs, if one is set. With
+    ``cpu`` the deadline counts CPU as well as wall seconds (:data:`WALL_BACKSTOP`): a
+    built-in answer on a busy machine is slowed, not stopped."""
+    return WATCHDOG.limit(_Deadline(), timeout_s, cpu=cpu)
 
 
 def set_overrun_handler(handler: Callable[[], None] | None) -> Callable[[], None] | None:

@@ -78,3 +78,33 @@ def test_a_connection_says_which_limits_count_cpu(tmp_path: Path) -> None:
         assert Guarded(db.store, None, "SELECT 1", 1.0, lambda c: c, None, own=True).cpu
     with connect(path, read_only=True) as db:
         assert not Guarded(db.store, None, "SELECT 1", 1.0, lambda c: c, None, own=True).cpu
+
+
+def test_a_connection_counts_cpu_for_the_calls_that_set_it(tmp_path: Path) -> None:
+    # the MCP worker's one connection: built-in answers count CPU, a user's SQL wall seconds
+    from argusdb.agent.worker import BUILT_IN
+    from argusdb.api import connect
+    from argusdb.store.guard import Guarded
+
+    assert BUILT_IN == {"report", "diff", "trajectory"}
+    path = tmp_path / "t.duckdb"
+    connect(path, create=True).close()
+    with connect(path, read_only=True) as db:
+        for on in (True, False, True):
+            db.cpu_time = on
+            assert db.cpu_time is on and db.store.count_cpu is on
+            assert Guarded(db.store, None, "SELECT 1", 1.0, lambda c: c, None,
+                           own=True).cpu is on
+
+
+def test_a_cpu_deadline_is_not_passed_by_waiting() -> None:
+    # the whole-call deadline of a built-in answer (guard.deadline(cpu=True)): waiting for
+    # the CPU is not working past it
+    ran: list[str] = []
+    previous = guard.set_overrun_handler(lambda: ran.append("overrun"))
+    try:
+        with guard.deadline(0.1, cpu=True):
+            time.sleep(0.3 + guard.Watchdog.GRACE_S)
+    finally:
+        guard.set_overrun_handler(previous)
+    assert ran == []

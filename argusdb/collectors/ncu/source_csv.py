@@ -57,6 +57,7 @@ from argusdb.collectors.base import (
 )
 from argusdb.collectors.ncu._values import numeric
 from argusdb.errors import InputError
+from argusdb.schema.arrowvalues import numbers
 
 ADAPTER_VERSION = "ncu.source_csv/1"
 #: SASS rows per batch: about 60 values each, so ~250k evidence rows per batch.
@@ -519,10 +520,21 @@ def _counts(raws: list[pa.Array | None]) -> dict[int, pa.Array]:
     ints = [r for r in raws if r is not None and pa.types.is_integer(r.type)]
     if not ints:
         return {}
-    matrix = np.column_stack([r.to_numpy(zero_copy_only=False) for r in ints])
+    # NumPy views of the buffers (an empty cell read as 0, never negative; it stays empty)
+    matrix = np.column_stack([numbers(r, fill=0) for r in ints])
     ok = np.atleast_1d(~(matrix < 0).any(axis=0))
-    return {id(r): pa.array(matrix[:, j].astype(np.float64), from_pandas=True)
-            for j, r in enumerate(ints) if ok[j]}
+    return {id(r): _float64(r, matrix[:, j]) for j, r in enumerate(ints) if ok[j]}
+
+
+def _float64(raw: pa.Array, column: np.ndarray) -> pa.Array:
+    """``raw`` (integers) as float64: NumPy's column wrapped as an Arrow buffer where no cell
+    is empty (``pa.array`` of a NumPy array would import pandas, ~0.5 s a process, to ask
+    whether it is a pandas object, and so would ``to_numpy``: :mod:`argusdb.schema.arrowvalues`),
+    Arrow's cast where cells are empty (nulls stay nulls)."""
+    if raw.null_count:
+        return pc.cast(raw, pa.float64())
+    values = np.ascontiguousarray(column, dtype=np.float64)
+    return pa.Array.from_buffers(pa.float64(), len(values), [None, pa.py_buffer(values)])
 
 
 def _check_values(path: Path, pending: list[tuple[int, str]], layout: _Layout
