@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -171,6 +172,8 @@ class CommandBackend:
         result = discovery(doc, int(job.params.get("launches_warmup", 0)),
                            job.params.get("select"))
         result["gpu_s"] = wall
+        # where the control run's time went: the hooks' exit stages (timing file, SASS, capture)
+        result["exit_stages_s"] = doc.get("exit_stages_s")
         mod = result.get("module_file")
         if mod and Path(mod).exists():
             import hashlib
@@ -309,24 +312,44 @@ class CommandBackend:
     def export_ncu(rep: Path, workdir: Path, params: dict[str, Any]) -> list[str]:
         """Export the report ``rep.ncu-rep``: its raw page and, with the SourceCounters section,
         its source page (CUDA and SASS), as ``ncu.raw.csv`` / ``ncu.source.csv``."""
+        return CommandBackend.start_export(rep, workdir, params)()
+
+    @staticmethod
+    def start_export(rep: Path, workdir: Path, params: dict[str, Any]
+                     ) -> Callable[[], list[str]]:
+        """Start the pages' exports of :meth:`export_ncu` (``ncu -i``: reads the report file,
+        never the GPU) and return what waits for them and returns the files written. Each page
+        is written straight into its file, so the exports need no reader while they run."""
         ncu = ncu_path() or "ncu"
-        files = []
         pages: list[tuple[str, str, list[str]]] = [("raw", "raw.csv", [])]
         if "SourceCounters" in (params.get("sections") or []):
             pages.insert(0, ("source", "source.csv", ["--print-source", "cuda,sass"]))
         # the pages export concurrently: each `ncu -i` spends most of its second starting
-        procs = [(page, name, subprocess.Popen(
-            [ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-            for page, name, extra in pages]
-        for page, name, q in procs:
-            out, err = q.communicate()
-            if q.returncode != 0:
-                raise CommandFailed("ncu", f"export of the {page} page failed: {_tail(err)}",
-                                    "see the report in " + str(workdir))
-            (workdir / f"ncu.{name}").write_text(out)
-            files.append(f"ncu.{name}")
-        return files
+        procs = []
+        for page, name, extra in pages:
+            with open(workdir / f"ncu.{name}", "w") as out, \
+                    open(workdir / f"ncu.{name}.err", "w") as err:
+                procs.append((page, name, subprocess.Popen(
+                    [ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
+                    stdout=out, stderr=err, text=True)))
+
+        def finish() -> list[str]:
+            files, failed = [], None
+            for page, name, q in procs:
+                q.wait()
+                err = workdir / f"ncu.{name}.err"
+                if q.returncode != 0 and failed is None:
+                    failed = (page, err.read_text())
+                err.unlink(missing_ok=True)
+                files.append(f"ncu.{name}")
+            if failed is not None:
+                for f in files:
+                    (workdir / f).unlink(missing_ok=True)
+                raise CommandFailed("ncu", f"export of the {failed[0]} page failed: "
+                                    f"{_tail(failed[1])}", "see the report in " + str(workdir))
+            return files
+
+        return finish
 
     @staticmethod
     def _result(job: Job, doc: dict[str, Any]) -> Collected:
