@@ -61,6 +61,7 @@ from argusdb.observe.launch.binary import (
 from argusdb.observe.launch.capture import DEFAULT_LIMIT_BYTES, LaunchCapture
 from argusdb.observe.launch.check import VariantCheck
 from argusdb.observe.launch.compiled import CompiledLaunches
+from argusdb.observe.launch.first import FirstEvidence
 from argusdb.observe.launch.proton_hooks import Instrumentation, PcSampling
 from argusdb.observe.launch.timing import TimingSplit
 from argusdb.observe.launch.variant_load import _variant_statement, load_variant
@@ -124,6 +125,9 @@ class State:
         self.settled = 0
         #: launches Inductor's launcher made (torch.compile): the user's kernel, neighbours
         self.inductor = CompiledLaunches(self)
+        #: a control run with timing prints the in-context duration before the program ends
+        self.first = (FirstEvidence(self.out, self.kernel, int(spec.get("warmup", 0)))
+                      if mode == "discover" and spec.get("time") else None)
 
     @property
     def check(self) -> dict[str, Any] | None:
@@ -209,6 +213,8 @@ class State:
                 self.copied.add(last["i"])
         if sampled and self.pcs is not None:
             self.pcs.took(self.launches[-1]["i"])
+        if self.first is not None and self.activity is not None and self.first.due(self.settled):
+            self.first.start(self)
         return kernel
 
     def record(self, jit: Any, kernel: Any, role: str, t0: int, args: tuple[Any, ...],

@@ -31,6 +31,8 @@ from typing import Any, ClassVar
 from argusdb.errors import CommandFailed, InputError
 from argusdb.observe.launch import command_env, read_launches, write_spec
 from argusdb.observe.launch.compiled import unseen_reason
+from argusdb.observe.launch.first import FILE as FIRST_FILE
+from argusdb.observe.launch.first import say as say_first
 from argusdb.observe.launch.hooks import binary_field
 from argusdb.observe.launch.inductor import inductor_env
 from argusdb.observe.runner.backends import Collected, Job
@@ -89,23 +91,37 @@ class CommandBackend:
         job.workdir.mkdir(parents=True, exist_ok=True)
         spec = write_spec(job.workdir / "spec.json", self._spec(job, mode))
         t0 = time.monotonic()
+        # a control run with timing writes its first evidence while it runs: printed then
+        first = (job.workdir / FIRST_FILE) if job.action == "find_launch" and p_time(job) \
+            else None
         try:
             env = inductor_env(command_env(spec, os.environ), job.workdir)
-            p = subprocess.run([*prefix, *self.argv], cwd=self.cwd, capture_output=True,
-                               text=True, env=env, timeout=self.timeout_s)
+            p = subprocess.Popen([*prefix, *self.argv], cwd=self.cwd, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env)
         except FileNotFoundError as exc:
             raise CommandFailed(" ".join(self.argv), f"cannot be started ({exc.strerror})",
                                 "check the command after '--' (the program and its path)"
                                 ) from exc
-        except subprocess.TimeoutExpired as exc:
-            raise CommandFailed(" ".join(self.argv), f"ran past {self.timeout_s} s",
-                                "observe a shorter run of the program") from exc
+        while True:
+            left = None if self.timeout_s is None else self.timeout_s - (time.monotonic() - t0)
+            try:
+                stdout, stderr = p.communicate(timeout=0.2 if first is not None else left)
+                break
+            except subprocess.TimeoutExpired as exc:
+                if first is not None and first.exists():
+                    say_first(first)
+                    first = None
+                if left is not None and left <= 0.2:
+                    p.kill()
+                    p.communicate()
+                    raise CommandFailed(" ".join(self.argv), f"ran past {self.timeout_s} s",
+                                        "observe a shorter run of the program") from exc
         wall = time.monotonic() - t0
-        log = p.stdout + p.stderr
+        log = stdout + stderr
         (job.workdir / "command.log").write_text(log)
         if p.returncode != 0:
             raise CommandFailed(" ".join(self.argv), f"exited with status {p.returncode} "
-                                f"({job.action}): {_tail(p.stderr or p.stdout)}",
+                                f"({job.action}): {_tail(stderr or stdout)}",
                                 f"run the command alone until it succeeds; full output in "
                                 f"{job.workdir / 'command.log'}")
         return read_launches(job.workdir), wall, log
@@ -370,6 +386,12 @@ def checked_capture(cap: dict[str, Any], found: dict[str, Any], workdir: Path
         out["folder"] = str((workdir / str(cap.get("folder", "capture"))).resolve())
         out["module_file"] = found.get("module_file")
     return out
+
+
+def p_time(job: Job) -> bool:
+    """Whether the job's run records CUPTI activity from start to exit (a control run with
+    ``time``)."""
+    return bool(job.params.get("time"))
 
 
 def _warmup(params: dict[str, Any]) -> int:
