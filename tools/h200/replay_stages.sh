@@ -41,10 +41,11 @@ while read -r name dir alone modes region sig cmd; do
       -- $cmd > "$WORK/$name.$mode.plan.txt" 2>&1
     t0=$(date +%s.%N)
     echo "$t0 START" > "$WORK/$name.$mode.log"
-    timeout 200 python3 -m argusdb observe --region "$region" --signals "$sig" $flag \
+    timeout 200 python3 "$ROOT/tools/h200/argus_timed.py" observe --region "$region" --signals "$sig" $flag \
       --store "$WORK/$name.$mode.duckdb" --json -- $cmd > "$WORK/$name.$mode.json" \
       2> >(stamp >> "$WORK/$name.$mode.log")
     rc=$?
+    echo "$(date +%s.%N) EXITED" >> "$WORK/$name.$mode.log"
     echo "$name $mode rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
       | tee -a "$WORK/walls.txt"
     sleep 0.2

@@ -99,3 +99,42 @@ def say(path: Path) -> dict[str, Any] | None:
           "provisional: the stored figure follows at the end of the run)", file=sys.stderr,
           flush=True)
     return got
+
+
+class AsmAhead:
+    """The control run's SASS listing (``nvdisasm`` of the binary, 0.5 s or so) made while the
+    program still runs, not at its exit: started with :class:`FirstEvidence`, for the binary of
+    the program's latest launch; at exit it is used when that is the binary the run settled
+    on (else the listing is made again). ``nvdisasm`` runs on the CPU: the program's kernels
+    and their device timestamps are not touched by it."""
+
+    def __init__(self, out: Path, warmup: int) -> None:
+        self.out, self.warmup = out, warmup
+        self.thread: threading.Thread | None = None
+        self.binary: str | None = None
+        self.info: dict[str, Any] | None = None
+
+    def due(self, settled: int) -> bool:
+        return self.thread is None and settled >= self.warmup + 2
+
+    def start(self, binary: str, compiled: Any, stem: str) -> None:
+        from argusdb.observe.runner.gpu_tools import save_asm
+
+        self.binary = binary
+
+        def run() -> None:
+            try:
+                self.info = save_asm(compiled, self.out, stem)
+            except Exception:  # made again at exit
+                self.info = None
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def take(self, chosen: str | None) -> dict[str, Any] | None:
+        """What :func:`save_asm` returned for ``chosen``, or None (not made ahead, or made
+        for another binary: the exit writes it, under the same file names)."""
+        if self.thread is None:
+            return None
+        self.thread.join()
+        return self.info if chosen == self.binary else None

@@ -61,7 +61,7 @@ from argusdb.observe.launch.binary import (
 from argusdb.observe.launch.capture import DEFAULT_LIMIT_BYTES, LaunchCapture
 from argusdb.observe.launch.check import VariantCheck
 from argusdb.observe.launch.compiled import CompiledLaunches
-from argusdb.observe.launch.first import FirstEvidence
+from argusdb.observe.launch.first import AsmAhead, FirstEvidence
 from argusdb.observe.launch.proton_hooks import Instrumentation, PcSampling
 from argusdb.observe.launch.timing import TimingSplit
 from argusdb.observe.launch.variant_load import _variant_statement, load_variant
@@ -128,6 +128,8 @@ class State:
         #: a control run with timing prints the in-context duration before the program ends
         self.first = (FirstEvidence(self.out, self.kernel, int(spec.get("warmup", 0)))
                       if mode == "discover" and spec.get("time") else None)
+        self.asm_ahead = AsmAhead(self.out, int(spec.get("warmup", 0))) \
+            if mode == "discover" else None
 
     @property
     def check(self) -> dict[str, Any] | None:
@@ -215,6 +217,11 @@ class State:
             self.pcs.took(self.launches[-1]["i"])
         if self.first is not None and self.activity is not None and self.first.due(self.settled):
             self.first.start(self)
+        if self.asm_ahead is not None and self.asm_ahead.due(self.settled):
+            last = self.launches[-1]
+            if last["role"] == "program" and last["binary"] in self.compiled:
+                self.asm_ahead.start(last["binary"], self.compiled[last["binary"]],
+                                     f"binary.{os.getpid()}")
         return kernel
 
     def record(self, jit: Any, kernel: Any, role: str, t0: int, args: tuple[Any, ...],
@@ -359,7 +366,8 @@ class State:
             from argusdb.observe.runner.gpu_tools import save_asm
 
             stem = "binary" if mode == "discover" else "variant"
-            info = save_asm(self.compiled[chosen], self.out, f"{stem}.{pid}")
+            ahead = self.asm_ahead.take(chosen) if self.asm_ahead is not None else None
+            info = ahead or save_asm(self.compiled[chosen], self.out, f"{stem}.{pid}")
             asm_files = info.pop("files", [])
             files += asm_files + self.inductor.map_files(chosen, asm_files)
             self.binaries[chosen]["sass_info"] = info

@@ -343,11 +343,14 @@ class ReplayedCommandBackend:
         for proc in procs:  # every worker is told first: they end side by side
             if proc.stdin is not None:
                 proc.stdin.close()
-        end = time.monotonic() + 30
+        # all their results are in: a worker still tearing down torch and its CUDA context
+        # after a moment is stopped (the driver frees what it held), not waited for
+        end = time.monotonic() + 0.5
         for proc in procs:
             try:
-                proc.wait(timeout=max(0.1, end - time.monotonic()))
+                proc.wait(timeout=max(0.01, end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
         self._proc, self._others, self._ncu_standby = None, {}, None
         shutil.rmtree(self._standby, ignore_errors=True)
