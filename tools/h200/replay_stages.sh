@@ -7,7 +7,8 @@
 # export, the replay worker's capture load, parent, variant compile and measure) and how long
 # after the measured launch the first evidence was printed. Optionally NCU_SECTIONS: lists of
 # sections (";"-separated, ","-joined) to profile the model's captured launch with over the
-# replay worker, each timed with its passes and its export (which list the plan should use).
+# replay worker, each timed with its passes and its export (which list the plan should use);
+# PLANS=0: no --dry-run plan per request.
 #
 #   bash tools/h200/replay_stages.sh WHEELS_DIR OUT_DIR REQUESTS_FILE
 #
@@ -37,8 +38,8 @@ while read -r name dir alone modes region sig cmd; do
   done
   for mode in ${modes//,/ }; do
     flag=""; [ "$mode" = "no-replay" ] && flag="--no-replay"
-    python3 -m argusdb observe --region "$region" --signals "$sig" $flag --dry-run \
-      -- $cmd > "$WORK/$name.$mode.plan.txt" 2>&1
+    [ "${PLANS:-1}" = 1 ] && python3 -m argusdb observe --region "$region" --signals "$sig" \
+      $flag --dry-run -- $cmd > "$WORK/$name.$mode.plan.txt" 2>&1
     t0=$(date +%s.%N)
     echo "$t0 START" > "$WORK/$name.$mode.log"
     timeout 200 python3 "$ROOT/tools/h200/argus_timed.py" observe --region "$region" --signals "$sig" $flag \
