@@ -275,9 +275,9 @@ class _Run:
                 res.detail["error"] = str(exc)
         if res.status == "pending":
             finish = self.pending.pop(task["id"])
-            self.pending[task["id"]] = (finish, task, res, t0)
+            self.pending[task["id"]] = (finish, task, res, time.monotonic() - t0)
             return res
-        self.finished(task, res, t0, failed)
+        self.finished(task, res, time.monotonic() - t0, failed)
         return res
 
     def settle(self, ids: set[str] | None, failed: set[str]) -> list[TaskResult]:
@@ -285,24 +285,27 @@ class _Run:
         ingest what they collected, write their rows. Returns them, settled."""
         out = []
         for tid in [t for t in self.pending if ids is None or t in ids]:
-            finish, task, res, t0 = self.pending.pop(tid)
+            finish, task, res, held = self.pending.pop(tid)
             res.status = "done"
             res.detail["finished_beside_later_tasks"] = True
+            t0 = time.monotonic()
             try:
                 finish()
             except ArgusError as exc:
                 res.status = "failed"
                 res.detail["error"] = str(exc)
-            self.finished(task, res, t0, failed)
+            # its wall: the time it held the runner (its run, then the wait and the ingest
+            # when settled), not the span the next tasks ran in
+            self.finished(task, res, held + time.monotonic() - t0, failed)
             out.append(res)
         return out
 
-    def finished(self, task: dict[str, Any], res: TaskResult, t0: float, failed: set[str]
-                 ) -> None:
+    def finished(self, task: dict[str, Any], res: TaskResult, wall_s: float,
+                 failed: set[str]) -> None:
         """Count a failed or skipped task as failed, and write the task's row."""
         if res.status in ("failed", "skipped"):
             failed.add(task["id"])
-        res.wall_s = time.monotonic() - t0
+        res.wall_s = wall_s
         self.store.insert_row("task", {
             "task_id": task["id"], "kind": task["kind"], "plan_id": self.plan["plan_id"],
             "config": {"action": task["action"], "params": task["params"],
