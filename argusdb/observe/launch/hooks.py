@@ -61,6 +61,7 @@ from argusdb.observe.launch.binary import (
 from argusdb.observe.launch.capture import DEFAULT_LIMIT_BYTES, LaunchCapture
 from argusdb.observe.launch.check import VariantCheck
 from argusdb.observe.launch.compiled import CompiledLaunches
+from argusdb.observe.launch.first import AsmAhead, FirstEvidence
 from argusdb.observe.launch.proton_hooks import Instrumentation, PcSampling
 from argusdb.observe.launch.timing import TimingSplit
 from argusdb.observe.launch.variant_load import _variant_statement, load_variant
@@ -119,8 +120,16 @@ class State:
                         if cap else None)
         #: launches whose inputs the capture copied right before them (apart from timing)
         self.copied: set[int] = set()
+        #: the program's launches made outside CUDA graph capture so far (counted as they are
+        #: recorded: every launch asks, so a count over ``launches`` would grow with the run)
+        self.settled = 0
         #: launches Inductor's launcher made (torch.compile): the user's kernel, neighbours
         self.inductor = CompiledLaunches(self)
+        #: a control run with timing prints the in-context duration before the program ends
+        self.first = (FirstEvidence(self.out, self.kernel, int(spec.get("warmup", 0)))
+                      if mode == "discover" and spec.get("time") else None)
+        self.asm_ahead = AsmAhead(self.out, int(spec.get("warmup", 0))) \
+            if mode == "discover" else None
 
     @property
     def check(self) -> dict[str, Any] | None:
@@ -181,8 +190,7 @@ class State:
             run_self = var
             run_fn = type(var).run
         captured = capturing()
-        settled = sum(1 for x in self.launches if x["role"] == "program"
-                      and not x.get("captured"))
+        settled = self.settled
         if self.is_variant and self.checker.due(role, captured, settled):
             return self._checked(jit, orig, run_self, run_fn, args, grid, kw, kwargs)
         if self.pcs is not None:
@@ -207,6 +215,13 @@ class State:
                 self.copied.add(last["i"])
         if sampled and self.pcs is not None:
             self.pcs.took(self.launches[-1]["i"])
+        if self.first is not None and self.activity is not None and self.first.due(self.settled):
+            self.first.start(self)
+        if self.asm_ahead is not None and self.asm_ahead.due(self.settled):
+            last = self.launches[-1]
+            if last["role"] == "program" and last["binary"] in self.compiled:
+                self.asm_ahead.start(last["binary"], self.compiled[last["binary"]],
+                                     f"binary.{os.getpid()}")
         return kernel
 
     def record(self, jit: Any, kernel: Any, role: str, t0: int, args: tuple[Any, ...],
@@ -223,6 +238,8 @@ class State:
                 self.compiled[h] = kernel
             self.launches.append({"i": len(self.launches), "role": role, "binary": h,
                                   "t_ns": t0, **({"captured": True} if captured else {})})
+            if role == "program" and not captured:
+                self.settled += 1
 
     def _checked(self, jit: Any, orig: Any, var: Any, var_run: Any, args: tuple[Any, ...],
                  grid: Any, kw: dict[str, Any], parent_kwargs: dict[str, Any]) -> Any:
@@ -306,6 +323,18 @@ class State:
         self.out.mkdir(parents=True, exist_ok=True)
         pid = os.getpid()
         files: list[str] = []
+        # seconds of each exit stage, and a (perf_counter_ns, unix) pair: launches' ``t_ns``
+        # on the wall clock, e.g. when the measured launch ran against when evidence came
+        stages: dict[str, float] = {}
+        clock = (time.perf_counter_ns(), time.time())
+        mark = time.perf_counter()
+
+        def took(stage: str) -> None:
+            nonlocal mark
+            now = time.perf_counter()
+            stages[stage] = round(now - mark, 4)
+            mark = now
+
         chosen = self.chosen()
         self.errors += self.inductor.finish_errors()
         if self.is_variant and self.check is None and any(x.get("captured") for x in self.launches):
@@ -314,8 +343,10 @@ class State:
                                f"launched {self.kernel} fewer than {k + 1} times outside CUDA "
                                "graph capture, and a check cannot run inside a capture")
         recs = self.activity.stop(None) if self.activity is not None else None
+        took("cupti_stop")
         if recs is not None:
             files += self.split_timing(recs, chosen, pid)
+            took("timing_write")
         if self.pcs is not None:  # fewer launches than asked: end it here
             self.pcs.close(self.errors)
         proton_files = [*(self.pcs.files if self.pcs else []),
@@ -335,10 +366,12 @@ class State:
             from argusdb.observe.runner.gpu_tools import save_asm
 
             stem = "binary" if mode == "discover" else "variant"
-            info = save_asm(self.compiled[chosen], self.out, f"{stem}.{pid}")
+            ahead = self.asm_ahead.take(chosen) if self.asm_ahead is not None else None
+            info = ahead or save_asm(self.compiled[chosen], self.out, f"{stem}.{pid}")
             asm_files = info.pop("files", [])
             files += asm_files + self.inductor.map_files(chosen, asm_files)
             self.binaries[chosen]["sass_info"] = info
+            took("asm")
         doc = {"pid": pid, "ppid": os.getppid(), "argv": sys.argv,
                "rank": os.environ.get("RANK"), "kernel": self.kernel, "program": self.program,
                "module_file": self.module_file, "mode": self.spec.get("mode"),
@@ -357,6 +390,8 @@ class State:
             doc["capture"] = cap
             if cap.get("ok"):
                 self.inductor.write_capture(chosen, self.out / str(cap["folder"]))
+            took("capture_write")
+        doc["exit_stages_s"], doc["clock_pair"] = stages, list(clock)
         if not self.launches and "torch._inductor" in sys.modules:
             # torch.compile copies a user's @triton.jit function called in a compiled region
             # into its generated code and launches that with its own launcher, never through

@@ -21,7 +21,10 @@ its control task finds the kernel's binary, which becomes the parent program ver
 collection runs the command again under the launcher's hooks (see ``_CommandRun``).
 
 Tasks with ``reuse`` are not run (status ``reused``); a task whose dependency failed is
-``skipped``. Every task gets a row in ``task`` with its plan, status, ``wall_s`` (this process)
+``skipped``. A collection whose backend leaves CPU work for later (``Collected.later``: the
+export of an Nsight Compute report) is ``pending`` while the next tasks run, and is settled
+(its artefacts ingested, its row written) before a task that depends on it, or at the end.
+Every task gets a row in ``task`` with its plan, status, ``wall_s`` (this process)
 and ``gpu_s`` (device seconds the backend held, recorded ones on replay). Progress: a tqdm bar on
 a terminal, plain lines otherwise.
 
@@ -131,6 +134,7 @@ class _Run:
         self.checked: set[str] = set()
         # launch counts the control task decided (warm-up), passed on to every collection
         self.launch: dict[str, Any] = {}
+        self.pending: dict[str, Any] = {}
 
     # -- program versions ----------------------------------------------------------------
     def register(self, v: _Version) -> None:
@@ -187,6 +191,17 @@ class _Run:
             raise InputError(task["id"], f"version {task['params'].get('version')!r} was not "
                              "made by an earlier transform task", "check the plan")
         got = self.backend.run(self.job(task, v))
+        later = got.later
+        if later is not None:
+            # its CPU tail (an export) runs beside the next tasks: ingested when settled
+            res.status = "pending"
+            self.pending[task["id"]] = lambda: self.ingest(task, v, later(), res)
+            return
+        self.ingest(task, v, got, res)
+
+    def ingest(self, task: dict[str, Any], v: _Version, got: Collected, res: TaskResult
+               ) -> None:
+        """Store what a collection collected as runs of ``task`` (and a variant's check)."""
         v = self._ran(v, got)
         for path in got.paths:
             opts = {**v.options, **({"target": v.target} if v.target else {})}
@@ -258,9 +273,39 @@ class _Run:
             except ArgusError as exc:
                 res.status = "failed"
                 res.detail["error"] = str(exc)
+        if res.status == "pending":
+            finish = self.pending.pop(task["id"])
+            self.pending[task["id"]] = (finish, task, res, time.monotonic() - t0)
+            return res
+        self.finished(task, res, time.monotonic() - t0, failed)
+        return res
+
+    def settle(self, ids: set[str] | None, failed: set[str]) -> list[TaskResult]:
+        """Finish the pending tasks among ``ids`` (all when None): wait for their CPU tail,
+        ingest what they collected, write their rows. Returns them, settled."""
+        out = []
+        for tid in [t for t in self.pending if ids is None or t in ids]:
+            finish, task, res, held = self.pending.pop(tid)
+            res.status = "done"
+            res.detail["finished_beside_later_tasks"] = True
+            t0 = time.monotonic()
+            try:
+                finish()
+            except ArgusError as exc:
+                res.status = "failed"
+                res.detail["error"] = str(exc)
+            # its wall: the time it held the runner (its run, then the wait and the ingest
+            # when settled), not the span the next tasks ran in
+            self.finished(task, res, held + time.monotonic() - t0, failed)
+            out.append(res)
+        return out
+
+    def finished(self, task: dict[str, Any], res: TaskResult, wall_s: float,
+                 failed: set[str]) -> None:
+        """Count a failed or skipped task as failed, and write the task's row."""
         if res.status in ("failed", "skipped"):
             failed.add(task["id"])
-        res.wall_s = time.monotonic() - t0
+        res.wall_s = wall_s
         self.store.insert_row("task", {
             "task_id": task["id"], "kind": task["kind"], "plan_id": self.plan["plan_id"],
             "config": {"action": task["action"], "params": task["params"],
@@ -268,7 +313,6 @@ class _Run:
                        "runs": res.run_ids, "detail": res.detail},
             "status": res.status, "wall_s": res.wall_s, "gpu_s": res.gpu_s,
             "finished_at": datetime.now(UTC).replace(tzinfo=None)})
-        return res
 
 
 class _CommandRun(_Run):
@@ -290,6 +334,7 @@ class _CommandRun(_Run):
         self.versions = {"parent": self.parent}
         self.checked = set()
         self.launch = {}
+        self.pending = {}
 
     def control(self, task: dict[str, Any], res: TaskResult) -> None:
         self.launch.update({"launches_warmup": task["params"].get("launches_warmup", 0),
@@ -373,8 +418,16 @@ def _sha_of(path: str | None) -> str | None:
 
 
 def _ordered(tasks: list[dict[str, Any]]) -> list[str]:
-    """Topological order; among ready tasks, plan order (so runs happen as planned)."""
-    index = {t["id"]: i for i, t in enumerate(tasks)}
+    """Topological order; among ready tasks, plan order (so runs happen as planned), except
+    that what reads the control run goes first (the in-context duration: first evidence), then
+    Nsight Compute over the replay worker: the export of its report is CPU work that then runs
+    beside the replayed timings instead of after them."""
+    def rank(t: dict[str, Any]) -> int:
+        params = t.get("params", {})
+        return (0 if params.get("from_control") else
+                1 if t["action"] == "ncu_source" and params.get("replay") else 2)
+
+    index = {t["id"]: (rank(t), i) for i, t in enumerate(tasks)}
     ts = TopologicalSorter({t["id"]: set(t["depends_on"]) for t in tasks})
     ts.prepare()
     out: list[str] = []
@@ -424,15 +477,25 @@ def execute(plan: dict[str, Any], store: Store, source_path: Path, workdir: Path
     ordered = [tasks[i] for i in _ordered(plan["tasks"])]
     failed: set[str] = set()
     results: list[TaskResult] = []
+    number: dict[str, int] = {}
+
+    def say(done: list[TaskResult]) -> None:
+        for res in done:
+            if progress or res.status == "pending":
+                continue
+            gpu = "" if res.gpu_s is None else f", GPU {res.gpu_s:.2f} s"
+            error = f" {res.detail.get('error', '')}" if res.status == "failed" else ""
+            print(f"[{number[res.task_id]}/{len(ordered)}] {res.task_id} {res.action}: "
+                  f"{res.status} ({res.wall_s:.2f} s{gpu}){error}", file=sys.stderr)
+
     try:
         for n, task in enumerate(_progress(ordered, progress), start=1):
+            say(run.settle(set(task["depends_on"]), failed))
+            number[task["id"]] = n
             res = run.task(task, failed)
             results.append(res)
-            if not progress:
-                gpu = "" if res.gpu_s is None else f", GPU {res.gpu_s:.2f} s"
-                error = f" {res.detail.get('error', '')}" if res.status == "failed" else ""
-                print(f"[{n}/{len(ordered)}] {task['id']} {task['action']}: {res.status} "
-                      f"({res.wall_s:.2f} s{gpu}){error}", file=sys.stderr)
+            say([res])
+        say(run.settle(None, failed))
     finally:
         close = getattr(backend, "close", None)
         if close is not None:  # the live backend's resident worker

@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -72,6 +73,10 @@ class Collected:
     # another variant of the same parent); the runner then binds evidence to that version.
     ran_source: ProgramSource | None = None
     ran_transform: str | None = None
+    # The rest of the collection when it is work on this machine's CPU alone (exporting a
+    # report): it runs beside the next tasks, and the runner calls ``later`` for what it
+    # collected before a task that depends on this one runs (and before the plan ends).
+    later: Callable[[], Collected] | None = None
 
 
 class Backend(Protocol):

@@ -24,12 +24,15 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from argusdb.errors import CommandFailed, InputError
 from argusdb.observe.launch import command_env, read_launches, write_spec
 from argusdb.observe.launch.compiled import unseen_reason
+from argusdb.observe.launch.first import FILE as FIRST_FILE
+from argusdb.observe.launch.first import say as say_first
 from argusdb.observe.launch.hooks import binary_field
 from argusdb.observe.launch.inductor import inductor_env
 from argusdb.observe.runner.backends import Collected, Job
@@ -88,23 +91,37 @@ class CommandBackend:
         job.workdir.mkdir(parents=True, exist_ok=True)
         spec = write_spec(job.workdir / "spec.json", self._spec(job, mode))
         t0 = time.monotonic()
+        # a control run with timing writes its first evidence while it runs: printed then
+        first = (job.workdir / FIRST_FILE) if job.action == "find_launch" and p_time(job) \
+            else None
         try:
             env = inductor_env(command_env(spec, os.environ), job.workdir)
-            p = subprocess.run([*prefix, *self.argv], cwd=self.cwd, capture_output=True,
-                               text=True, env=env, timeout=self.timeout_s)
+            p = subprocess.Popen([*prefix, *self.argv], cwd=self.cwd, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env)
         except FileNotFoundError as exc:
             raise CommandFailed(" ".join(self.argv), f"cannot be started ({exc.strerror})",
                                 "check the command after '--' (the program and its path)"
                                 ) from exc
-        except subprocess.TimeoutExpired as exc:
-            raise CommandFailed(" ".join(self.argv), f"ran past {self.timeout_s} s",
-                                "observe a shorter run of the program") from exc
+        while True:
+            left = None if self.timeout_s is None else self.timeout_s - (time.monotonic() - t0)
+            try:
+                stdout, stderr = p.communicate(timeout=0.2 if first is not None else left)
+                break
+            except subprocess.TimeoutExpired as exc:
+                if first is not None and first.exists():
+                    say_first(first)
+                    first = None
+                if left is not None and left <= 0.2:
+                    p.kill()
+                    p.communicate()
+                    raise CommandFailed(" ".join(self.argv), f"ran past {self.timeout_s} s",
+                                        "observe a shorter run of the program") from exc
         wall = time.monotonic() - t0
-        log = p.stdout + p.stderr
+        log = stdout + stderr
         (job.workdir / "command.log").write_text(log)
         if p.returncode != 0:
             raise CommandFailed(" ".join(self.argv), f"exited with status {p.returncode} "
-                                f"({job.action}): {_tail(p.stderr or p.stdout)}",
+                                f"({job.action}): {_tail(stderr or stdout)}",
                                 f"run the command alone until it succeeds; full output in "
                                 f"{job.workdir / 'command.log'}")
         return read_launches(job.workdir), wall, log
@@ -171,6 +188,8 @@ class CommandBackend:
         result = discovery(doc, int(job.params.get("launches_warmup", 0)),
                            job.params.get("select"))
         result["gpu_s"] = wall
+        # where the control run's time went: the hooks' exit stages (timing file, SASS, capture)
+        result["exit_stages_s"] = doc.get("exit_stages_s")
         mod = result.get("module_file")
         if mod and Path(mod).exists():
             import hashlib
@@ -309,24 +328,44 @@ class CommandBackend:
     def export_ncu(rep: Path, workdir: Path, params: dict[str, Any]) -> list[str]:
         """Export the report ``rep.ncu-rep``: its raw page and, with the SourceCounters section,
         its source page (CUDA and SASS), as ``ncu.raw.csv`` / ``ncu.source.csv``."""
+        return CommandBackend.start_export(rep, workdir, params)()
+
+    @staticmethod
+    def start_export(rep: Path, workdir: Path, params: dict[str, Any]
+                     ) -> Callable[[], list[str]]:
+        """Start the pages' exports of :meth:`export_ncu` (``ncu -i``: reads the report file,
+        never the GPU) and return what waits for them and returns the files written. Each page
+        is written straight into its file, so the exports need no reader while they run."""
         ncu = ncu_path() or "ncu"
-        files = []
         pages: list[tuple[str, str, list[str]]] = [("raw", "raw.csv", [])]
         if "SourceCounters" in (params.get("sections") or []):
             pages.insert(0, ("source", "source.csv", ["--print-source", "cuda,sass"]))
         # the pages export concurrently: each `ncu -i` spends most of its second starting
-        procs = [(page, name, subprocess.Popen(
-            [ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-            for page, name, extra in pages]
-        for page, name, q in procs:
-            out, err = q.communicate()
-            if q.returncode != 0:
-                raise CommandFailed("ncu", f"export of the {page} page failed: {_tail(err)}",
-                                    "see the report in " + str(workdir))
-            (workdir / f"ncu.{name}").write_text(out)
-            files.append(f"ncu.{name}")
-        return files
+        procs = []
+        for page, name, extra in pages:
+            with open(workdir / f"ncu.{name}", "w") as out, \
+                    open(workdir / f"ncu.{name}.err", "w") as err:
+                procs.append((page, name, subprocess.Popen(
+                    [ncu, "-i", f"{rep}.ncu-rep", "--page", page, "--csv", *extra],
+                    stdout=out, stderr=err, text=True)))
+
+        def finish() -> list[str]:
+            files, failed = [], None
+            for page, name, q in procs:
+                q.wait()
+                err = workdir / f"ncu.{name}.err"
+                if q.returncode != 0 and failed is None:
+                    failed = (page, err.read_text())
+                err.unlink(missing_ok=True)
+                files.append(f"ncu.{name}")
+            if failed is not None:
+                for f in files:
+                    (workdir / f).unlink(missing_ok=True)
+                raise CommandFailed("ncu", f"export of the {failed[0]} page failed: "
+                                    f"{_tail(failed[1])}", "see the report in " + str(workdir))
+            return files
+
+        return finish
 
     @staticmethod
     def _result(job: Job, doc: dict[str, Any]) -> Collected:
@@ -347,6 +386,12 @@ def checked_capture(cap: dict[str, Any], found: dict[str, Any], workdir: Path
         out["folder"] = str((workdir / str(cap.get("folder", "capture"))).resolve())
         out["module_file"] = found.get("module_file")
     return out
+
+
+def p_time(job: Job) -> bool:
+    """Whether the job's run records CUPTI activity from start to exit (a control run with
+    ``time``)."""
+    return bool(job.params.get("time"))
 
 
 def _warmup(params: dict[str, Any]) -> int:

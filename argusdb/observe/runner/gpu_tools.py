@@ -60,26 +60,28 @@ class Activity:
 
         self.cupti = cupti
         self.records: list[dict[str, Any]] = []
+        self.calls: list[tuple[Any, ...]] = []
         self.lock = threading.Lock()
         self.registered = False
         self.kinds: list[Any] = []
 
     def _completed(self, activities: Any) -> None:
-        out = []
+        kernels, calls = [], []
+        kernel_kind = self.cupti.ActivityKind.CONCURRENT_KERNEL
+        runtime_kind = self.cupti.ActivityKind.RUNTIME
         for a in activities:
-            if a.kind == self.cupti.ActivityKind.CONCURRENT_KERNEL:
+            if a.kind == kernel_kind:
                 rec: dict[str, Any] = {"kind": "CONCURRENT_KERNEL"}
                 rec.update({f: getattr(a, f) for f in self.KERNEL_FIELDS})
                 # the graph a replayed kernel node ran in (0: a launch of its own)
                 rec.update({f: getattr(a, f, 0) or 0 for f in self.GRAPH_FIELDS})
-            elif a.kind == self.cupti.ActivityKind.RUNTIME:
-                rec = {"kind": "RUNTIME"}
-                rec.update({f: getattr(a, f) for f in self.RUNTIME_FIELDS})
-            else:
-                continue
-            out.append(rec)
+                kernels.append(rec)
+            elif a.kind == runtime_kind:
+                # kept as a tuple: most calls launch nothing and are dropped at stop()
+                calls.append(tuple(getattr(a, f) for f in self.RUNTIME_FIELDS))
         with self.lock:
-            self.records.extend(out)
+            self.records.extend(kernels)
+            self.calls.extend(calls)
 
     def start(self, kinds: tuple[str, ...] = ("CONCURRENT_KERNEL", "RUNTIME")) -> None:
         if not self.registered:
@@ -90,16 +92,32 @@ class Activity:
             self.cupti.activity_enable(k)
 
     def stop(self, path: Path | None) -> list[dict[str, Any]]:
+        """End the session: its kernel records and the runtime calls that launched them (a
+        call that launched no recorded kernel names nothing the reader keeps: dropped), in
+        start order."""
         sync()
         self.cupti.activity_flush_all(1)
         for k in self.kinds:
             self.cupti.activity_disable(k)
         with self.lock:
             recs, self.records = self.records, []
+            calls, self.calls = self.calls, []
+        recs = recs + launching_calls(recs, calls, self.RUNTIME_FIELDS)
         recs.sort(key=lambda r: r["start"])
         if path is not None:
             write_jsonl(path, recs)
         return recs
+
+
+def launching_calls(kernels: list[dict[str, Any]], calls: list[tuple[Any, ...]],
+                    fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The ``RUNTIME`` records (``calls``: values of ``fields``) whose correlation ID is a
+    kernel record's: the launching calls the reader joins to kernels
+    (:mod:`argusdb.collectors.cupti.activity`); the others it would drop."""
+    corr = fields.index("correlation_id")
+    wanted = {r["correlation_id"] for r in kernels}
+    return [{"kind": "RUNTIME", **dict(zip(fields, c, strict=True))} for c in calls
+            if c[corr] in wanted]
 
 
 def write_jsonl(path: Path, recs: list[dict[str, Any]]) -> None:
@@ -108,11 +126,12 @@ def write_jsonl(path: Path, recs: list[dict[str, Any]]) -> None:
     header and not a trailer with the count, i.e. one cut short, even at a record boundary."""
     from argusdb.collectors.cupti.activity import HEADER, TRAILER
 
-    with open(path, "w") as fh:
-        fh.write(json.dumps(HEADER) + "\n")
-        for r in recs:
-            fh.write(json.dumps(r) + "\n")
-        fh.write(json.dumps({"kind": TRAILER, "records": len(recs)}) + "\n")
+    encode = json.JSONEncoder().encode
+    with open(path, "w", buffering=1 << 20) as fh:
+        fh.write(encode(HEADER) + "\n")
+        for i in range(0, len(recs), 4096):
+            fh.write("".join([encode(r) + "\n" for r in recs[i:i + 4096]]))
+        fh.write(encode({"kind": TRAILER, "records": len(recs)}) + "\n")
 
 
 def kernel_durations_us(recs: list[dict[str, Any]], name: str) -> list[float]:

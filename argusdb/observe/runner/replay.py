@@ -204,9 +204,17 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     key = str(Path(job["capture"]).resolve())
     t0 = time.monotonic()
+    stages: dict[str, float] = {}
+
+    def took(stage: str, since: float) -> float:
+        now = time.monotonic()
+        stages[stage] = round(now - since, 4)
+        return now
+
     rep = cache.get(key)
     if rep is None:
         rep = cache[key] = Replayer(job)
+    mark = took("capture_load", t0)
     pcs = None
     if job["action"] == "pcsampling":
         # open before the module's first launch loads it, or samples have no source lines
@@ -215,6 +223,7 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
         pcs = PcSampling(out, rep.kernel, 0, int(job.get("launches", 20)))
         pcs.open()
     binary = rep.parent_binary()
+    mark = took("parent", mark)
     job.setdefault("tag", out.name.replace(".", "_"))
     fn = rep.parent
     res: dict[str, Any] = {"binary": binary, "replayed": True, "files": [],
@@ -226,6 +235,7 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
         chk = rep.check(fn)
         res.update({"variant_check": chk, "rel_err_vs_parent": chk["rel_err_vs_parent"],
                     "tolerance": job.get("tolerance")})
+        mark = took("variant_compile_check", mark)
     action = job["action"]
     if action == "time":
         res["files"] = [_time(rep, fn, job, out)]
@@ -256,7 +266,9 @@ def run_job(job: dict[str, Any], cache: dict[str, Replayer]) -> dict[str, Any]:
         res["launches_sampled"] = n
     else:
         raise ValueError(f"unknown replay action {action!r}")
+    took(action, mark)
     res["gpu_s"] = time.monotonic() - t0
+    res["stages_s"] = stages
     (out / "result.json").write_text(json.dumps(res, indent=1, default=str))
     return res
 

@@ -313,13 +313,26 @@ class ReplayedCommandBackend:
             raise ReplayFailed("ncu over the replay worker failed: "
                                + " | ".join(log.strip().splitlines()[-3:]))
         res = self._read(job)
-        files = self.command.export_ncu(rep, job.workdir, job.params)
+        profiled = time.monotonic()
+        finish = self.command.start_export(rep, job.workdir, job.params)
         passes = [ln for ln in log.splitlines() if "==PROF== Profiling" in ln and " pass" in ln]
-        doc = {"files": files, "gpu_s": time.monotonic() - t0, "binary": res["binary"],
-               "replayed": True, "pass_lines": passes, "cmd": " ".join([*prefix, *target]),
-               "capture_launch": res.get("capture_launch")}
-        (job.workdir / RESULT).write_text(json.dumps(doc, indent=1, default=str))
-        return collected(job.workdir, doc)
+
+        def later() -> Collected:
+            waited = time.monotonic()
+            files = finish()
+            now = time.monotonic()
+            doc = {"files": files, "gpu_s": profiled - t0, "binary": res["binary"],
+                   "replayed": True, "pass_lines": passes, "cmd": " ".join([*prefix, *target]),
+                   "capture_launch": res.get("capture_launch"),
+                   # the export ran beside the next tasks; "waited": what was left of it
+                   "stages_s": {"profile": round(profiled - t0, 3),
+                                "export_to_settle": round(now - profiled, 3),
+                                "waited": round(now - waited, 3)}}
+            (job.workdir / RESULT).write_text(json.dumps(doc, indent=1, default=str))
+            return collected(job.workdir, doc)
+
+        # the export reads the report, not the GPU: the replayed timings run beside it
+        return Collected([], later=later)
 
     def close(self) -> None:
         """Stop the replay workers (the runner calls this when the plan is done)."""
@@ -327,12 +340,17 @@ class ReplayedCommandBackend:
         if self._ncu_standby is not None:  # never given its job (a failure, a fall-back)
             self._ncu_standby[0].kill()
             procs.append(self._ncu_standby[0])
-        for proc in procs:
+        for proc in procs:  # every worker is told first: they end side by side
             if proc.stdin is not None:
                 proc.stdin.close()
+        # all their results are in: a worker still tearing down torch and its CUDA context
+        # after a moment is stopped (the driver frees what it held), not waited for
+        end = time.monotonic() + 0.5
+        for proc in procs:
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=max(0.01, end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
         self._proc, self._others, self._ncu_standby = None, {}, None
         shutil.rmtree(self._standby, ignore_errors=True)
