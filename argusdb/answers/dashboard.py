@@ -273,7 +273,8 @@ def _cohort(s: Series) -> str:
 
 
 def _share(v: float | None) -> str:
-    return fmt.share(v)
+    """A share as the page's HTML (``&lt; 0.1 %`` below a tenth of a percent)."""
+    return html.escape(fmt.share(v))
 
 
 def _fmt(v: Any, unit: str | None = None) -> str:

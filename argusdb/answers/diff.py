@@ -370,12 +370,12 @@ def human_table(result: DiffResult, rows: list[DiffRow] | None = None
     two = len(set(signals)) < len(signals)
     cols = ["signal", *(["cohort"] if two else []), "from", "to", "ratio", "95% CI", "p",
             "n from/to", "verdict"]
-    rows = [[r.signal, *([cohort_label(r)] if two else []), fmt.quantity(r.from_median, r.unit),
-             fmt.quantity(r.to_median, r.unit), fmt.ratio(r.ratio),
-             fmt.interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value),
-             f"{r.n_from}/{r.n_to}", r.verdict] for r in chosen]
+    cells = [[r.signal, *([cohort_label(r)] if two else []),
+              fmt.quantity(r.from_median, r.unit), fmt.quantity(r.to_median, r.unit),
+              fmt.ratio(r.ratio), fmt.interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value),
+              f"{r.n_from}/{r.n_to}", r.verdict] for r in chosen]
     right = [False, *([False] if two else []), True, True, True, True, True, True, False]
-    return cols, rows, right
+    return cols, cells, right
 
 
 def _diff_html(d: DiffResult) -> str:

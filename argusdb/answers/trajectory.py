@@ -312,9 +312,9 @@ def human_table(t: Trajectory, *, all_series: bool = False,
         room = max(1, budget // max(1, len(t.versions)))
         keep = {id(s) for s in sorted(stepped, key=_screen_rank)[:room]}
         # by region, as the trajectory orders them; in a region the headline signals first
-        where = {r: i for i, r in enumerate(dict.fromkeys(s.region_id for s in stepped))}
+        place = {r: i for i, r in enumerate(dict.fromkeys(s.region_id for s in stepped))}
         shown = sorted((s for s in stepped if id(s) in keep),
-                       key=lambda s: (where[s.region_id], *_screen_rank(s)))
+                       key=lambda s: (place[s.region_id], *_screen_rank(s)))
     keys = [(s.region_id, s.signal) for s in shown]
     two = len(set(keys)) < len(keys)
     cols = ["region", "signal", *(["cohort"] if two else []), "version", "lines", "n",
