@@ -30,9 +30,27 @@ class ArgusError(Exception):
 
 
 class UsageError(ArgusError):
-    """A command was called with arguments that cannot work."""
+    """A command was called with arguments that cannot work.
+
+    Args:
+        message: what cannot work.
+        fix: what to do instead; the CLI prints it on a line of its own.
+    """
 
     code = "E001"
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        self.problem = message
+        self.fix = fix
+        super().__init__(f"{message}. {fix}" if fix else message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.problem, self.fix)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": str(self), **({"problem": self.problem,
+                                                             "fix": self.fix} if self.fix
+                                                            else {})}
 
 
 class InputError(ArgusError):

@@ -46,7 +46,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px}
 h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ddd;padding:3px 8px;text-align:left}th{background:#f3f3f3}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .better{color:#070;font-weight:600}.worse{color:#b00;font-weight:600}
 .changed{color:#05a;font-weight:600}.insufficient{color:#b00}.chart{display:inline-block;margin:6px}
 .note{color:#666;font-size:12px}
@@ -76,9 +76,11 @@ class ProgramView:
     hotspots: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _scale(unit: str | None) -> tuple[float, str | None]:
-    """Plot nanoseconds as microseconds: tick labels of six digits collide."""
-    return (1e-3, "µs") if unit == "ns" else (1.0, unit)
+def _scale(unit: str | None, values: list[float]) -> tuple[float, str | None]:
+    """The factor and unit of a chart's axis: human units (µs, M inst), as the tables write
+    values, so that no tick label needs an exponent."""
+    return fmt.axis_unit(max((abs(v) for v in values if not fmt.missing(v)), default=0.0),
+                         unit)
 
 
 def _svg(fig: Any) -> str:
@@ -216,7 +218,7 @@ def _breakdown_charts(view: ProgramView) -> list[str]:
         names = [f"{c.region_id.split('/', 1)[1]} [{c.evidence_class}"
                  + ("" if c.standing in ("clean", "derived") else ", perturbed") + "]"
                  for c in cs]
-        k, unit = _scale(cs[0].unit)
+        k, unit = _scale(fmt.display_unit(sig, cs[0].unit), [c.value for c in cs])
         ax.barh(names, [c.value * k for c in cs],
                 color=[_CLASS_COLORS.get(c.evidence_class, "#777") for c in cs])
         ax.xaxis.set_major_locator(MaxNLocator(5))
@@ -232,7 +234,8 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
 
     fig = Figure(figsize=(6.0, 3.2))
     ax = fig.subplots()
-    k, unit = _scale(s.unit)
+    k, unit = _scale(fmt.display_unit(s.signal, s.unit),
+                     [x for p in s.points for x in (p.median, p.ci_high) if x is not None])
     xs, ys, lo, hi, labels = [], [], [], [], []
     for i, p in enumerate(s.points):
         labels.append(view.labels[p.program_version])
@@ -256,16 +259,22 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
                         xytext=(6, 8), color=_STEP_COLORS.get(cls, "#333"))
     ax.set_xticks(range(len(labels)), labels, rotation=20, ha="right")
     ax.set_ylabel(f"{s.signal} ({unit})")
-    cohort = f"{s.key.evidence_class}, {fmt.signature(s.key.standing)}"
-    ax.set_title(f"{s.region_id}: {s.signal} [{cohort}]", fontsize=10)
+    ax.set_title(f"{s.region_id}: {s.signal} [{_cohort(s)}]", fontsize=10)
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     ax.margins(x=0.08, y=0.15)  # room for the step annotations
     return _svg(fig)
 
 
+def _cohort(s: Series) -> str:
+    """A series' cohort in words: class and standing, and the sampler of sample counts."""
+    out = f"{s.key.evidence_class}, {fmt.signature(s.key.standing)}"
+    return out + (f", {s.key.sampler_text()}" if s.key.sampler else "")
+
+
 def _share(v: float | None) -> str:
-    return "–" if v is None else f"{v:.1%}"
+    """A share as the page's HTML (``&lt; 0.1 %`` below a tenth of a percent)."""
+    return html.escape(fmt.share(v))
 
 
 def _fmt(v: Any, unit: str | None = None) -> str:
@@ -341,18 +350,23 @@ def render(views: list[ProgramView]) -> str:
         if not shown:
             parts.append("<p class='note'>no diffs: one version only</p></section>")
             continue
+        # a signal of a region in two cohorts (clean and replayed durations) says which
+        keys = [(s.region_id, s.signal) for s in shown]
+        two = len(set(keys)) < len(keys)
         parts.append("<table class='diff-table'><tr><th>region</th><th>signal</th>"
-                     "<th>from</th><th>to</th><th>from median</th><th>to median</th>"
+                     + ("<th>cohort</th>" if two else "")
+                     + "<th>from</th><th>to</th><th>from median</th><th>to median</th>"
                      "<th>ratio</th><th>95 % CI</th><th>p</th><th>verdict</th></tr>")
         for s in shown:
             unit = fmt.display_unit(s.signal, s.unit) or ""
+            cohort = f"<td>{e(_cohort(s))}</td>" if two else ""
             for prev, p in zip(s.points, s.points[1:], strict=False):
                 if p.step_ratio is None:
                     continue
                 cls = step_class(s.signal, s.unit, p.step_ratio, p.step_significant) or (
                     "insufficient" if (p.step_verdict or "").startswith("insufficient") else "")
                 parts.append(
-                    f"<tr><td>{e(s.region_id)}</td><td>{e(s.signal)}</td>"
+                    f"<tr><td>{e(s.region_id)}</td><td>{e(s.signal)}</td>{cohort}"
                     f"<td>{e(v.labels[prev.program_version])}</td>"
                     f"<td>{e(v.labels[p.program_version])}</td>"
                     f"<td class='num'>{_fmt(prev.median, unit)}</td>"

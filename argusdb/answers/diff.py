@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 MIN_EFFECT = 0.01
 #: Default significance level of the rank test.
 ALPHA = 0.05
+#: Rows of a diff's screen view (:func:`screen_rows`).
+SCREEN_ROWS = 20
 
 
 @dataclass
@@ -325,6 +327,25 @@ def regressions(result: DiffResult, threshold: float = 0.0) -> list[DiffRow]:
             and math.isfinite(r.ratio) and abs(r.ratio - 1.0) >= threshold]
 
 
+def screen_rows(rows: list[DiffRow], limit: int = SCREEN_ROWS) -> list[DiffRow]:
+    """The rows a screen shows: the headline signals, then the changed ones (largest change
+    first), then those with a value, then zeros, ``limit`` at most; in the diff's own order
+    (``argus diff`` without ``--all``, and the notebook's table)."""
+    from argusdb.answers.format import HEADLINE
+
+    order = {s: i for i, s in enumerate(HEADLINE)}
+
+    def rank(ir: tuple[int, DiffRow]) -> tuple[int, int, float, bool, int]:
+        i, r = ir
+        change = abs(math.log(r.ratio)) if r.ratio and math.isfinite(r.ratio) and r.ratio > 0 \
+            else 0.0
+        zero = not (r.from_median or r.to_median)  # values before zeros
+        return (r.signal not in order, order.get(r.signal, 0), -change, zero, i)
+
+    keep = {i for i, _ in sorted(enumerate(rows), key=rank)[:limit]}
+    return [r for i, r in enumerate(rows) if i in keep]
+
+
 def cohort_label(row: DiffRow) -> str:
     """Which cohort a row compares: class and standing, and the scope when not per launch
     (``observed, clean``; ``observed, replay(38 passes)``)."""
@@ -336,29 +357,36 @@ def cohort_label(row: DiffRow) -> str:
     return out if row.scope in ("per launch", "kernel") else f"{out}, {row.scope}"
 
 
-def human_table(result: DiffResult) -> tuple[list[str], list[list[str]], list[bool]]:
+def human_table(result: DiffResult, rows: list[DiffRow] | None = None
+                ) -> tuple[list[str], list[list[str]], list[bool]]:
     """The diff as a person reads it: columns, formatted cells and which columns are
-    right-aligned. Values carry their unit (:mod:`argusdb.answers.format`); a ``cohort``
-    column appears when one signal is compared in two cohorts."""
+    right-aligned, of ``rows`` (default every row of ``result``). Values carry their unit
+    (:mod:`argusdb.answers.format`); a ``cohort`` column appears when one signal is compared
+    in two cohorts."""
     from argusdb.answers import format as fmt
 
-    signals = [r.signal for r in result.rows]
+    chosen = result.rows if rows is None else rows
+    signals = [r.signal for r in chosen]
     two = len(set(signals)) < len(signals)
     cols = ["signal", *(["cohort"] if two else []), "from", "to", "ratio", "95% CI", "p",
             "n from/to", "verdict"]
-    rows = [[r.signal, *([cohort_label(r)] if two else []), fmt.quantity(r.from_median, r.unit),
-             fmt.quantity(r.to_median, r.unit), fmt.ratio(r.ratio),
-             fmt.interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value),
-             f"{r.n_from}/{r.n_to}", r.verdict] for r in result.rows]
+    cells = [[r.signal, *([cohort_label(r)] if two else []),
+              fmt.quantity(r.from_median, r.unit), fmt.quantity(r.to_median, r.unit),
+              fmt.ratio(r.ratio), fmt.interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value),
+              f"{r.n_from}/{r.n_to}", r.verdict] for r in chosen]
     right = [False, *([False] if two else []), True, True, True, True, True, True, False]
-    return cols, rows, right
+    return cols, cells, right
 
 
 def _diff_html(d: DiffResult) -> str:
     """A diff's rows, the verdict coloured by the signal's direction."""
-    cols, rows, right = human_table(d)
+    every = d.rows
+    shown = screen_rows(every)
+    cols, rows, right = human_table(d, shown)
     colours = [notebook.COLOURS.get(step_class(r.signal, r.unit, r.ratio, r.significant),
-                                    "") for r in d.rows]
+                                    "") for r in shown]
     head = (f"<p><b>{html.escape(d.region_id)}</b>: {html.escape(d.from_ref.label)} → "
             f"{html.escape(d.to_ref.label)}</p>")
-    return head + notebook.table(cols, rows, colours, right)
+    more = (f"<p>+ {len(every) - len(shown)} more signals (to_json(): every row)</p>"
+            if len(shown) < len(every) else "")
+    return head + notebook.table(cols, rows, colours, right) + more

@@ -35,6 +35,13 @@ from argusdb.schema.signature import readable
 
 #: How every missing value is shown (None, NaN, a CI that cannot be computed).
 MISSING = "–"
+#: Lines an answer's default (screen) view may take; longer answers say "+ N more" and show
+#: every row with ``--all`` (``--json`` and ``--csv`` always have every row).
+SCREEN_LINES = 60
+#: Signals an answer shows first, in this order (report, diff, trajectory).
+HEADLINE = ("duration", "scope_cycles", "exposed_latency", "exposed_communication",
+            "inst_executed", "thread_inst_executed", "warp_stall_samples", "pc_samples",
+            "pc_stalled_samples")
 
 #: Time units and their size in ns.
 _TIME = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
@@ -123,6 +130,27 @@ def quantity(v: Any, unit: str | None) -> str:
     if u in ("share", "fraction"):
         return share(x)
     return f"{number(v)} {u}".rstrip()
+
+
+def axis_unit(largest: float, unit: str | None) -> tuple[float, str | None]:
+    """The factor and unit a chart axis of values up to ``largest`` (in ``unit``) is drawn
+    in, so that its tick labels read as :func:`quantity` writes values (``µs``, ``M inst``)
+    and never need an exponent.
+
+    >>> axis_unit(424_100.0, "ns"), axis_unit(41_639_936, "inst"), axis_unit(19_336, "samples")
+    ((0.001, 'µs'), (1e-06, 'M inst'), (1.0, 'samples'))
+    """
+    u = (unit or "").strip()
+    x = abs(largest) if not missing(largest) else 0.0
+    if u in _TIME:
+        ns = x * _TIME[u]
+        size, name = next(((sz, nm) for sz, nm in _TIME_STEPS if ns >= sz), (1.0, "ns"))
+        return _TIME[u] / size, name
+    if u in _COUNTS:
+        for size, prefix in _COUNT_STEPS:
+            if x >= max(size, _SI_FROM):
+                return 1 / size, f"{prefix}B" if u in ("bytes", "B") else f"{prefix} {u}"
+    return 1.0, unit
 
 
 def display_unit(signal: str, unit: str | None) -> str | None:

@@ -230,13 +230,16 @@ def dashboard_section(store: Store, program: str) -> str:
         return ""
     e = html.escape
 
-    def us(v: Any) -> str:
-        return "–" if v is None else f"{v / 1e3:,.1f}"
+    from argusdb.answers import format as fmt
+
+    def us(v: Any) -> str:  # each time with its unit, as every answer writes it
+        return fmt.quantity(v, "ns")
+
     parts = ["<section class='ranks'><h3>Ranks (distributed launches)</h3>",
              *_observed_lead(store, groups),
              "<p class='note'>step time, overlap and exposed communication are read from "
              "timing-clean launches only; forced launches feed the derivation; profiler "
-             "launches the timeline. Times in µs, medians over steps ≥ 1.</p>",
+             "launches the timeline. Medians over steps ≥ 1.</p>",
              "<table class='rank-table'><tr><th>launch group</th><th>version</th><th>use</th>"
              "<th>rank</th><th>step</th><th>communication</th><th>overlap</th>"
              "<th>exposed</th><th>last to arrive</th><th>waited</th><th>clock error</th>"

@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from argusdb.answers import format as fmt
-from argusdb.answers import notebook, stats
+from argusdb.answers import stats
 from argusdb.answers.select import (
     VersionRef,
     cohorts,
@@ -256,12 +255,8 @@ def _source_name(db: Connection, version: str) -> str | None:
 
 
 def _report_html(rep: Report) -> str:
-    """A report's claims: region, signal, median, unit, class, n, CI, verdict."""
-    rows = [[c.region_id, c.signal, c.median, c.unit, c.evidence_class, c.n, c.ci_low,
-             c.ci_high, c.verdict] for c in rep.claims]
-    head = f"<p><b>{html.escape(rep.region_id)}</b>: {len(rep.claims)} claims</p>"
-    missing = "".join(f"<p>missing {html.escape(m.get('signal', ''))}: "
-                      f"<code>{html.escape(m.get('request', ''))}</code></p>"
-                      for m in rep.missing)
-    return head + notebook.table(["region", "signal", "median", "unit", "class", "n",
-                                  "CI low", "CI high", "verdict"], rows) + missing
+    """The report as a notebook shows it: the summary of :func:`argusdb.answers.summary.html`
+    (values in human units, distributions folded, a screen of signals per version)."""
+    from argusdb.answers.summary import html as summary_html
+
+    return summary_html(rep)

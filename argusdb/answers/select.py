@@ -231,8 +231,9 @@ def _resolve(db: Connection, text: str, region: str | None,
             hits = [v for v in hits if v["transform"] is None] or hits
         return VersionRef(_one(hits, t, versions), t)
     if len(t) < 4:
-        raise UsageError(f"version {t!r}: give at least 4 characters of a program version or "
-                         "run ID, or KEY=VALUE of its --option values")
+        raise UsageError(f"version {t!r} is too short to select a version",
+                         "give at least 4 characters of a program version or run ID, or "
+                         "KEY=VALUE of its --option values")
     hits = [v for v in versions if v["program_version"].startswith(t)]
     runs = _rows(db, f"SELECT run_id, program_version FROM run "
                      f"WHERE starts_with(run_id, {lit(t)}) ORDER BY run_id")
@@ -253,12 +254,19 @@ def _resolve(db: Connection, text: str, region: str | None,
 def _one(hits: list[dict[str, Any]], text: str, versions: list[dict[str, Any]]) -> str:
     if len(hits) == 1:
         return str(hits[0]["program_version"])
-    listing = "; ".join(f"{v['program_version']} {v['options']}" for v in versions[:8])
+    def named(vs: list[dict[str, Any]]) -> str:
+        out = "; ".join(v["program_version"] + "".join(
+            f" {k}={x}" for k, x in json.loads(v["options"] or "{}").items())
+            + (f" ({str(v['transform']).split(':', 1)[0]} variant)" if v["transform"] else "")
+            for v in vs[:6])
+        return out + (f"; and {len(vs) - 6} more" if len(vs) > 6 else "")
+
     if not hits:
-        raise UsageError(f"version {text!r} matches no program version of this store. "
-                         f"Known versions: {listing or 'none'} (see 'argus runs')")
-    raise UsageError(f"version {text!r} matches {len(hits)} program versions; name one by ID "
-                     f"or add KEY=VALUE pairs. Candidates: {listing}")
+        raise UsageError(f"version {text!r} matches no program version of this store",
+                         f"name one by ID prefix, run ID or KEY=VALUE of its --option values "
+                         f"('argus runs' lists them): {named(versions) or 'none'}")
+    raise UsageError(f"version {text!r} matches {len(hits)} program versions",
+                     f"name one by ID or add KEY=VALUE pairs: {named(hits)}")
 
 
 #: The order of :func:`fetch_table`'s rows.

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from argusdb.answers import MAX_ENTROPY_BITS as _MAX_ENTROPY_BITS
+from argusdb.answers.format import share as share_text
 from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, QueryRefused, UsageError
 from argusdb.schema.shape import INTRA_KERNEL_SCOPE
@@ -224,7 +225,7 @@ class Coverage:
                 out.append(Gap(
                     "unattributed",
                     f"{kernel}/_unattributed is not a region of the source: it holds "
-                    f"{share * 100:.1f} % of {kernel}'s {signal}, on lines no region marker "
+                    f"{share_text(share)} of {kernel}'s {signal}, on lines no region marker "
                     f"covers",
                     f"ask about the regions of {kernel}, or put a '# region NAME' marker above "
                     f"those lines and ingest again", share))

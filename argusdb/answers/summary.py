@@ -44,9 +44,7 @@ if TYPE_CHECKING:
     from argusdb.api import Connection
 
 #: Signals shown first, in this order; the others follow alphabetically.
-HEADLINE = ("duration", "scope_cycles", "exposed_latency", "exposed_communication",
-            "inst_executed", "thread_inst_executed", "warp_stall_samples", "pc_samples",
-            "pc_stalled_samples")
+HEADLINE = fmt.HEADLINE
 #: Signal lines per version in the default view.
 LIMIT = 12
 #: Stall reasons shown per collector in the default view.
@@ -123,6 +121,72 @@ def lines_of(claims: list[Claim]) -> list[Line]:
                                        ln.signal, ln.evidence_class, ln.cohort))
 
 
+#: Columns of a version's signal table, and which are right-aligned.
+COLUMNS = ("signal", "value", "class", "cohort", "n", "p10 – p90", "min – max", "verdict")
+RIGHT = (False, True, False, False, True, True, True, False)
+
+
+def table_rows(lines: list[Line]) -> list[list[str]]:
+    """The signal table's cells of ``lines`` (:data:`COLUMNS`): a distribution's value is its
+    median, its n names the scopes, its spread shows p10–p90 and min–max."""
+    rows = []
+    for ln in lines:
+        med, p10, p90, lo, hi = ln.spread()
+        many = ln.n > 1
+        value = fmt.quantity(med, ln.unit)
+        if len(ln.claims) > 1:
+            value = f"median {value}"
+        n = f"{ln.n:,} {_scope_names(ln.claims)}" if len(ln.claims) > 1 else f"{ln.n:,}"
+        rows.append([ln.signal, value, ln.evidence_class, ln.cohort, n,
+                     fmt.span(p10, p90, ln.unit) if many else "",
+                     fmt.span(lo, hi, ln.unit) if many else "", ln.verdict()])
+    return rows
+
+
+def html(rep: Report, *, limit: int = LIMIT, top_stalls: int = TOP_STALLS) -> str:
+    """The report as HTML for a notebook: per version the screen's signal table (values in
+    human units, distributions folded, ``limit`` signals) and the stall reasons per sampler,
+    top ``top_stalls`` first (``to_json()`` has every claim)."""
+    import html as h
+
+    from argusdb.answers import notebook
+    from argusdb.answers.select import sampler_words
+
+    by_version: dict[str, list[Claim]] = defaultdict(list)
+    for c in rep.claims:
+        by_version[c.program_version].append(c)
+    by_id = {str(v["program_version"]): v for v in rep.versions}
+    out = [f"<p><b>{h.escape(rep.region_id)}</b>: "
+           f"{fmt.count(len(by_version), 'version')}, {fmt.count(len(rep.claims), 'claim')}</p>"]
+    for v in rep.versions:
+        claims = by_version.get(str(v["program_version"]), [])
+        if not claims:
+            continue
+        lines = lines_of([c for c in claims if not c.signal.startswith("stall_")])
+        shown = lines[:limit]
+        out.append(f"<p>{h.escape(_version_title(v, by_id))}</p>")
+        if shown:
+            out.append(notebook.table(COLUMNS, table_rows(shown), right=RIGHT))
+        if len(shown) < len(lines):
+            out.append(f"<p>+ {len(lines) - len(shown):,} more signals (to_json(): every "
+                       f"claim)</p>")
+        stalls: dict[str, list[Claim]] = defaultdict(list)
+        for c in claims:
+            if c.signal.startswith("stall_"):
+                stalls[c.sampler].append(c)
+        for sampler, cs in sorted(stalls.items()):
+            cs.sort(key=lambda c: (-c.value, c.signal))
+            rest = len(cs) - min(len(cs), top_stalls)
+            out.append(f"<p>stall reasons, {h.escape(sampler_words(sampler) or 'samples')}: "
+                       + h.escape(", ".join(f"{c.signal.removeprefix('stall_')} "
+                                            f"{fmt.number(c.value)}" for c in cs[:top_stalls]))
+                       + (f" (+ {rest} more)" if rest else "") + "</p>")
+    for m in rep.missing:
+        out.append(f"<p>no evidence: {h.escape(m.get('signal', ''))}; to produce it: "
+                   f"<code>{h.escape(m.get('request', ''))}</code></p>")
+    return "".join(out)
+
+
 def stall_breakdown(db: Connection, region: str, versions: list[str]
                     ) -> dict[str, dict[str, list[tuple[str, float, str | None]]]]:
     """Per version and collection (run kind), the stall reasons ``(signal, value, unit)``
@@ -182,22 +246,9 @@ def summarise(db: Connection, rep: Report, *, all_rows: bool = False, limit: int
         lines = lines_of([c for c in claims if not c.signal.startswith("stall_")])
         shown = lines if all_rows else lines[:limit]
         out += ["", _version_title(v, by_id)]
-        table = [["signal", "value", "class", "cohort", "n", "p10 – p90", "min – max",
-                  "verdict"]]
-        for ln in shown:
-            med, p10, p90, lo, hi = ln.spread()
-            many = ln.n > 1
-            value = fmt.quantity(med, ln.unit)
-            if len(ln.claims) > 1:
-                value = f"median {value}"
-            n = (f"{ln.n:,} {_scope_names(ln.claims)}" if len(ln.claims) > 1
-                 else f"{ln.n:,}")
-            table.append([ln.signal, value, ln.evidence_class, ln.cohort, n,
-                          fmt.span(p10, p90, ln.unit) if many else "",
-                          fmt.span(lo, hi, ln.unit) if many else "", ln.verdict()])
         if shown:  # a report of stall reasons only has no signal table
-            out += ["  " + row for row in fmt.layout(table, right=[False, True, False, False,
-                                                                    True, True, True, False])]
+            out += ["  " + row for row in fmt.layout([list(COLUMNS), *table_rows(shown)],
+                                                     right=list(RIGHT))]
         if len(shown) < len(lines):
             out.append(f"  + {len(lines) - len(shown)} more signals (--all)")
         asked = {c.signal for c in claims}  # the report's signals (--signal narrows them)

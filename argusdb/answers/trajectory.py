@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -162,6 +163,7 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
     versions_asked = [ref.program_version for ref in refs]
     spans: dict[str, dict[str, tuple[int, int]]] | None = None
     coverage = Coverage(db, max_unattributed)
+    empty: list[str] = []  # regions without evidence in any of the versions
     for region in regions:
         # One read of the region (every version: the noise floor needs them all), split here;
         # the versions' spans are read beside the first region's rows.
@@ -177,13 +179,17 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
         keys = sorted({(sig, k) for cs in per_version for (_, sig, k) in cs},
                       key=lambda x: (x[0], x[1].standing, x[1].evidence_class, x[1].scope))
         if not keys:
-            traj.notes.append(f"{region}: no evidence in any of the versions")
+            empty.append(region)
             continue
         noise = NoiseModel(db, region, min_effect, region_rows, found)
-        for ref in refs:
-            if region not in spans[ref.program_version]:
-                traj.notes.append(f"{region}: version {ref.program_version} does not declare "
-                                  f"this region (renamed or removed)")
+        undeclared = [ref.program_version for ref in refs
+                      if region not in spans[ref.program_version]]
+        # _unattributed is no region of any source: it is never declared, so no note
+        if undeclared and not region.endswith("/_unattributed"):
+            traj.notes.append(
+                f"{region}: version{'s' if len(undeclared) > 1 else ''} "
+                f"{', '.join(undeclared)} do{'' if len(undeclared) > 1 else 'es'} not declare "
+                f"this region (renamed or removed)")
         for sig, key in keys:
             points: list[Point] = []
             prev: list[float] | None = None
@@ -228,6 +234,8 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
                 prev, prev_ok = co.samples, not gaps
                 points.append(p)
             traj.series.append(Series(region, sig, unit, key, points))
+    if empty:
+        traj.notes.append(f"no evidence in any of the versions: {_named(empty)}")
     if not traj.series:
         where = ", ".join(f"{r.program_version} ({r.label})" for r in refs)
         if regions:
@@ -238,17 +246,75 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
     return traj
 
 
-def human_table(t: Trajectory, *, all_series: bool = False
-                ) -> tuple[list[str], list[list[str]], list[bool], int]:
-    """The trajectory as a person reads it: columns, formatted cells, right-aligned columns
-    and how many series were left out. Values carry their unit; a ``cohort`` column appears
-    when one signal of a region has two cohorts; a missing value is one mark. Without
-    ``all_series`` only series with values in two or more versions are shown (a series of
-    one point has no step)."""
+def _named(items: list[str], most: int = 4) -> str:
+    """``a, b, c and 5 more``: a list a line can hold."""
+    head = ", ".join(items[:most])
+    return head + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+@dataclass
+class Screen:
+    """The trajectory as a person reads it (:func:`human_table`): columns, formatted cells
+    (one row per series and version), right-aligned columns, and what was left out."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    right: list[bool]
+    #: The series shown, in the trajectory's order.
+    series: list[Series]
+    #: Series left out for the screen (``--all`` shows them).
+    more: int = 0
+    #: Series with a value in one version only, left out (``--all`` shows them).
+    single: int = 0
+
+    def more_line(self) -> str | None:
+        """``+ 12 more series, 704 with a value in one version only (--all ...)``, or None
+        when every series is shown."""
+        if not (self.more or self.single):
+            return None
+        bits = ([f"{self.more:,} more series"] if self.more else []) + (
+            [f"{self.single:,} {'more ' if not self.more else ''}with a value in one version "
+             f"only"] if self.single else [])
+        return f"+ {', '.join(bits)} (--all: every series; --json: every point)"
+
+
+def _screen_rank(s: Series) -> tuple[bool, int, bool, float, bool]:
+    """Which series a screen shows first: the headline signals (in their order), then those
+    with a significant step, the largest step first, then those with a value before zeros."""
+    from argusdb.answers.format import HEADLINE
+
+    order = {sig: i for i, sig in enumerate(HEADLINE)}
+    steps = [abs(math.log(p.step_ratio)) for p in s.points
+             if p.step_ratio and math.isfinite(p.step_ratio) and p.step_ratio > 0]
+    significant = any(p.step_significant for p in s.points)
+    zero = not any(p.median for p in s.points)
+    return (s.signal not in order, order.get(s.signal, 0), not significant,
+            -max(steps, default=0.0), zero)
+
+
+def human_table(t: Trajectory, *, all_series: bool = False,
+                lines: int | None = None) -> Screen:
+    """The trajectory as a person reads it. Values carry their unit; a ``cohort`` column
+    appears when one signal of a region has two cohorts; a missing value is one mark.
+
+    Without ``all_series`` it fits a screen: only series with values in two or more versions
+    (a series of one point has no step), at most ``lines`` lines (default
+    :data:`~argusdb.answers.format.SCREEN_LINES`, with the header and the "+ N more" line):
+    the headline signals first, then the series whose steps changed most.
+    """
     from argusdb.answers import format as fmt
 
-    shown = [s for s in t.series
-             if all_series or sum(p.median is not None for p in s.points) >= 2]
+    stepped = [s for s in t.series
+               if all_series or sum(p.median is not None for p in s.points) >= 2]
+    shown = stepped
+    if not all_series:
+        budget = (lines or fmt.SCREEN_LINES) - 2  # the header and the "+ N more" line
+        room = max(1, budget // max(1, len(t.versions)))
+        keep = {id(s) for s in sorted(stepped, key=_screen_rank)[:room]}
+        # by region, as the trajectory orders them; in a region the headline signals first
+        place = {r: i for i, r in enumerate(dict.fromkeys(s.region_id for s in stepped))}
+        shown = sorted((s for s in stepped if id(s) in keep),
+                       key=lambda s: (place[s.region_id], *_screen_rank(s)))
     keys = [(s.region_id, s.signal) for s in shown]
     two = len(set(keys)) < len(keys)
     cols = ["region", "signal", *(["cohort"] if two else []), "version", "lines", "n",
@@ -260,21 +326,26 @@ def human_table(t: Trajectory, *, all_series: bool = False
                   + (f", {s.key.sampler_text()}" if s.key.sampler else "")
                   + (f", {s.key.scope_text()}" if s.key.scope else ""))
         for p in s.points:
-            lines = f"{p.start_line}-{p.end_line}" if p.start_line else fmt.MISSING
-            ci = (fmt.MISSING if p.ci_low is None or p.ci_high is None
+            where = f"{p.start_line}-{p.end_line}" if p.start_line else fmt.MISSING
+            ci = (fmt.MISSING if fmt.missing(p.ci_low) or fmt.missing(p.ci_high)
                   else fmt.span(p.ci_low, p.ci_high, unit))
-            rows.append([s.region_id, s.signal, *([cohort] if two else []), p.label, lines,
+            rows.append([s.region_id, s.signal, *([cohort] if two else []), p.label, where,
                          fmt.number(p.n), fmt.quantity(p.median, unit), ci,
                          fmt.ratio(p.step_ratio), fmt.text(p.step_verdict)])
     right = [False, False, *([False] if two else []), False, False, True, True, True, True,
              False]
-    return cols, rows, right, len(t.series) - len(shown)
+    return Screen(cols, rows, right, shown, more=len(stepped) - len(shown),
+                  single=len(t.series) - len(stepped))
 
 
 def _trajectory_html(t: Trajectory) -> str:
-    """One row per (series, version): median, CI and the step from the previous version."""
-    cols, rows, right, _ = human_table(t, all_series=True)
+    """One row per (series, version): median, CI and the step from the previous version;
+    the screen view of :func:`human_table` (``to_json()`` has every point)."""
+    screen = human_table(t)
     colours = [notebook.COLOURS.get(step_class(s.signal, s.unit, p.step_ratio,
                                                p.step_significant), "")
-               for s in t.series for p in s.points]
-    return notebook.table(cols, rows, colours, right)
+               for s in screen.series for p in s.points]
+    more = screen.more_line()
+    return notebook.table(screen.columns, screen.rows, colours, screen.right) + (
+        f"<p>{html.escape(more.replace('--all', 'human_table(t, all_series=True)'))}</p>"
+        if more else "")

@@ -9,8 +9,15 @@ from typing import Any
 import click
 
 from argusdb.answers import format as fmt
-from argusdb.answers.diff import ALPHA, MIN_EFFECT, DiffRow, diff, human_table, regressions
-from argusdb.answers.summary import HEADLINE
+from argusdb.answers.diff import (
+    ALPHA,
+    MIN_EFFECT,
+    SCREEN_ROWS,
+    diff,
+    human_table,
+    regressions,
+    screen_rows,
+)
 from argusdb.api import connect
 from argusdb.cli.output import (
     Number,
@@ -25,7 +32,7 @@ from argusdb.cli.output import (
 #: refused, usage error, no evidence), so a CI job tells a regression from a broken question.
 REGRESSION_EXIT = 4
 #: Rows of the default (screen) view.
-ROWS = 20
+ROWS = SCREEN_ROWS
 
 
 class FailOn(click.ParamType):
@@ -92,7 +99,8 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     Examples:
       argus diff argus.duckdb --region matmul/matmul_kernel --from variant=naive --to variant=tiled
       argus diff argus.duckdb --region matmul/matmul_kernel --from 593565e8 --to 812dae0b --json
-      argus diff ci.duckdb --region matmul/matmul_kernel --from main --to pr --fail-on regression=2
+      argus diff ci.duckdb --region matmul/matmul_kernel --from ref=base --to ref=pr \\
+        --fail-on regression=2
     """
     from argusdb.answers.ranks import collective_rows
 
@@ -118,14 +126,12 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
         print_table(cols, [[getattr(r, c) for c in cols] for r in result.rows], as_csv=True)
     else:
         every = result.rows
-        result.rows = every if all_rows else _first_rows(every)
-        cols, rows, right = human_table(result)
-        result.rows = every
+        cols, rows, right = human_table(result, every if all_rows else screen_rows(every))
         print_table(cols, rows, right=right)
         if len(rows) < len(every):
             same = sum(1 for r in every if r.ratio == 1.0 or r.from_median == r.to_median)
-            click.echo(f"+ {len(every) - len(rows)} more signals (--all or --json: every "
-                       f"row); {same} of the {len(every)} signals unchanged")
+            click.echo(f"+ {len(every) - len(rows):,} more signals (--all or --json: every "
+                       f"row); {same:,} of the {len(every):,} signals unchanged")
         click.echo(f"\nregion {region}: {result.from_ref.label} ({result.from_ref.program_version})"
                    f" -> {result.to_ref.label} ({result.to_ref.program_version})", err=True)
         # signals judged alike (same noise floor and cohort) share one line
@@ -155,19 +161,3 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
     if worse:
         sys.exit(REGRESSION_EXIT)
 
-
-def _first_rows(rows: list[DiffRow]) -> list[DiffRow]:
-    """The rows a screen shows: the headline signals, then the changed ones (largest change
-    first), then those with a value, then zeros, :data:`ROWS` at most; in the diff's own
-    order."""
-    order = {s: i for i, s in enumerate(HEADLINE)}
-
-    def rank(ir: tuple[int, DiffRow]) -> tuple[int, int, float, bool, int]:
-        i, r = ir
-        change = abs(math.log(r.ratio)) if r.ratio and math.isfinite(r.ratio) and r.ratio > 0 \
-            else 0.0
-        zero = not (r.from_median or r.to_median)  # values before zeros
-        return (r.signal not in order, order.get(r.signal, 0), -change, zero, i)
-
-    keep = {i for i, _ in sorted(enumerate(rows), key=rank)[:ROWS]}
-    return [r for i, r in enumerate(rows) if i in keep]

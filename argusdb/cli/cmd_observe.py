@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from argusdb.answers import format as fmt
 from argusdb.api.surface import parse_options
 from argusdb.cli.output import Number, handle_errors, output_options, print_json, print_table
 from argusdb.errors import UsageError
@@ -48,8 +49,9 @@ def _signals_epilog() -> str:
 @click.command("observe", epilog=_signals_epilog())
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[KERNEL_FILE | -- COMMAND...]")
 @click.option("--region", required=True, help="Region id, e.g. softmax/softmax_fwd/load.")
-@click.option("--signals", required=True, help="Comma-separated signals, e.g. duration,"
-              "inst_executed,stall_long_sb,dram__bytes_read.sum,exposed_latency.")
+@click.option("--signals", required=True,
+              help="Comma-separated signals, e.g. duration,inst_executed (Signals, below, "
+                   "lists them).")
 @click.option("--scope", "scope", multiple=True, metavar="KEY=VALUE",
               help="Scope coordinate (launch, cta, sm, warp, warp_role, loop_iter) = all | "
                    "each | index | range. Repeatable.")
@@ -113,17 +115,18 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
             return
         click.echo(f"plan {obs.plan.plan_id}: {len(obs.plan.tasks)} tasks", err=True)
         prefix = obs.plan.plan_id + "."
-        # runs_program: the command form's; est_wall_s: where some task has an estimate
+        # runs_program: the command form's; est. wall: where some task has an estimate
         tasks = obs.plan.tasks
         command = any(t.runs_program is not None for t in tasks)
         costed = any(t.estimate for t in tasks)
         print_table(["task", "kind", "run", *(["runs_program"] if command else []),
-                     *(["est_wall_s"] if costed else []), "depends_on", "reuse"],
+                     *(["est. wall"] if costed else []), "depends_on", "reuse"],
                     [(t.id.removeprefix(prefix), t.kind, t.run or "",
                       *([] if not command else
                         ["" if t.runs_program is None else str(t.runs_program).lower()]),
                       *([] if not costed else
-                        ["" if not t.estimate else f"{t.estimate['wall_s'] or 0:.3g}"]),
+                        ["" if not t.estimate else fmt.quantity(t.estimate["wall_s"] or 0,
+                                                                "s")]),
                       ",".join(d.removeprefix(prefix) for d in t.depends_on),
                       (t.reuse or {}).get("run_id", "")) for t in tasks])
         click.echo("")
@@ -143,9 +146,10 @@ def command(args: tuple[str, ...], region: str, signals: str, scope: tuple[str, 
         if not rep["ok"]:
             raise SystemExit(1)
         return
-    print_table(["task", "action", "run", "status", "wall_s", "gpu_s"],
-                [(t["id"], t["action"], t["run"] or "", t["status"], t["wall_s"], t["gpu_s"])
-                 for t in rep["tasks"]])
+    print_table(["task", "action", "run", "status", "wall", "GPU"],
+                [(t["id"], t["action"], t["run"] or "", t["status"],
+                  fmt.quantity(t["wall_s"], "s"), fmt.quantity(t["gpu_s"], "s"))
+                 for t in rep["tasks"]], right=[False, False, False, False, True, True])
     ev = "; ".join(f"{sig} " + ", ".join(f"{n} {cls}" for cls, n in sorted(by.items()))
                    for sig, by in rep["evidence"].items())
     click.echo(f"\nevidence: {ev or 'none'}\ncost: {rep['wall_s']:.3g} s wall, "

@@ -14,6 +14,9 @@ from argusdb.cli.output import (
     timeout_option,
 )
 
+#: Notes printed in the default (screen) view.
+NOTES = 5
+
 
 @click.command("trajectory")
 @click.argument("store")
@@ -24,7 +27,9 @@ from argusdb.cli.output import (
                    "KEY=VALUE selectors with ';').")
 @click.option("--signal", "signals", multiple=True, help="Signal to follow (repeatable).")
 @click.option("--all", "all_series", is_flag=True,
-              help="Also series with a value in one version only (no step to show).")
+              help="Print every series, also those with a value in one version only (default: "
+                   "what fits a screen, the headline signals and the largest steps first; "
+                   "--json and --csv always have every point).")
 @timeout_option
 @output_options
 @handle_errors
@@ -58,10 +63,13 @@ def command(store: str, regions: tuple[str, ...], versions: str, signals: tuple[
                             p.step_ratio, p.step_verdict]
                            for s in t.series for p in s.points], as_csv=True)
         return
-    cols, rows, right, left_out = human_table(t, all_series=all_series)
-    print_table(cols, rows, right=right)
-    if left_out:
-        click.echo(f"note: {left_out} series with a value in one version only left out "
-                   f"(--all shows them)", err=True)
-    for n in t.notes:
+    screen = human_table(t, all_series=all_series)
+    print_table(screen.columns, screen.rows, right=screen.right)
+    more = screen.more_line()
+    if more:
+        click.echo(more)
+    shown = t.notes if all_series else t.notes[:NOTES]
+    for n in shown:
         click.echo(f"note: {n}", err=True)
+    if len(shown) < len(t.notes):
+        click.echo(f"+ {len(t.notes) - len(shown)} more notes (--all or --json)", err=True)

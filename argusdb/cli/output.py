@@ -186,7 +186,7 @@ def _readable(exc: ArgusError) -> str:
 
     if isinstance(exc, InputError):
         return f"{exc.path}: {exc.problem}\n  fix: {exc.fix}"
-    if isinstance(exc, QueryFailed):
+    if isinstance(exc, QueryFailed) or (isinstance(exc, UsageError) and exc.fix):
         return f"{exc.problem}\n  fix: {exc.fix}"
     if isinstance(exc, NoEvidence):
         return "\n".join([f"no evidence: {exc.missing}",
@@ -210,14 +210,14 @@ def check_output_path(path: str, *, folder: bool = False) -> None:
     p = Path(path)
     if folder:
         if p.exists() and not p.is_dir():
-            raise UsageError(f"{path}: is a file, and --out names the folder to write into. "
+            raise UsageError(f"{path}: is a file, and --out names the folder to write into",
                              "pass a folder path (it is created when missing)")
         return
     if p.is_dir():
-        raise UsageError(f"{path}: is a folder. pass the path of the file to write")
+        raise UsageError(f"{path}: is a folder", "pass the path of the file to write")
     if not p.parent.is_dir():
-        raise UsageError(f"{path}: the folder {p.parent} does not exist. create it first "
-                         "or pass a path in an existing folder")
+        raise UsageError(f"{path}: the folder {p.parent} does not exist",
+                         "create it first or pass a path in an existing folder")
 
 
 def _errors(exc: ArgusError) -> list[dict[str, Any]]:

@@ -7,14 +7,18 @@ samples are identical by construction) and under a copy of the source whose line
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import argusdb
 from argusdb.api import Connection
+from argusdb.cli import main
 from tests.conftest import DEMO, KERNELS
+from tests.runner.replay import PROGRAMS, RECORDED
 
 MATMUL_TRACE = DEMO / "matmul" / "matmul.cupti.jsonl"
 SOFTMAX_TRACE = DEMO / "softmax" / "softmax.cupti.jsonl"
@@ -41,3 +45,33 @@ def relabelled(tmp_path: Path) -> Iterator[Connection]:
     db.ingest(SOFTMAX_TRACE, KERNELS / "softmax.py", {"variant": "a"})
     yield db
     db.close()
+
+
+#: The layer-norm region the H200 recordings of tests/data/gpu/programs/model observed.
+LAYERNORM_LOAD = "fused_norm/layernorm_fwd/load"
+#: What they were observed for: the tools/h200 default signals, then Proton's PC sampling
+#: (its own task folder in the same recording).
+LAYERNORM_REQUESTS = ("duration,inst_executed,warp_stall_samples,exposed_latency",
+                      "pc_samples@proton,stall_long_scoreboard@proton")
+
+
+@pytest.fixture(scope="session")
+def layernorm_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The layer-norm program observed on the H200, replayed from its recording: its version,
+    the forced-wait and the Proton-instrumented variants (16,384 per-CTA, per-warp
+    ``scope_cycles``), the ncu and Proton stall reasons of its load region."""
+    tmp = tmp_path_factory.mktemp("layernorm")
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.chdir(PROGRAMS / "model")
+        for i, signals in enumerate(LAYERNORM_REQUESTS):
+            bundle = tmp / f"bundle{i}"
+            shutil.copytree(RECORDED / "model", bundle)
+            mp.setenv("ARGUS_REPLAY", str(bundle))
+            r = CliRunner().invoke(main, ["observe", "--region", LAYERNORM_LOAD, "--signals",
+                                          signals, "--store", str(tmp / "s.duckdb"), "--json",
+                                          "--", "python3", "model.py"])
+            assert r.exit_code == 0, r.output
+    finally:
+        mp.undo()
+    return str(tmp / "s.duckdb")

@@ -6,42 +6,21 @@ them per-CTA, per-warp ``scope_cycles`` of one Proton-instrumented launch; befor
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from argusdb.cli import main
-from tests.runner.replay import PROGRAMS, RECORDED
 
 GOLDEN = Path(__file__).parent / "golden"
 LOAD = "fused_norm/layernorm_fwd/load"
 KERNEL = "fused_norm/layernorm_fwd"
-#: What the H200 recordings were observed for: the tools/h200 default signals, then Proton's
-#: PC sampling (its own task folder in the same recording).
-REQUESTS = ("duration,inst_executed,warp_stall_samples,exposed_latency",
-            "pc_samples@proton,stall_long_scoreboard@proton")
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("summary")
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.chdir(PROGRAMS / "model")
-        for i, signals in enumerate(REQUESTS):
-            bundle = tmp / f"bundle{i}"
-            shutil.copytree(RECORDED / "model", bundle)
-            mp.setenv("ARGUS_REPLAY", str(bundle))
-            r = CliRunner().invoke(main, ["observe", "--region", LOAD, "--signals", signals,
-                                          "--store", str(tmp / "s.duckdb"), "--json", "--",
-                                          "python3", "model.py"])
-            assert r.exit_code == 0, r.output
-    finally:
-        mp.undo()
-    yield str(tmp / "s.duckdb")
+@pytest.fixture
+def store(layernorm_store: str) -> str:
+    return layernorm_store
 
 
 def _report(store: str, *args: str) -> list[str]:

@@ -52,8 +52,8 @@ def test_the_default_diff_fits_a_screen(store: tuple[str, list[str]]) -> None:
     shown = [ln.split()[0] for ln in out[1:-1]]
     assert {"inst_executed", "thread_inst_executed", "warp_stall_samples"} <= set(shown)
     assert shown == sorted(shown)  # the diff's own order
-    assert out[-1] == (f"+ {len(every) - 20} more signals (--all or --json: every row); "
-                       f"{len(every)} of the {len(every)} signals unchanged")
+    assert out[-1] == (f"+ {len(every) - 20:,} more signals (--all or --json: every row); "
+                       f"{len(every):,} of the {len(every):,} signals unchanged")
     assert any(" and " in ln and "more: noise floor" in ln for ln in err)
 
 
