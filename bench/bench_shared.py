@@ -119,8 +119,8 @@ def questions(store: str) -> dict[str, dict[str, float]]:
     out = {}
     for name, args in (("launch_timing", ["query", store, demo.QUESTION, "--json"]),
                        ("region_breakdown", ["query", store, demo.REGION_BREAKDOWN, "--json"]),
-                       ("diff", ["diff", store, "matmul/matmul_kernel", "config=bk64_s3",
-                                 "config=bn256_s3", "--json"])):
+                       ("diff", ["diff", store, "--region", "matmul/matmul_kernel", "--from",
+                                 "config=bk64_s3", "--to", "config=bn256_s3", "--json"])):
         runs = [_timed([*CLI, *args]) for _ in range(3)]
         out[name] = {"wall_s": round(min(r[0] for r in runs), 2),
                      "cpu_s": round(min(r[1] for r in runs), 2),
