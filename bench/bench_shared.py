@@ -31,6 +31,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from argusdb import demo
 from argusdb.store import open_store
@@ -47,22 +48,22 @@ def _uri(pg: str, tmp: Path, name: str) -> str:
             f"data_path={tmp / name}/")
 
 
-def _timed(cmd: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (user + system) and peak RSS (MiB) of the process ``cmd``."""
+def _timed(cmd: list[str], check: bool = True) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MiB) and stdout of ``cmd``."""
     t0 = time.monotonic()
     res = subprocess.run(["/usr/bin/env", "python3", "-c",
                           "import resource, subprocess, sys; "
-                          "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+                          "r = subprocess.run(sys.argv[1:]); "
                           "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
                           "print(u.ru_utime + u.ru_stime, u.ru_maxrss, file=sys.stderr); "
                           "sys.exit(r.returncode)", *cmd],
                          cwd=ROOT, capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     wall = time.monotonic() - t0
-    if res.returncode:
+    if res.returncode and check:
         raise SystemExit(f"{' '.join(cmd[3:6])} failed: {res.stderr[-2000:]}")
     cpu, rss = res.stderr.strip().splitlines()[-1].split()
-    return wall, float(cpu), int(rss) / 1024
+    return wall, float(cpu), int(rss) / 1024, res.stdout
 
 
 def _ingest_cmd(store: str) -> list[str]:
@@ -114,17 +115,20 @@ def writers(store: str, tmp: Path, w: int, m: int) -> dict[str, float]:
             "reader_ok": reader.returncode == 0, "reader": r_out.strip()}
 
 
-def questions(store: str) -> dict[str, dict[str, float]]:
-    """Each question as a fresh ``argus`` process, best of 3: wall and CPU seconds."""
+def questions(store: str) -> dict[str, dict[str, Any]]:
+    """Each question as a fresh ``argus`` process, best of 3: wall and CPU seconds, and its
+    answer (the ``--json`` rows, or the refusal)."""
     out = {}
     for name, args in (("launch_timing", ["query", store, demo.QUESTION, "--json"]),
                        ("region_breakdown", ["query", store, demo.REGION_BREAKDOWN, "--json"]),
                        ("diff", ["diff", store, "--region", "matmul/matmul_kernel", "--from",
                                  "config=bk64_s3", "--to", "config=bn256_s3", "--json"])):
-        runs = [_timed([*CLI, *args]) for _ in range(3)]
+        runs = [_timed([*CLI, *args], check=False) for _ in range(3)]
+        doc = json.loads(runs[0][3])
         out[name] = {"wall_s": round(min(r[0] for r in runs), 2),
                      "cpu_s": round(min(r[1] for r in runs), 2),
-                     "rss_mib": round(max(r[2] for r in runs))}
+                     "rss_mib": round(max(r[2] for r in runs)),
+                     "answer": doc.get("rows") if doc.get("ok") else doc.get("errors")}
     return out
 
 
@@ -150,8 +154,8 @@ def main() -> None:
     report["lake_observed_rows"], report["lake_runs"] = int(row[0]), int(row[2])
     empty = _uri(a.pg, tmp, "empty")
     open_store(empty, create=True).close()
-    e_wall, e_cpu, e_rss = _timed(_ingest_cmd(empty))
-    b_wall, b_cpu, b_rss = _timed(_ingest_cmd(big))
+    e_wall, e_cpu, e_rss, _ = _timed(_ingest_cmd(empty))
+    b_wall, b_cpu, b_rss, _ = _timed(_ingest_cmd(big))
     report["ingest"] = {"empty_s": round(e_wall, 2), "empty_cpu_s": round(e_cpu, 2),
                         "empty_rss_mib": round(e_rss), "big_s": round(b_wall, 2),
                         "big_cpu_s": round(b_cpu, 2), "big_rss_mib": round(b_rss),
@@ -159,6 +163,7 @@ def main() -> None:
     lq, eq = questions(big), questions(emb)
     report["questions"] = {
         "lake": lq, "embedded": eq,
+        "same_answer": {k: lq[k].pop("answer") == eq[k].pop("answer") for k in lq},
         "ratio": {k: round(lq[k]["wall_s"] / eq[k]["wall_s"], 2) for k in lq},
         "cpu_ratio": {k: round(lq[k]["cpu_s"] / eq[k]["cpu_s"], 2) for k in lq}}
     sh = writers(_uri(a.pg, tmp, "w"), tmp, a.writers, a.runs)
