@@ -296,7 +296,7 @@ def evidence_of(p: Plan, st: Store) -> pa.Table:
     tasks = [t.id for t in p.tasks]
     # Runs the plan reused, and runs its tasks produced, including artefacts the store already
     # held (an ingest of the same bytes is a no-op, so their rows keep the earlier task's id).
-    runs = [t.reuse["run_id"] for t in p.tasks if t.reuse and t.reuse.get("run_id")]
+    runs = list(reused_runs(p, st).values())
     for row in st.rows("SELECT config FROM task WHERE plan_id = ?", [p.plan_id]):
         runs += json.loads(row["config"] or "{}").get("runs") or []
     # What the tasks yield (e.g. scope_cycles for an instrumented 'duration'), and what was asked.
@@ -312,11 +312,24 @@ def evidence_of(p: Plan, st: Store) -> pa.Table:
         [tasks, runs, signals, region, kernel_region, region + "/", kernel])
 
 
+def reused_runs(p: Plan, st: Store) -> dict[str, str]:
+    """The run each reused task stands on, by task id: a planned reuse counts only where the
+    runner kept it (status ``reused``). A command plan's reuse is planned from the source text
+    before the program ran; where the control task then found another binary (the same source
+    under torch.compile and eagerly), the runner refuses it and the task measures afresh, so
+    the earlier version's run is no evidence of this plan."""
+    status = {r["task_id"]: r["status"] for r in st.rows(
+        "SELECT task_id, status FROM task WHERE plan_id = ?", [p.plan_id])}
+    return {t.id: t.reuse["run_id"] for t in p.tasks if t.reuse and t.reuse.get("run_id")
+            and status.get(t.id, "reused") == "reused"}
+
+
 def report(p: Plan, st: Store) -> dict[str, Any]:
     """Status and cost of each task (from the task table) and evidence counts per class."""
     rows = {r["task_id"]: r for r in st.rows(
         "SELECT task_id, status, wall_s, gpu_s, config FROM task WHERE plan_id = ?",
         [p.plan_id])}
+    reused = reused_runs(p, st)
     ev = evidence_of(p, st)
     counts: dict[str, dict[str, int]] = {}
     for sig, cls in zip(ev.column("signal").to_pylist(), ev.column("evidence_class").to_pylist(),
@@ -326,7 +339,11 @@ def report(p: Plan, st: Store) -> dict[str, Any]:
     tasks = [{"id": t.id, "action": t.action, "run": t.run, "runs_program": t.runs_program,
               "status": rows.get(t.id, {}).get("status", "reused" if t.reuse else "missing"),
               "wall_s": rows.get(t.id, {}).get("wall_s"), "gpu_s": rows.get(t.id, {}).get("gpu_s"),
-              "reuse": t.reuse} for t in p.tasks]
+              "reuse": t.reuse if t.id in reused else None,
+              **({"reuse_refused": json.loads(rows[t.id]["config"] or "{}").get(
+                  "detail", {}).get("reuse_refused")}
+                 if t.reuse and t.id not in reused and t.id in rows else {})}
+             for t in p.tasks]
     failed = []
     for t in tasks:
         if t["status"] in ("done", "reused"):
@@ -414,7 +431,7 @@ def attribution_verdict(p: Plan, st: Store) -> dict[str, Any]:
         return {}
     ids = st.rows("SELECT config FROM task WHERE list_contains(?, task_id)", [runs])
     run_ids = [r for row in ids for r in json.loads(row["config"] or "{}").get("runs") or []]
-    run_ids += [t.reuse["run_id"] for t in p.tasks if t.id in runs and t.reuse]
+    run_ids += [r for t, r in reused_runs(p, st).items() if t in runs]
     out: dict[str, Any] = {}
     for r in st.rows(
             "SELECT c.signal, sum(c.observed) AS observed, sum(c.attributed) AS attributed, "

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # `argus observe` of a user's Triton kernel inside torch.compile on the H200, from an installed
-# wheel of argusdb: tests/data/programs/compiled_mlp (an MLP block step under @torch.compile
-# whose GELU is the user's @triton.jit gelu_kernel), unmodified, observed as compiled and
-# eagerly (TORCHDYNAMO_DISABLE=1) into one store with duration, inst_executed,
-# warp_stall_samples and exposed_latency, then `argus diff` between the two versions (two
-# binaries of one source). Packs the --json reports, logs, task folders (no cubins, ncu
-# reports or capture bytes; the compiled run's Inductor cache reduced to its generated code)
-# and the diff into OUT/compile.tar.gz, and prints the walls and the key figures.
+# wheel of argusdb, with duration, inst_executed, warp_stall_samples and exposed_latency:
+# tests/data/programs/compiled_mlp (an MLP block step under @torch.compile whose GELU is the
+# user's @triton.jit gelu_kernel) and tests/data/programs/compiled_tuned (a model compiled
+# whole whose autotuned SwiGLU Inductor benchmarks), each unmodified, compiled and eagerly
+# (TORCHDYNAMO_DISABLE=1) into one store, then `argus diff` between each pair's two versions
+# (two binaries of one source): the kernel's duration and the region's asked signals. Packs
+# the --json reports, logs, the diffs and each run's task folders as a replay bundle
+# (tools/h200/compile_bundles.py) into OUT/compile.tar.gz, and prints the walls and figures.
 #
 #   bash tools/h200/observe_compile.sh WHEELS_DIR OUT_DIR
 #
 # WHEELS_DIR holds argus/ and cupti130/ as for observe_programs.sh. Each step has a time limit
-# (the whole script stays within ~150 s on the H200).
+# (the whole script stays within ~330 s on the H200; 2026-12-03: 210 s).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WHL=$(cd "${1:?wheels dir}" && pwd)
 OUT=${2:?out dir}
 WORK=/tmp/compile
 T0=$(date +%s.%N)
-rm -rf "$WORK" /tmp/progs_compile /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT"
+rm -rf "$WORK" /tmp/progs_compile /tmp/progs_tuned /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT"
 for w in argus cupti130; do
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
@@ -29,6 +30,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_a
 export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
 export PYTHONUNBUFFERED=1
 cp -r "$ROOT/tests/data/programs/compiled_mlp" /tmp/progs_compile
+cp -r "$ROOT/tests/data/programs/compiled_tuned" /tmp/progs_tuned
 cd /tmp/progs_compile
 sha256sum ./*.py > "$WORK/programs.before.sha256"
 python3 -c "import argusdb, torch, triton; print('argusdb from', argusdb.__file__, 'torch',
@@ -49,13 +51,14 @@ observe() {  # name, time limit (s), region, command...
     | tee -a "$WORK/walls.txt"
   tail -n 14 "$WORK/$name.log"
 }
-observe compiled 68 "$R" python3 mlp.py
-observe eager 40 "$R" env TORCHDYNAMO_DISABLE=1 python3 mlp.py
+observe compiled 100 "$R" python3 mlp.py
+observe eager 50 "$R" env TORCHDYNAMO_DISABLE=1 python3 mlp.py
 # the two parent versions: the binary each control task found
-python3 - "$WORK" <<'PY' | tee "$WORK/binaries.txt"
+report() {  # the parent version each control task found, its tasks and launches
+  python3 - "$WORK" "$@" <<'PY'
 import json, pathlib, sys
 work = pathlib.Path(sys.argv[1])
-for name in ("compiled", "eager"):
+for name in sys.argv[2:]:
     try:
         rep = json.loads((work / f"{name}.json").read_text())
     except (OSError, ValueError):
@@ -76,7 +79,12 @@ for name in ("compiled", "eager"):
         doc = json.loads(lf.read_text())
         ind = doc.get("inductor") or {}
         if doc.get("launches") or ind.get("compiled_launches"):
-            print("  launches", len(doc.get("launches", [])), "errors", doc.get("errors"),
+            roles = {}
+            for x in doc.get("launches", []):
+                key = f"{x['role']}/{x['binary'][:12]}"
+                roles[key] = roles.get(key, 0) + 1
+            print("  launches", len(doc.get("launches", [])), "roles", roles, "chosen",
+                  doc.get("chosen_binary"), "errors", doc.get("errors"),
                   "capture", doc.get("capture"))
             print("  inductor neighbours", {k: v.get("launches")
                                             for k, v in (ind.get("neighbours") or {}).items()},
@@ -87,53 +95,56 @@ for name in ("compiled", "eager"):
                                       "median_us", "binary") if r.get(k) is not None}
         print("  ", rf.parent.name, json.dumps(keep, default=str)[:400])
 PY
+}
+report compiled eager | tee "$WORK/binaries.txt"
 HC=$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")
 HE=$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")
-# the kernel's duration (both versions have it), then every signal of the region
-timeout 8 python3 -m argusdb diff "$STORE" --region gelu/gelu_kernel --from "binary=$HE" \
-  --to "binary=$HC" --json > "$WORK/diff.kernel.json" 2> "$WORK/diff.kernel.log"
-echo "diff gelu/gelu_kernel rc=$?" | tee -a "$WORK/walls.txt"
-head -c 3000 "$WORK/diff.kernel.json"; echo; tail -n 5 "$WORK/diff.kernel.log"
-timeout 8 python3 -m argusdb diff "$STORE" --region "$R" --from "binary=$HE" \
-  --to "binary=$HC" > "$WORK/diff.load.txt" 2>&1
-echo "diff $R rc=$?" | tee -a "$WORK/walls.txt"
-tail -n 20 "$WORK/diff.load.txt"
-# if time allows: the compiled model whose GELU autotunes (Inductor benchmarks its configs)
-LEFT=$(python3 -c "print(int(140 - ($(date +%s.%N) - $T0)))")
-if [ "$LEFT" -ge 45 ]; then
-  observe tuned "$LEFT" gelu_tuned/gelu_tuned_kernel/load python3 mlp.py --tuned
-  python3 - "$WORK" <<'PY'
-import json, pathlib, sys
-work = pathlib.Path(sys.argv[1])
-try:
-    rep = json.loads((work / "tuned.json").read_text())
-except (OSError, ValueError):
-    rep = {}
-print("tuned ok=%s evidence=%s" % (rep.get("ok"), json.dumps(rep.get("evidence"))))
-for f in rep.get("failed", []):
-    print("  FAILED", f.get("task"), str(f.get("error"))[:600])
-for lf in sorted((work / "observe.duckdb.runs").glob(f"{rep.get('plan_id')}*/find_launch/launch.*.json")):
-    doc = json.loads(lf.read_text())
-    if doc.get("launches"):
-        roles = {}
-        for x in doc["launches"]:
-            roles[(x["role"], x["binary"][:12])] = roles.get((x["role"], x["binary"][:12]), 0) + 1
-        print("  roles", {f"{r}/{b}": n for (r, b), n in roles.items()},
-              "chosen", doc.get("chosen_binary"), "errors", doc.get("errors"))
-PY
+diffs() {  # program (the kernel region's file stem and kernel), name, eager hash, compiled hash
+  local t0
+  for what in "$1:duration" "$1/load:inst_executed warp_stall_samples exposed_latency"; do
+    local region=${what%%:*} sigs=() s
+    for s in ${what#*:}; do sigs+=(--signal "$s"); done
+    t0=$(date +%s.%N)
+    timeout 60 python3 -m argusdb diff "$STORE" --region "$region" --from "binary=$3" \
+      --to "binary=$4" "${sigs[@]}" > "$WORK/diff.$2.${region##*/}.txt" 2>&1
+    echo "diff $region rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
+      | tee -a "$WORK/walls.txt"
+    cat "$WORK/diff.$2.${region##*/}.txt"
+  done
+}
+diffs gelu/gelu_kernel mlp "$(awk '$1=="eager"{print $2}' "$WORK/binaries.txt")" \
+  "$(awk '$1=="compiled"{print $2}' "$WORK/binaries.txt")"
+# the compiled model whose SwiGLU autotunes (Inductor benchmarks its configs when it compiles)
+cd /tmp/progs_tuned
+sha256sum ./*.py > "$WORK/programs.tuned.before.sha256"
+LEFT=$(python3 -c "print(int(300 - ($(date +%s.%N) - $T0)))")
+if [ "$LEFT" -ge 60 ]; then
+  observe tuned "$((LEFT > 110 ? 110 : LEFT))" swiglu/swiglu_kernel/load python3 model.py
 else
   echo "tuned skipped: ${LEFT} s left of the budget" | tee -a "$WORK/walls.txt"
 fi
+LEFT=$(python3 -c "print(int(300 - ($(date +%s.%N) - $T0)))")
+if [ "$LEFT" -ge 30 ]; then
+  observe tuned_eager "$((LEFT > 60 ? 60 : LEFT))" swiglu/swiglu_kernel/load \
+    env TORCHDYNAMO_DISABLE=1 python3 model.py
+else
+  echo "tuned_eager skipped: ${LEFT} s left of the budget" | tee -a "$WORK/walls.txt"
+fi
+report tuned tuned_eager | tee "$WORK/binaries.tuned.txt"
+diffs swiglu/swiglu_kernel tuned "$(awk '$1=="tuned_eager"{print $2}' "$WORK/binaries.tuned.txt")" \
+  "$(awk '$1=="tuned"{print $2}' "$WORK/binaries.tuned.txt")"
+sha256sum ./*.py > "$WORK/programs.tuned.after.sha256"
+cd /tmp/progs_compile
 sha256sum ./*.py > "$WORK/programs.after.sha256"
-cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" && echo "programs unmodified"
+cmp "$WORK/programs.before.sha256" "$WORK/programs.after.sha256" \
+  && cmp "$WORK/programs.tuned.before.sha256" "$WORK/programs.tuned.after.sha256" \
+  && echo "programs unmodified"
 cd /tmp
-# keep Inductor's generated code (the kernels' copies, the wrapper) and the user kernel's
-# TTGIR/PTX as Inductor's Triton compiled them (locations in the copy); drop the rest
-find "$WORK" -path "*inductor_cache*" -type f ! -name "*.py" ! -name "gelu*kernel.ttgir" \
-  ! -name "gelu*kernel.ptx" ! -name "gelu*kernel.json" -delete
+# each run's task folders as a replay bundle (tests/data/gpu/compile/NAME): no cubins, ncu
+# reports or capture bytes; of Inductor's cache the wrapper code alone (gzipped)
 find "$WORK" \( -name "*.ncu-rep" -o -name "*.cubin" -o -name "storage.*.bin" \) -delete
-find "$WORK" -name "*.chrome_trace" -exec gzip -9 {} \;
-rm -f "$STORE" "$STORE.wal"
+python3 "$ROOT/tools/h200/compile_bundles.py" "$WORK" compiled eager tuned tuned_eager
+rm -rf "$STORE" "$STORE.wal" "$STORE.runs"
 tar czf "$OUT/compile.tar.gz" -C /tmp compile
 ls -la "$OUT"
 echo "total_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")"
