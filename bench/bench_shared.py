@@ -129,7 +129,9 @@ def questions(store: str) -> dict[str, dict[str, Any]]:
         out[name] = {"wall_s": round(min(r[0] for r in runs), 2),
                      "cpu_s": round(min(r[1] for r in runs), 2),
                      "rss_mib": round(max(r[2] for r in runs)),
-                     "answer": doc.get("rows") if doc.get("ok") else doc.get("errors")}
+                     # rows as a sorted list: rows tied on the ORDER BY come in any order
+                     "answer": sorted(json.dumps(r) for r in doc["rows"]) if doc.get("ok")
+                     else doc.get("errors")}
     return out
 
 
