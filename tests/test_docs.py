@@ -86,18 +86,21 @@ def test_figures_page_is_generated_from_the_bench_results() -> None:
 
 
 def test_a_figure_from_recorded_bench_json_is_computed_from_it() -> None:
-    """The shared-store figure is rendered from ``bench/results_shared_2m.json`` (the
-    benchmark's own output), so a changed recording changes the page."""
+    """The shared-store figure is rendered from the benchmark's own recorded output (the
+    figure file's ``raw``), so a changed recording changes the page."""
     import json
 
     from tools import figures_docs
 
     (path,) = [p for p in figures_docs.RESULTS.glob("*.json")
                if json.loads(p.read_text(encoding="utf-8"))["raw"]]
-    raw = json.loads((ROOT / "bench" / "results_shared_2m.json").read_text(encoding="utf-8"))
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    raw = json.loads((ROOT / doc["raw"]).read_text(encoding="utf-8"))
+    w, ratios = raw["writers"], raw["questions"]["ratio"].values()
     assert figures_docs.row(path).split(" | ")[1] == (
         f"{raw['ingest']['ratio']:.2f}×, peak RSS {raw['ingest']['big_rss_mib']} MiB; "
-        f"{raw['writers']['throughput_ratio']:.2f}× throughput, 12/12 once; 2.3–4.6×")
+        f"{w['throughput_ratio']:.2f}× throughput, {w['shared']['runs_landed']}/"
+        f"{w['n'] * w['runs_each']} once; {min(ratios):.1f}–{max(ratios):.1f}×")
     raw["ingest"]["ratio"] = 0.5
     assert figures_docs._bench_shared(raw).startswith("0.50×, peak RSS")
 

@@ -324,7 +324,9 @@ def ingest_paths(store: Store, paths: list[str | Path] | tuple[str | Path, ...],
             # Attribution and derivation commit with the runs that change their inputs (one
             # refresh for the command; versions without a program cost attribution nothing).
             if any(not r.already for r in results):
-                materialize.refresh(store)
+                materialize.refresh(store, materialize.Written(
+                    frozenset(pending.tables), min(pending.seq_of.values()))
+                    if pending.seq_of else None)
         return results
 
     # On a shared store an attempt that another writer's commit overtook runs again. The
@@ -409,6 +411,8 @@ class _Pending:
     held: dict[tuple[str, pa.Schema], list[pa.RecordBatch]] = field(default_factory=dict)
     held_rows: int = 0
     held_bytes: int = 0
+    #: Tables the command appended rows to (what its refresh need not read again).
+    tables: set[str] = field(default_factory=set)
     #: Called with the rows of each batch taken (a progress bar's).
     on_rows: Callable[[int], None] | None = None
     #: Where held rows are appended while the next files are parsed (DuckDB inserts without
@@ -419,6 +423,7 @@ class _Pending:
     def append(self, store: Store, table: str, batch: pa.RecordBatch) -> int:
         """Hold ``batch`` (keyed) for ``table``; append what is held once it is large."""
         if batch.num_rows:
+            self.tables.add(table)
             self.held.setdefault((table, batch.schema), []).append(batch)
             self.held_rows += batch.num_rows
             self.held_bytes += batch.nbytes

@@ -111,11 +111,20 @@ def _derivation_plan(store: Store) -> tuple[dict[str, str], list[str], list[str]
             sorted(built.keys() - current.keys()))
 
 
-def _plan(store: Store, current: dict[str, _Version]) -> dict[str, list[str] | None]:
-    """Versions to rebuild: None for the whole version, else the runs added since its build."""
-    built = {v: (fp, rfp, int(seq)) for v, fp, rfp, seq in store.sql(
-        "SELECT program_version, fingerprint, runs_fingerprint, run_seq_built "
+def _built(store: Store) -> dict[str, tuple[str, str, int, int]]:
+    """Per version, its attribution build: fingerprint, runs' fingerprint, run_seq built,
+    attributed source rows."""
+    return {str(v): (str(fp), str(rfp), int(seq), int(n)) for v, fp, rfp, seq, n in store.sql(
+        "SELECT program_version, fingerprint, runs_fingerprint, run_seq_built, n_rows "
         "FROM materialization WHERE name = 'attribution'").fetchall()}
+
+
+def _plan(store: Store, current: dict[str, _Version],
+          built: dict[str, tuple[str, str, int, int]] | None = None
+          ) -> dict[str, list[str] | None]:
+    """Versions to rebuild: None for the whole version, else the runs added since its build."""
+    if built is None:
+        built = _built(store)
     plan: dict[str, list[str] | None] = {v: None for v in built.keys() - current.keys()}
     for v, now in current.items():
         b = built.get(v)
@@ -160,6 +169,16 @@ def _rebuild(store: Store, versions: list[str], from_seq: int) -> None:
               "_region_attribution_build(?::VARCHAR[], ?::BIGINT)", [versions, from_seq])
 
 
+def _sourced(store: Store, from_seq: int) -> set[str]:
+    """The versions with attributable rows (``attribution_source``) in runs from ``from_seq``
+    (none asked for 0)."""
+    if not from_seq:
+        return set()
+    return {str(v) for (v,) in store.sql(
+        "SELECT DISTINCT program_version FROM attribution_source WHERE run_seq >= ? "
+        "AND evidence_id >= evidence_id_of(?, 0)", [from_seq, from_seq]).fetchall()}
+
+
 def _resplits_older(store: Store, version: str, from_seq: int) -> bool:
     """Whether runs from ``from_seq`` change the split of older runs of ``version``.
 
@@ -178,10 +197,11 @@ def _resplits_older(store: Store, version: str, from_seq: int) -> bool:
     return bool(row and row[0])
 
 
-def _fold_pc_lines(store: Store) -> None:
+def _fold_pc_lines(store: Store, book: _Book, written: Written | None) -> None:
     """Bring the PC -> line map (``attribution_pc_line``) up to date: fold in the listings of
     the runs added since it was last brought up to date (all of them when the map was built by
-    other SQL, or never), replacing the rows of the PCs they give."""
+    other SQL, or never), replacing the rows of the PCs they give. When the only runs since
+    are the caller's and it wrote no listing (``written``), the map is current as it is."""
     code = _code_sha("attribution")
     row = store.sql("SELECT fingerprint, run_seq_built FROM materialization "
                     "WHERE name = 'pc_line'").fetchone()
@@ -190,6 +210,15 @@ def _fold_pc_lines(store: Store) -> None:
     built = int(row[1]) if row and row[0] == code else 0
     if row and row[0] == code and built >= newest:
         return
+    if not (written is not None and built and "instruction" not in written.tables
+            and built >= written.first_seq - 1):
+        _fold(store, built)
+    book.put({"name": "pc_line", "program_version": WHOLE, "fingerprint": code,
+              "runs_fingerprint": "", "run_seq_built": newest, "n_rows": 0,
+              "built_at": datetime.now(UTC).replace(tzinfo=None)})
+
+
+def _fold(store: Store, built: int) -> None:
     if not built:
         store.sql("DELETE FROM attribution_pc_line")
     store.sql("CREATE OR REPLACE TEMP TABLE _argus_pc_line AS "
@@ -199,50 +228,99 @@ def _fold_pc_lines(store: Store) -> None:
               "AND o.pc = n.pc")
     store.sql("INSERT INTO attribution_pc_line BY NAME SELECT * FROM _argus_pc_line")
     store.sql("DROP TABLE _argus_pc_line")
-    store.sql("DELETE FROM materialization WHERE name = 'pc_line'")
-    store.insert_row("materialization", {
-        "name": "pc_line", "program_version": WHOLE, "fingerprint": code, "runs_fingerprint": "",
-        "run_seq_built": newest, "n_rows": 0, "built_at": datetime.now(UTC).replace(tzinfo=None)})
 
 
-def refresh(store: Store) -> RefreshReport:
-    """Rebuild every stale materialization. Call it inside the caller's transaction."""
+@dataclass(frozen=True)
+class Written:
+    """What the caller's transaction wrote before its refresh: the tables it appended rows to
+    and the first run_seq it gave (an ingest knows both; :func:`refresh` then skips reading
+    what the new runs cannot have changed)."""
+
+    tables: frozenset[str]
+    first_seq: int
+
+
+class _Book:
+    """The ``materialization`` rows a refresh writes, written at its end: one DELETE of the
+    keys they replace and one INSERT (a statement on a shared store asks its catalog for the
+    table's files each time)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], dict[str, object]] = {}
+        self.drop: set[tuple[str, str]] = set()
+
+    def put(self, row: dict[str, object]) -> None:
+        key = (str(row["name"]), str(row["program_version"]))
+        self.drop.add(key)
+        self.rows[key] = row
+
+    def remove(self, name: str, versions: list[str]) -> None:
+        for v in versions:
+            self.drop.add((name, v))
+            self.rows.pop((name, v), None)
+
+    def write(self, store: Store) -> None:
+        if self.drop:
+            store.sql("DELETE FROM materialization WHERE list_contains(?, "
+                      "name || chr(31) || program_version)",
+                      [sorted(f"{n}\x1f{v}" for n, v in self.drop)])
+        if self.rows:
+            store.insert_rows("materialization", list(self.rows.values()))
+
+
+def refresh(store: Store, written: Written | None = None) -> RefreshReport:
+    """Rebuild every stale materialization. Call it inside the caller's transaction;
+    ``written``: what it wrote, when it knows (an ingest)."""
+    with store.inputs_held():
+        return _refresh(store, written)
+
+
+def _refresh(store: Store, written: Written | None) -> RefreshReport:
     report = RefreshReport()
-    _fold_pc_lines(store)
+    book = _Book()
+    _fold_pc_lines(store, book, written)
     current = _attribution_state(store)
-    plan = _plan(store, current)
+    built = _built(store)
+    plan = _plan(store, current, built)
     now = datetime.now(UTC).replace(tzinfo=None)
     seqs = {v: dict(zip(s.run_ids, s.run_seqs, strict=True)) for v, s in current.items()}
     partial = {v: min(seqs[v][r] for r in runs) for v, runs in plan.items() if runs}
+    # Runs added with nothing to attribute change nothing (one read finds the versions whose
+    # new runs have attributable rows; the others keep their rows and their count).
+    unsourced = set(partial) - _sourced(store, min(partial.values(), default=0))
     whole = sorted({v for v, runs in plan.items() if runs is None}
-                   | {v for v, lo in partial.items() if _resplits_older(store, v, lo)})
+                   | {v for v, lo in partial.items()
+                      if v not in unsourced and _resplits_older(store, v, lo)})
     if whole:
         _rebuild(store, whole, 0)
     for version, lo in sorted(partial.items()):
-        if version not in whole:
+        if version not in whole and version not in unsourced:
             _rebuild(store, [version], lo)
     for version in sorted(plan):
-        store.sql("DELETE FROM materialization WHERE name = 'attribution' "
-                  "AND program_version = ?", [version])
+        book.remove("attribution", [version])
         state = current.get(version)
         if state is None:
             continue
-        row = store.sql("SELECT coalesce(sum(n_source_rows), 0) FROM region_attribution "
-                        "WHERE program_version = ?", [version]).fetchone()
-        n = int(row[0]) if row else 0
-        store.insert_row("materialization", {
+        if version in unsourced and version not in whole:
+            n = built[version][3]
+        else:
+            row = store.sql("SELECT coalesce(sum(n_source_rows), 0) FROM region_attribution "
+                            "WHERE program_version = ?", [version]).fetchone()
+            n = int(row[0]) if row else 0
+        book.put({
             "name": "attribution", "program_version": version, "fingerprint": state.static,
             "runs_fingerprint": _runs_fp(state.run_ids),
             "run_seq_built": max(state.run_seqs, default=0), "n_rows": n, "built_at": now})
         report.attribution_rows += n
     report.rebuilt_versions = sorted(plan)
-    _note(store, whole, now)
-    _rederive(store, report, now)
-    _record_token(store)
+    _note(book, whole, now)
+    _rederive(store, report, now, book)
+    book.put(_token_row(store))
+    book.write(store)
     return report
 
 
-def _rederive(store: Store, report: RefreshReport, now: datetime) -> None:
+def _rederive(store: Store, report: RefreshReport, now: datetime, book: _Book) -> None:
     """Rebuild the derivation groups whose inputs changed (``derivation_input_state``): delete
     their rows and those of dropped groups, build the rows of those groups only, record each
     group's fingerprint. The rows equal a whole build's: a group's rows read its inputs alone."""
@@ -262,10 +340,9 @@ def _rederive(store: Store, report: RefreshReport, now: datetime) -> None:
         "SELECT derivation_group_of(signal, variant_version, program_version, conditions) AS g, "
         "count(*) FROM derived_evidence WHERE list_contains(?, g) GROUP BY g", [build]
     ).fetchall()}
-    store.sql("DELETE FROM materialization WHERE name = 'derivation' "
-              "AND list_contains(?, program_version)", [build + drop])
+    book.remove("derivation", build + drop)
     for group in build:
-        store.insert_row("materialization", {
+        book.put({
             "name": "derivation", "program_version": group, "fingerprint": current[group],
             "runs_fingerprint": "", "run_seq_built": 0, "n_rows": rows.get(group, 0),
             "built_at": now})
@@ -274,15 +351,13 @@ def _rederive(store: Store, report: RefreshReport, now: datetime) -> None:
     report.derived_rows = sum(rows.values())
 
 
-def _note(store: Store, whole: list[str], now: datetime) -> None:
+def _note(book: _Book, whole: list[str], now: datetime) -> None:
     """Record, in the refresh's transaction, the versions whose attribution was rebuilt whole
     (``materialization`` rows named 'rebuilt'): the checker's summary refresh re-reads their
     attributed rows and clears the rows. Runs attributed on their own are the runs the summary
     has not seen yet; nothing else changes attributed rows."""
     for version in whole:
-        store.sql("DELETE FROM materialization WHERE name = 'rebuilt' AND program_version = ?",
-                  [version])
-        store.insert_row("materialization", {
+        book.put({
             "name": "rebuilt", "program_version": version, "fingerprint": "",
             "runs_fingerprint": "", "run_seq_built": 0, "n_rows": 0, "built_at": now})
 
@@ -303,12 +378,16 @@ def _inputs_token(store: Store) -> str:
     return hashlib.md5(doc.encode()).hexdigest()
 
 
+def _token_row(store: Store) -> dict[str, object]:
+    return {"name": "inputs", "program_version": WHOLE, "fingerprint": _inputs_token(store),
+            "runs_fingerprint": "", "run_seq_built": 0, "n_rows": 0,
+            "built_at": datetime.now(UTC).replace(tzinfo=None)}
+
+
 def _record_token(store: Store) -> None:
-    store.sql("DELETE FROM materialization WHERE name = 'inputs'")
-    store.insert_row("materialization", {
-        "name": "inputs", "program_version": WHOLE, "fingerprint": _inputs_token(store),
-        "runs_fingerprint": "", "run_seq_built": 0, "n_rows": 0,
-        "built_at": datetime.now(UTC).replace(tzinfo=None)})
+    book = _Book()
+    book.put(_token_row(store))
+    book.write(store)
 
 
 def ensure_fresh(store: Store) -> RefreshReport:

@@ -99,6 +99,13 @@ class RowWriter:
         return cols
 
     @contextmanager
+    def inputs_held(self) -> Iterator[None]:
+        """Within it, the materializations read the tables they do not write as they stand at
+        its start (:func:`argusdb.store.materialize.refresh`). Here: as they lie; a shared store
+        holds its small ones in memory (:meth:`argusdb.store.shared.SharedStore.inputs_held`)."""
+        yield
+
+    @contextmanager
     def _append_threads(self) -> Iterator[None]:
         """Run DuckDB on :attr:`append_threads` threads (one unless an ingest raised it) for
         an append of Arrow rows, then as before: with Python parsing beside it, its parallel

@@ -98,6 +98,9 @@ T = TypeVar("T")
 FIRST_SHARED_VERSION = 2
 #: Attempts of one write refused by DuckLake's conflict check (a writer without the lock).
 MAX_ATTEMPTS = 20
+#: Tables a refresh reads and never writes, small (a row per run, version, span, check or
+#: task): held in memory while it runs (:meth:`SharedStore.inputs_held`).
+HELD = ("run", "program_version", "region_span")
 
 
 def open_shared(uri: str, create: bool = False, read_only: bool = False,
@@ -195,6 +198,10 @@ class SharedStore(Store):
         self.as_of: str | None = None
         #: Inside :meth:`transaction` (a lost connection there fails the whole write).
         self._writing = False
+        #: Inside :meth:`inputs_held`.
+        self._held = False
+        #: Per lake table, its columns' types (:meth:`ensure_schema`).
+        self._typed: dict[str, dict[str, str]] = {}
 
     @property
     def lake(self) -> duckdb.DuckDBPyConnection:
@@ -295,29 +302,54 @@ class SharedStore(Store):
         used, and binding the modules over DuckLake itself asks PostgreSQL for every table's
         statistics at each reference (~20 s a command on a loaded machine, against ~1 s).
         """
-        cols, _ = reference()
         typed: dict[str, dict[str, str]] = {}
         for t, c, typ in self.con.execute(
                 "SELECT table_name, column_name, data_type FROM duckdb_columns() "
                 "WHERE database_name = 'lake' AND schema_name = 'main'").fetchall():
             typed.setdefault(str(t), {})[str(c)] = str(typ)
-
-        def view(t: str, empty: bool) -> str:
-            got = typed.get(t, {})
-            sel = ", ".join(f'"{c}"' if c in got and not empty else
-                            f'NULL::{got.get(c, typ)} AS "{c}"' for c, typ, _ in cols[t])
-            src = f" FROM lake.main.{t}" if t in typed and not empty else " WHERE false"
-            return f"CREATE OR REPLACE VIEW memory.main.{t} AS SELECT {sel}{src}"
-
+        self._typed = typed
         for t in schema_tables():
-            self.con.execute(view(t, empty=True))
+            self.con.execute(self._view(t, empty=True))
         for mod in catalog.query_modules():
             self.con.execute(mod.text)
         for t in schema_tables():
-            self.con.execute(view(t, empty=False))
+            self.con.execute(self._view(t, empty=False))
         if not self.read_only:
             # Writes name the lake's tables; views and macros resolve in memory.
             self.con.execute("SET search_path = 'lake.main,memory.main'")
+
+    def _view(self, t: str, empty: bool = False, src: str | None = None) -> str:
+        """The query surface's view of lake table ``t``: its columns (NULL where the lake
+        lacks one); ``empty``: no rows (binding only); ``src``: read from there instead."""
+        got = self._typed.get(t, {})
+        sel = ", ".join(f'"{c}"' if c in got and not empty else
+                        f'NULL::{got.get(c, typ)} AS "{c}"' for c, typ, _ in reference()[0][t])
+        frm = f" FROM {src or f'lake.main.{t}'}" if t in self._typed and not empty \
+            else " WHERE false"
+        return f"CREATE OR REPLACE VIEW memory.main.{t} AS SELECT {sel}{frm}"
+
+    @contextmanager
+    def inputs_held(self) -> Iterator[None]:
+        """The small tables a refresh reads and never writes (:data:`HELD`), read once from
+        the lake (with the transaction's own rows) into memory, and the query surface's views
+        of them pointed there until it ends: the materializations' statements name ``run``
+        a score of times, and DuckLake asks PostgreSQL for a table's files and statistics at
+        every reference (~480 catalog queries an ingest, against ~150)."""
+        if self._held or not self._writing:
+            yield
+            return
+        held = [t for t in HELD if t in self._typed]
+        try:
+            for t in held:
+                self.con.execute(f"CREATE OR REPLACE TEMP TABLE {t} AS "
+                                 f"FROM memory.main.{t}")
+            self._held = True
+            yield
+        finally:
+            self._held = False
+            for t in held:
+                with suppress(duckdb.Error):
+                    self.con.execute(f"DROP TABLE IF EXISTS temp.main.{t}")
 
     def _migrate_lake(self, tables: set[str]) -> None:
         """Bring a lake of an older schema to this one in one commit: the tables and columns
@@ -632,8 +664,11 @@ class SharedStore(Store):
         so checks kept under it stay true (:mod:`argusdb.api.kept`)."""
         if not self.read_only or self.as_of is None or not self.as_of.isdigit():
             return None
-        row = self.con.execute("SELECT snapshot_time FROM lake.snapshots() "
-                               "WHERE snapshot_id = ?", [int(self.as_of)]).fetchone()
+        # as text, with no parameter: a TIMESTAMPTZ handed to Python imports pytz, and
+        # DuckDB's binding of a Python parameter imports pandas where it is installed (~1.4 s
+        # CPU of a question's process)
+        row = self.con.execute("SELECT snapshot_time::VARCHAR FROM lake.snapshots() "
+                               f"WHERE snapshot_id = {int(self.as_of)}").fetchone()
         if row is None:
             return None
         lu = self.lake_uri

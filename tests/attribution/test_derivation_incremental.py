@@ -26,8 +26,9 @@ def rebuilt(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     seen: list[list[str]] = []
     refresh = materialize.refresh
 
-    def spy(store: Store) -> materialize.RefreshReport:
-        report = refresh(store)
+    def spy(store: Store, written: materialize.Written | None = None
+            ) -> materialize.RefreshReport:
+        report = refresh(store, written)
         seen.append(report.derivation_groups)
         return report
 

@@ -23,7 +23,8 @@ from argusdb.cli import main
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import StoreError
 from argusdb.ingest import ingest_path, ingest_paths
-from argusdb.store import open_store
+from argusdb.store import materialize, open_store
+from argusdb.store.embedded import Store
 from argusdb.store.shared import SharedStore
 from tests.store.conftest import lake_uri
 from tests.store.pgserver import Server, pg_bin
@@ -199,3 +200,67 @@ def test_upkeep_commands(shared_uri: str, tmp_path: Path) -> None:
                            "--snapshots", "--json"], capture_output=True, text=True, timeout=300)
     assert res2.returncode == 0, res2.stderr[-2000:]
     assert len(json.loads(res2.stdout)["rows"]) == out["snapshots_kept"]
+
+
+#: The materialized tables, each row as text, in order (what a whole build must equal).
+_BUILT = ("attribution_split", "region_attribution", "attribution_pc_line", "derived_evidence")
+
+
+def _built(st: Store) -> dict[str, list[tuple[object, ...]]]:
+    out = {t: st.sql(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in _BUILT}
+    out["materialization"] = st.sql(
+        "SELECT name, program_version, fingerprint, runs_fingerprint, run_seq_built, n_rows "
+        "FROM materialization ORDER BY ALL").fetchall()
+    return out
+
+
+@pytest.mark.parametrize("kind", ["embedded", "shared"])
+def test_an_ingests_refresh_equals_a_whole_build(kind: str, shared_uri: str, tmp_path: Path
+                                                 ) -> None:
+    """The refresh an ingest runs (small inputs held in memory, the PC-line fold and the
+    attribution of runs with nothing to fold or attribute skipped, materialization rows
+    written at once) leaves what a refresh from nothing builds over the same inputs."""
+    uri = shared_uri if kind == "shared" else str(tmp_path / "e.duckdb")
+    with open_store(uri, create=True) as st:
+        ingest_paths(st, list(demo.artefacts("softmax")), ProgramSource.from_path(PROG),
+                     dict(demo.OPTIONS))
+        for k in (1, 2):   # CUPTI runs of the version: nothing to fold, nothing to attribute
+            assert not ingest_path(st, recording(k, tmp_path), ProgramSource.from_path(PROG)
+                                   ).already
+        got = _built(st)
+        assert got["region_attribution"] and got["attribution_pc_line"]
+        with st.transaction():
+            st.sql("DELETE FROM materialization")
+            materialize.refresh(st)   # told nothing: folds and attributes every run
+        assert _built(st) == got
+        if isinstance(st, SharedStore):
+            assert not st.sql("SELECT table_name FROM duckdb_tables() WHERE temporary"
+                              ).fetchall()   # what the refresh held is gone
+
+
+def test_a_refresh_holds_its_small_inputs_as_the_transaction_sees_them(shared: Store,
+                                                                        tmp_path: Path
+                                                                        ) -> None:
+    """Within a write the held ``run`` is the lake's with the transaction's own rows, and the
+    query surface's views read it; after it they read the lake again."""
+    assert isinstance(shared, SharedStore)
+    ingest_path(shared, recording(1, tmp_path), ProgramSource.from_path(PROG))
+
+    class Undo(Exception):
+        pass
+
+    seen: list[object] = []
+    with pytest.raises(Undo), shared.transaction():
+        shared.sql("INSERT INTO run SELECT * REPLACE ('held-1' AS run_id, 99 AS run_seq) "
+                   "FROM lake.main.run")
+        with shared.inputs_held():
+            seen.append({t for (t,) in shared.sql("SELECT table_name FROM duckdb_tables() "
+                                                  "WHERE temporary").fetchall()})
+            seen.append(shared.sql("SELECT run_ids[-1] FROM attribution_input_state"
+                                   ).fetchone())
+        seen.append(shared.sql("SELECT table_name FROM duckdb_tables() WHERE temporary"
+                               ).fetchall())
+        raise Undo
+    assert {"run", "program_version", "region_span"} <= seen[0]   # type: ignore[operator]
+    assert seen[1] == ("held-1",) and seen[2] == []
+    assert not shared.run_exists("held-1")
