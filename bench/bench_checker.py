@@ -28,6 +28,7 @@ from argusdb import demo
 from argusdb.api import checked
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
+from argusdb.schema.sqltext import literal
 from argusdb.store import open_store
 
 
@@ -58,13 +59,13 @@ def build(path: Path, rows: int, runs: int = 0) -> dict[str, str]:
                     nextval('run_seq_gen') AS run_seq,
                     r.artefact_sha256 || t.k AS artefact_sha256)
                 FROM run AS r CROSS JOIN range(1, {runs}) AS t(k)
-                WHERE r.run_id = '{r1.run_id}'""")
+                WHERE r.run_id = {literal(r1.run_id)}""")
             st.sql(f"""
                 INSERT INTO observed_evidence BY NAME SELECT e.* REPLACE (
                     e.run_id || '-copy' || t.k AS run_id,
                     -(e.evidence_id + t.k * (1::BIGINT << 40)) AS evidence_id)
                 FROM observed_evidence AS e CROSS JOIN range(1, {runs}) AS t(k)
-                WHERE e.run_id = '{r1.run_id}' AND e.evidence_id < (1::BIGINT << 40)""")
+                WHERE e.run_id = {literal(r1.run_id)} AND e.evidence_id < (1::BIGINT << 40)""")
     return {"V1": v1, "V2": v2}
 
 

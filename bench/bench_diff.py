@@ -61,6 +61,7 @@ from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.ingest import ingest_path  # noqa: E402
 from argusdb.store import materialize, open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
+from bench.common import replicate_run  # noqa: E402
 from bench.diff_peer import PEER  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu"
@@ -73,18 +74,7 @@ CHUNK = 50
 
 def replicate(store: Store, run_id: str, copies: int, tag: str) -> None:
     """Append ``copies`` runs that copy ``run_id`` (run row, evidence, listing, launches)."""
-    store.sql("CREATE OR REPLACE TEMP TABLE _replica AS SELECT i, printf('%s%06d', ?, i) "
-              "AS run_id, nextval('run_seq_gen') AS run_seq FROM range(?) t(i) ORDER BY i",
-              [tag, copies])
-    store.sql("INSERT INTO run SELECT r.* REPLACE (x.run_id AS run_id, x.run_seq AS run_seq, "
-              "x.run_id AS artefact_sha256) FROM run r, _replica x WHERE r.run_id = ? "
-              "ORDER BY x.i", [run_id])
-    store.sql("INSERT INTO observed_evidence SELECT e.* REPLACE (x.run_seq * 4294967296 "
-              "+ e.src_row AS evidence_id, x.run_id AS run_id) FROM observed_evidence e, "
-              "_replica x WHERE e.run_id = ? ORDER BY x.i, e.src_row", [run_id])
-    for table in ("instruction", "kernel_launch"):
-        store.sql(f"INSERT INTO {table} SELECT t.* REPLACE (x.run_id AS run_id) "
-                  f"FROM {table} t, _replica x WHERE t.run_id = ? ORDER BY x.i", [run_id])
+    replicate_run(store, run_id, 0, copies, f"{tag}%06d", ("instruction", "kernel_launch"))
 
 
 def build(path: Path, pages: int, timing: int, to_pages: int = 0) -> int:

@@ -53,6 +53,7 @@ from argusdb.ingest import ingest_path  # noqa: E402
 from argusdb.ingest.variants import VariantOf, record_check  # noqa: E402
 from argusdb.store import materialize, open_store  # noqa: E402
 from argusdb.store.embedded import Store  # noqa: E402
+from bench.common import replicate_run  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -92,17 +93,7 @@ def replicate(store: Store, run_id: str, copies: int) -> None:
 
 def _replicate(store: Store, run_id: str, lo: int, hi: int) -> None:
     with store.transaction():
-        store.sql("CREATE OR REPLACE TEMP TABLE _replica AS SELECT i, "
-                  "printf('fill%012d', i) AS run_id, nextval('run_seq_gen') AS run_seq "
-                  "FROM range(?, ?) t(i) ORDER BY i", [lo, hi])
-        store.sql("INSERT INTO run SELECT r.* REPLACE (x.run_id AS run_id, x.run_seq AS run_seq, "
-                  "x.run_id AS artefact_sha256) FROM run r, _replica x WHERE r.run_id = ? "
-                  "ORDER BY x.i", [run_id])
-        store.sql("INSERT INTO observed_evidence SELECT e.* REPLACE (x.run_seq * 4294967296 "
-                  "+ e.src_row AS evidence_id, x.run_id AS run_id) FROM observed_evidence e, "
-                  "_replica x WHERE e.run_id = ? ORDER BY x.i, e.src_row", [run_id])
-        store.sql("INSERT INTO instruction SELECT i.* REPLACE (x.run_id AS run_id) "
-                  "FROM instruction i, _replica x WHERE i.run_id = ? ORDER BY x.i", [run_id])
+        replicate_run(store, run_id, lo, hi, "fill%012d")
         materialize.refresh(store)
 
 

@@ -82,6 +82,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_bomb_series_on_one_read_write_connection(store: Path) -> None:
     rounds = 3
     proc = subprocess.run([sys.executable, "-c", _SERIES, str(store), json.dumps(BOMBS),

@@ -95,7 +95,7 @@ def _labels(db: Connection, versions: list[str]) -> dict[str, str]:
     opts = {}
     for v in versions:
         rows = db.query(f"SELECT options FROM program_version WHERE program_version = "
-                        f"'{v}'").to_pylist()
+                        f"{literal(v)}").to_pylist()
         opts[v] = json.loads(rows[0]["options"] or "{}") if rows else {}
     keys = sorted({k for o in opts.values() for k in o
                    if len({json.dumps(x.get(k)) for x in opts.values()}) > 1})
@@ -199,7 +199,7 @@ def hotspots(db: Connection, version: str, n: int = HOTSPOTS) -> list[dict[str, 
         f"i.sass, e.value / sum(e.value) OVER (PARTITION BY e.run_id, e.kernel) AS share "
         f"FROM evidence e LEFT JOIN instruction i ON i.run_id = e.run_id "
         f"AND i.kernel = e.kernel AND i.pc = e.pc WHERE e.program_version = {lit} "
-        f"AND e.signal = '{signal}' AND e.pc IS NOT NULL "
+        f"AND e.signal = {literal(signal)} AND e.pc IS NOT NULL "
         f"ORDER BY e.value DESC, e.pc LIMIT {int(n)}").to_pylist()
     for r in rows:
         r["signal"] = signal

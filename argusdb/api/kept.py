@@ -49,8 +49,10 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
+
 #: Environment variable naming the folder of kept checks ("off" or empty: none kept).
-CACHE_ENV = "ARGUS_CACHE_DIR"
+CACHE_ENV = environment.CACHE_DIR.name
 #: Most entries the folder holds; past it the oldest half is removed.
 MAX_ENTRIES = 4096
 #: Parts of the package a verdict depends on (files under them key the cache).

@@ -120,7 +120,7 @@ def _derived(inner: str, run_columns: set[str]) -> str:
     run_cols = [c for c in sorted(run_columns)
                 if c not in ("program_version", "task_id", "run_id")]
     scope = ", ".join(f"CASE WHEN {c} <> 'all' THEN '{c}' END" for c in _SCOPE_COORDS)
-    timing = ", ".join(f"'{u}'" for u in TIMING_UNITS)
+    timing = literal_list(TIMING_UNITS)
     sampler = (f"CASE WHEN unit IN ({literal_list(SAMPLED_UNITS)}) THEN collector END"
                if "collector" in run_columns else "NULL::VARCHAR")
     return f"""
@@ -443,12 +443,10 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
     elif runs is None:
         incremental = False
 
-    quoted = literal_list
-
     # two disjoint parts, each a filter DuckDB pushes into the evidence view's branches:
     # the new runs' observed rows, and the attributed/derived rows of their versions (all
     # of them when the runs are not named: a materialization may have rebuilt any)
-    parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'"]
+    parts = [f"run_id IN ({literal_list(run_list)}) AND evidence_class = 'observed'"]
     narrow: dict[str, str] = {}   # a part's extra filter on the relation (not the summary)
     if runs is None and incremental:
         # Attribution adds the new runs' rows, or rebuilds a version whole and says so
@@ -457,20 +455,20 @@ def refresh(store: Store, runs: Iterable[str] | None = None, relation: str = "ev
                                            "WHERE name = 'rebuilt'").fetchall()]
         # observed rows of runs from first_seq on form one evidence-id range (run_seq * 2^32
         # + row), which DuckDB's zone maps prune: the scan reads the new rows, not the store
-        parts = [f"run_id IN ({quoted(run_list)}) AND evidence_class = 'observed'",
-                 f"run_id IN ({quoted(run_list)}) AND evidence_class = 'attributed'",
+        parts = [f"run_id IN ({literal_list(run_list)}) AND evidence_class = 'observed'",
+                 f"run_id IN ({literal_list(run_list)}) AND evidence_class = 'attributed'",
                  "evidence_class = 'derived'"]
         narrow[parts[0]] = f" AND evidence_id >= {first_seq * 2**32}"
         if whole:
-            parts.append(f"program_version IN ({quoted(whole)}) AND run_id NOT IN "
-                         f"({quoted(run_list)}) AND evidence_class = 'attributed'")
+            parts.append(f"program_version IN ({literal_list(whole)}) AND run_id NOT IN "
+                         f"({literal_list(run_list)}) AND evidence_class = 'attributed'")
     elif runs is None:
         parts.append("evidence_class IN ('attributed', 'derived')")
     else:
         versions = [r[0] for r in cur.execute(
-            f"SELECT DISTINCT program_version FROM run WHERE run_id IN ({quoted(run_list)})"
+            f"SELECT DISTINCT program_version FROM run WHERE run_id IN ({literal_list(run_list)})"
         ).fetchall() if r[0] is not None]
-        parts.append(f"program_version IN ({quoted(versions)}) "
+        parts.append(f"program_version IN ({literal_list(versions)}) "
                      f"AND evidence_class IN ('attributed', 'derived')")
     cur.execute("BEGIN TRANSACTION")
     try:

@@ -19,6 +19,8 @@ from typing import Any
 
 import click
 
+from argusdb import environment
+
 
 @cache
 def _modules() -> dict[str, str]:
@@ -104,7 +106,7 @@ _LISTING = "argus.listing_commands"
 
 
 #: Environment variable naming the store a command uses when its STORE argument is left out.
-STORE_ENV = "ARGUS_STORE"
+STORE_ENV = environment.STORE.name
 #: ctx.meta key: -q was given (no progress bars or notes on stderr).
 QUIET = "argus.quiet"
 

@@ -6,22 +6,14 @@ import click
 
 from argusdb.api import connect
 from argusdb.cli.output import (
-    SQL_COMMAND,
-    handle_errors,
-    output_options,
     print_json,
+    sql_command,
     sql_text,
-    timeout_option,
 )
 from argusdb.errors import QueryRefused
 
 
-@click.command("check", context_settings=SQL_COMMAND)
-@click.argument("store")
-@click.argument("sql")
-@timeout_option
-@output_options(csv=False)
-@handle_errors
+@sql_command("check", document=True)
 def command(store: str, sql: str, timeout_s: float, as_json: bool) -> None:
     """Run the compatibility rules on SQL over STORE's metadata; do not run the query.
 

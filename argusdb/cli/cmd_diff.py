@@ -24,6 +24,7 @@ from argusdb.cli.output import (
     handle_errors,
     output_options,
     print_json,
+    print_step_diff,
     print_table,
     timeout_option,
 )
@@ -148,13 +149,7 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
             click.echo(f"note: {n}", err=True)
     if coll and not as_csv:
         click.echo("\nper step and per collective (timing-clean launches; ratio = to/from):")
-        print_table(
-            ["quantity", "key", "n from/to", "from", "to", "ratio", "95% CI", "p", "significant"],
-            [[r["quantity"], r["key"], f"{r['from_n']}/{r['to_n']}",
-              fmt.quantity(r["from_median_ns"], "ns"), fmt.quantity(r["to_median_ns"], "ns"),
-              fmt.ratio(r["ratio"]), fmt.interval(r["ci_low"], r["ci_high"]),
-              fmt.p_value(r["p_value"]), fmt.text(r["significant"])] for r in coll],
-            right=[False, False, True, True, True, True, True, True, False])
+        print_step_diff(coll)
     for r in worse:
         click.echo(f"regression: {r.signal} {r.verdict} ({r.ratio:.4f}x, threshold "
                    f"{fail_on:.0%})", err=True)

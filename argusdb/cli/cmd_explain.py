@@ -6,23 +6,15 @@ import click
 
 from argusdb.api import connect
 from argusdb.cli.output import (
-    SQL_COMMAND,
-    handle_errors,
-    output_options,
     print_json,
+    sql_command,
     sql_text,
-    timeout_option,
 )
 from argusdb.schema.signature import readable
 from argusdb.schema.sqltext import literal
 
 
-@click.command("explain", context_settings=SQL_COMMAND)
-@click.argument("store")
-@click.argument("sql")
-@timeout_option
-@output_options(csv=False)
-@handle_errors
+@sql_command("explain", document=True)
 def command(store: str, sql: str, timeout_s: float, as_json: bool) -> None:
     """Show which program versions, runs, tasks, evidence classes, interference signatures,
     replay passes and scopes the answer to SQL would rest on, per source, with the constructs

@@ -10,7 +10,13 @@ from argusdb.answers.ranks import collective_diff, launch_trace
 from argusdb.answers.wire import dump
 from argusdb.api import connect
 from argusdb.api.surface import parse_options
-from argusdb.cli.output import handle_errors, output_options, print_json, print_table
+from argusdb.cli.output import (
+    handle_errors,
+    output_options,
+    print_json,
+    print_step_diff,
+    print_table,
+)
 
 
 @click.group("launch")
@@ -64,7 +70,6 @@ def diff(store: str, from_version: str, to_version: str, as_json: bool, as_csv: 
       argus launch diff argus.duckdb --from version=serial --to version=overlap
       argus launch diff argus.duckdb --from 593565e8 --to 812dae0b
     """
-    from argusdb.answers import format as fmt
     from argusdb.answers.select import resolve_versions
 
     # Collectives and steps are read as ingested (no materialization): a stale store is fine.
@@ -82,13 +87,7 @@ def diff(store: str, from_version: str, to_version: str, as_json: bool, as_csv: 
         return
     click.echo(f"{before.label} ({before.program_version}) -> {after.label} "
                f"({after.program_version}), timing-clean launches; ratio = to/from", err=True)
-    print_table(
-        ["quantity", "key", "n from/to", "from", "to", "ratio", "95% CI", "p", "significant"],
-        [[r["quantity"], r["key"], f"{r['from_n']}/{r['to_n']}",
-          fmt.quantity(r["from_median_ns"], "ns"), fmt.quantity(r["to_median_ns"], "ns"),
-          fmt.ratio(r["ratio"]), fmt.interval(r["ci_low"], r["ci_high"]),
-          fmt.p_value(r["p_value"]), fmt.text(r["significant"])] for r in rows],
-        right=[False, False, True, True, True, True, True, True, False])
+    print_step_diff(rows)
 
 
 @command.command("trace")

@@ -6,12 +6,12 @@ import click
 
 from argusdb.api import connect
 from argusdb.cli.output import (
-    SQL_COMMAND,
     Seconds,
     handle_errors,
     hard_time_limit,
     output_options,
     print_table,
+    sql_command,
     sql_text,
 )
 
@@ -19,9 +19,7 @@ from argusdb.cli.output import (
 DEFAULT_LIMIT = 10_000
 
 
-@click.command("query", context_settings=SQL_COMMAND)
-@click.argument("store")
-@click.argument("sql")
+@sql_command("query")
 @click.option("--timeout", "timeout_s", type=Seconds(), default=30.0, show_default=True,
               help="Stop the query after this many seconds (a positive number).")
 @click.option("--limit", type=click.IntRange(min=0), default=DEFAULT_LIMIT,

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from argusdb.answers import format as fmt
 from argusdb.answers.format import cell, is_number
 from argusdb.answers.wire import dumps
 from argusdb.api import (
@@ -60,6 +61,21 @@ QUESTION_MEMORY = 8 * 2**30
 #: an unknown ``--word`` is an argument, not an option error. ``argus query STORE -- SQL``
 #: (click's end of options) and ``-`` (read the query from stdin) work too.
 SQL_COMMAND = {"ignore_unknown_options": True}
+
+
+def sql_command(name: str, document: bool = False) -> Callable[[F], click.Command]:
+    """A command ``argus NAME STORE SQL`` (:data:`SQL_COMMAND`'s settings): the STORE and SQL
+    arguments of ``check``, ``explain`` and ``query``; the options go below it. With
+    ``document`` it also takes ``--timeout`` and ``--json``, prints one document and handles
+    errors (``check``, ``explain``)."""
+
+    def make(f: F) -> click.Command:
+        if document:
+            f = timeout_option(output_options(csv=False)(handle_errors(f)))
+        f = click.argument("store")(click.argument("sql")(f))
+        return click.command(name, context_settings=SQL_COMMAND)(f)
+
+    return make
 
 
 class Seconds(click.ParamType):
@@ -244,6 +260,18 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], as_json: 
         w.writerows(rows)
         return
     print_text_table(columns, rows, right)
+
+
+def print_step_diff(rows: Sequence[dict[str, Any]]) -> None:
+    """The per-step and per-collective rows of a launch diff as a text table (``argus diff``
+    and ``argus launch diff``): medians with units, ratio to/from, its 95% CI and p-value."""
+    print_table(
+        ["quantity", "key", "n from/to", "from", "to", "ratio", "95% CI", "p", "significant"],
+        [[r["quantity"], r["key"], f"{r['from_n']}/{r['to_n']}",
+          fmt.quantity(r["from_median_ns"], "ns"), fmt.quantity(r["to_median_ns"], "ns"),
+          fmt.ratio(r["ratio"]), fmt.interval(r["ci_low"], r["ci_high"]),
+          fmt.p_value(r["p_value"]), fmt.text(r["significant"])] for r in rows],
+        right=[False, False, True, True, True, True, True, True, False])
 
 
 def print_text_table(columns: Sequence[str], rows: Sequence[Sequence[Any]],

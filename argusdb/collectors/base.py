@@ -23,6 +23,7 @@ import functools
 import gzip
 import hashlib
 import io
+import json
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import suppress
@@ -304,6 +305,24 @@ def _first_bad_utf8(path: Path, gz: bool) -> tuple[int, bytes]:
 def open_text(path: Path) -> StrictText:
     """Open a possibly gzip-compressed UTF-8 text file (BOM skipped, invalid bytes refused)."""
     return StrictText(path)
+
+
+def json_lines(path: Path, remedy: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON-lines file (possibly gzip-compressed), each with its 0-based
+    line index; blank lines are skipped. A line that is not a JSON record, or not an object,
+    raises :class:`InputError` naming the file and the line, with ``remedy`` as its fix."""
+    with open_text(path) as fh:
+        for i, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(str(path), f"line {i + 1} is not a JSON record ({exc.msg})",
+                                 f"the file is truncated or corrupt; {remedy}") from exc
+            if not isinstance(rec, dict):
+                raise InputError(str(path), f"line {i + 1} is not a JSON object", remedy)
+            yield i, rec
 
 
 def head_bytes(path: Path, n: int = 4096) -> bytes:

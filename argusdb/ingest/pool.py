@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from argusdb import environment
 from argusdb.collectors import detect
 from argusdb.collectors.base import Artefact
 
@@ -54,7 +55,7 @@ SMALL_BYTES = 16 << 20
 PARSE_BYTES = 64 << 20
 #: Environment variable that fixes the number of worker processes (0 or 1: read in place),
 #: whatever the cores and the load; unset, :func:`workers_for` decides.
-WORKERS_ENV = "ARGUS_INGEST_WORKERS"
+WORKERS_ENV = environment.INGEST_WORKERS.name
 
 
 def usable_cores() -> int:

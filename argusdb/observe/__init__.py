@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from argusdb import environment
 from argusdb.errors import NoGpuError, RunnerMissingError, UsageError
 from argusdb.observe.gpu import has_gpu
 from argusdb.observe.observation import (  # noqa: F401  (the public names of observe)
@@ -245,10 +246,8 @@ def resolve_source(region: str, argv: list[str], cwd: Path) -> Path:
 
 
 def _check_can_run() -> None:
-    import os
-
     # ARGUS_REPLAY names recorded bundles the runner answers collections from: no GPU needed.
-    if not has_gpu() and not os.environ.get("ARGUS_REPLAY"):
+    if not has_gpu() and not environment.REPLAY.get():
         raise NoGpuError("no NVIDIA GPU on this machine: observe runs its plan on a GPU. Use "
                          "--dry-run (dry_run=True) to see the plan here, or run on a GPU host "
                          "(or set ARGUS_REPLAY to recorded bundles to replay them).")

@@ -29,9 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import ArgusError, UsageError
 from argusdb.ingest.ranks import LaunchResult, ingest_launch
+from argusdb.observe.gpu import has_gpu
 from argusdb.observe.planner.plan import Plan, Task
 from argusdb.store import materialize
 from argusdb.store.embedded import Store
@@ -55,18 +57,13 @@ class LaunchOutcome:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-def _has_gpu() -> bool:
-    from argusdb.observe import gpu
-
-    return gpu.has_gpu()
-
-
 def _env(task: Task, out: Path) -> dict[str, str]:
     root = str(Path(__file__).resolve().parents[2])  # the folder that holds argusdb/: -m boot
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "ARGUS_DIST_MODE": task.params["mode"], "ARGUS_DIST_OUT": str(out),
-            "ARGUS_LAUNCH_GROUP": task.params["launch_group"],
-            "ARGUS_STEP_MARK": task.params.get("step_mark", "step"),
+    return {**os.environ, environment.DIST_MODE.name: task.params["mode"],
+            environment.DIST_OUT.name: str(out),
+            environment.LAUNCH_GROUP.name: task.params["launch_group"],
+            environment.STEP_MARK.name: task.params.get("step_mark", "step"),
             "PYTHONPATH": os.pathsep.join(p for p in (root, path) if p)}
 
 
@@ -133,11 +130,11 @@ def _stop(proc: subprocess.Popen[bytes], out: Path) -> None:
 def _collect(p: Plan, task: Task, store: Store, workdir: Path, res: LaunchOutcome,
              timeout_s: float | None) -> None:
     mode = task.params["mode"]
-    replay = os.environ.get("ARGUS_DIST_REPLAY")
+    replay = environment.DIST_REPLAY.get()
     if replay:
         _replay(p, task, store, Path(replay), res)
         return
-    if mode == "cupti" and not _has_gpu():
+    if mode == "cupti" and not has_gpu():
         res.status = "insufficient"
         res.detail["reason"] = ("no NVIDIA GPU on this host: kernel records need CUDA and CUPTI "
                                 "activity, so no kernel duration is collected (nothing stored)")
@@ -227,7 +224,7 @@ def execute(p: Plan, store: Store, workdir: Path,
         if res.status in ("failed", "skipped"):
             failed.add(task.id)
         res.wall_s = time.monotonic() - t0
-        if task.kind == "collect" and res.status == "done" and _has_gpu():
+        if task.kind == "collect" and res.status == "done" and has_gpu():
             res.gpu_s = res.wall_s * int(task.params["world_size"])
         store.insert_row("task", {
             "task_id": task.id, "kind": task.kind, "plan_id": p.plan_id,
@@ -249,7 +246,7 @@ def _kernel_block(kp: Plan, store: Store, workdir: Path) -> list[LaunchOutcome]:
     command form's runner, in ``workdir/kernel``; its runner writes the tasks' rows."""
     import importlib
 
-    if not _has_gpu() and not os.environ.get("ARGUS_REPLAY"):
+    if not has_gpu() and not environment.REPLAY.get():
         out = []
         for t in kp.tasks:
             res = LaunchOutcome(t.id, t.action, "insufficient", detail={"reason": (
@@ -300,11 +297,12 @@ def observe_torchrun(region: str, signals: list[str], command: list[str], cwd: P
     )
     from argusdb.observe.planner.torchrun import plan_torchrun, trim
 
-    if timeout_s is None and os.environ.get("ARGUS_DIST_TIMEOUT_S"):
+    raw_timeout = environment.DIST_TIMEOUT_S.get()
+    if timeout_s is None and raw_timeout:
         try:
-            timeout_s = float(os.environ["ARGUS_DIST_TIMEOUT_S"])
+            timeout_s = float(raw_timeout)
         except ValueError as exc:
-            raise UsageError(f"ARGUS_DIST_TIMEOUT_S={os.environ['ARGUS_DIST_TIMEOUT_S']!r}: "
+            raise UsageError(f"ARGUS_DIST_TIMEOUT_S={raw_timeout!r}: "
                              "expected seconds (e.g. 600)") from exc
     with observation_store(store, dry_run) as st:
         kw: dict[str, Any] = {"program": program, "options": options, "rank": rank,

@@ -55,28 +55,29 @@ SELECT
 FROM plan_cost_task AS c
 GROUP BY c.plan_id, c.action;
 
--- Measurement cost per plan, with its request: compare strategies by what they cost.
--- Provenance: plan_cost_task, plan (region and signals are NULL for plans not in the plan table).
+-- Measurement cost per plan, with its request: compare strategies by what they cost (the sums
+-- of plan_cost_action over the plan's actions).
+-- Provenance: plan_cost_action, plan (region and signals are NULL for plans not in the plan table).
 CREATE OR REPLACE VIEW plan_cost AS
 SELECT
     -- Plan.
-    c.plan_id,
+    a.plan_id,
     -- Region the plan observed.
     any_value(p.region_id) AS region_id,
     -- Requested signals (JSON list).
     any_value(p.signals) AS signals,
     -- Number of tasks the runner recorded for the plan.
-    count(*) AS tasks,
+    sum(a.tasks)::BIGINT AS tasks,
     -- Tasks answered by runs already in the store (not run again).
-    count(*) FILTER (WHERE c.status = 'reused') AS reused,
+    sum(a.reused)::BIGINT AS reused,
     -- Tasks not run because a task they depend on failed.
-    count(*) FILTER (WHERE c.status = 'skipped') AS skipped,
+    sum(a.skipped)::BIGINT AS skipped,
     -- Tasks that failed.
-    count(*) FILTER (WHERE c.status = 'failed') AS failed,
+    sum(a.failed)::BIGINT AS failed,
     -- Total wall-clock seconds of the plan's tasks.
-    coalesce(sum(c.wall_s), 0) AS wall_s,
+    sum(a.wall_s) AS wall_s,
     -- Total GPU seconds of the plan's tasks.
-    coalesce(sum(c.gpu_s), 0) AS gpu_s
-FROM plan_cost_task AS c
-LEFT JOIN plan AS p ON p.plan_id = c.plan_id
-GROUP BY c.plan_id;
+    sum(a.gpu_s) AS gpu_s
+FROM plan_cost_action AS a
+LEFT JOIN plan AS p ON p.plan_id = a.plan_id
+GROUP BY a.plan_id;

@@ -5,7 +5,6 @@ connection gets, and what a file that is not a store is told (:func:`connect_wai
 from __future__ import annotations
 
 import math
-import os
 import random
 import sys
 import time
@@ -15,7 +14,9 @@ from pathlib import Path
 
 import duckdb
 
+from argusdb import environment
 from argusdb.errors import StoreError
+from argusdb.schema.sqltext import literal
 from argusdb.store.guard import first_line
 
 #: Seconds a writer (or reader) waits for another process's lock on an embedded store; the
@@ -27,7 +28,7 @@ SHARED_PREFIX = "ducklake:"
 
 def lock_timeout_s() -> float:
     """The lock wait limit: ARGUS_LOCK_TIMEOUT (seconds) when set, else LOCK_TIMEOUT_S."""
-    raw = os.environ.get("ARGUS_LOCK_TIMEOUT")
+    raw = environment.LOCK_TIMEOUT.get()
     if raw is None:
         return LOCK_TIMEOUT_S
     try:
@@ -68,7 +69,7 @@ def session(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
                       "duckdb_settings() WHERE name = 'disabled_compression_methods'").fetchone()
     for differs, stmt in ((row is None or row[0], "SET enable_progress_bar = false"),
                           (row is None or str(row[1]).upper() != NOT_TRIED_COMPRESSION,
-                           f"SET disabled_compression_methods = '{NOT_TRIED_COMPRESSION}'")):
+                           f"SET disabled_compression_methods = {literal(NOT_TRIED_COMPRESSION)}")):
         if differs:
             with suppress(duckdb.InvalidInputException):
                 con.execute(stmt)

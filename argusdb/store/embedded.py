@@ -390,7 +390,7 @@ class Store(RowWriter):
                      "SET autoload_known_extensions = false",
                      "SET allow_community_extensions = false",
                      "SET enable_external_access = false",
-                     f"SET memory_limit = '{memory_limit or self.memory_limit}'",
+                     f"SET memory_limit = {literal(memory_limit or self.memory_limit)}",
                      f"SET threads = {int(threads or self.threads)}",
                      "SET lock_configuration = true"):
             self.con.execute(stmt)

@@ -129,7 +129,7 @@ def _connect(lu: LakeUri, read_only: bool, as_of: str | None, create: bool, pin:
                                              "allow_community_extensions": False})
     try:
         con.execute("SET enable_progress_bar = false")
-        con.execute(f"SET disabled_compression_methods = '{NOT_TRIED_COMPRESSION}'")
+        con.execute(f"SET disabled_compression_methods = {_q(NOT_TRIED_COMPRESSION)}")
         for f in extension_files():
             con.execute(f"LOAD {_q(str(f))}")
         _attach(con, lu, read_only, as_of, create)

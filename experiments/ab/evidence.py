@@ -22,6 +22,7 @@ from argusdb.api import Connection, checked, connect
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_paths
 from argusdb.ingest.variants import VariantOf, record_check
+from argusdb.schema.sqltext import literal
 
 #: Above this share of a kernel's instructions with no region, the static evidence is
 #: insufficient (the threshold ``argus report --max-unattributed`` uses by default).
@@ -34,7 +35,7 @@ _REGION = re.compile(r"^[A-Za-z0-9_./-]+$")
 def _lit(value: str, pattern: re.Pattern[str]) -> str:
     if not pattern.match(value):
         raise ValueError(f"unexpected identifier {value!r}")
-    return f"'{value}'"
+    return literal(value)
 
 
 @dataclass

@@ -75,6 +75,7 @@ def verified(kdir: Path, rows: list[dict[str, Any]]) -> dict[str, float]:
     """Configuration key -> median over its verification runs of each run's median duration,
     from the kernel's store (read-only, through the checked query surface)."""
     from argusdb.api import connect
+    from argusdb.schema.sqltext import literal
 
     versions: dict[str, str] = {}
     for r in rows:
@@ -91,7 +92,7 @@ def verified(kdir: Path, rows: list[dict[str, Any]]) -> dict[str, float]:
                 raise ValueError(f"{kdir}: unexpected version {v!r} in log.jsonl")
             runs = db.query(
                 "SELECT run_id, median(value) AS d FROM evidence WHERE signal = 'duration' "
-                f"AND evidence_class = 'observed' AND program_version = '{v}' "
+                f"AND evidence_class = 'observed' AND program_version = {literal(v)} "
                 "AND region_id IS NOT NULL GROUP BY run_id").to_pylist()
             if runs:
                 out[k] = statistics.median(float(x["d"]) for x in runs)

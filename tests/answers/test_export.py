@@ -43,15 +43,19 @@ def _recorded_calls() -> list[dict]:
     return [r for r in recs if r["kind"] == "RUNTIME" and r["correlation_id"] in kernels]
 
 
+
+def _export(*args: str) -> None:
+    """``argus export ARGS...``, which must succeed."""
+    r = CliRunner().invoke(main, ["export", *args])
+    assert r.exit_code == 0, r.output
+
 def test_perfetto_trace_of_a_run(relabelled: Connection, tmp_path: Path) -> None:
     ref = resolve_version(relabelled, "variant=a", REGION)
     run = relabelled.query(f"SELECT run_id FROM run WHERE program_version = "
                            f"'{ref.program_version}'").to_pylist()[0]["run_id"]
     path, out = relabelled.store.path, tmp_path / "run.json"
     relabelled.close()
-    r = CliRunner().invoke(main, ["export", path, "--run", run[:8], "--format", "perfetto",
-                                  str(out)])
-    assert r.exit_code == 0, r.output
+    _export(path, "--run", run[:8], "--format", "perfetto", str(out))
     doc = json.loads(out.read_text())
     events = [e for e in check_chrome_trace(doc) if e["cat"] == "kernel"]
     rec, calls = _recorded_launches(), _recorded_calls()
@@ -73,9 +77,7 @@ def test_perfetto_trace_of_a_run(relabelled: Connection, tmp_path: Path) -> None
 def test_hatchet_tree_loads_in_llnl_hatchet(relabelled: Connection, tmp_path: Path) -> None:
     path, out = relabelled.store.path, tmp_path / "tree.json"
     relabelled.close()
-    r = CliRunner().invoke(main, ["export", path, str(out), "--format", "hatchet", "--version",
-                                  "variant=a", "--program", "matmul"])
-    assert r.exit_code == 0, r.output
+    _export(path, str(out), "--format", "hatchet", "--version", "variant=a", "--program", "matmul")
     gf = GraphFrame.from_literal(json.loads(out.read_text()))
     df = gf.dataframe.reset_index()
     assert sorted(df["name"]) == ["_entry", "epilogue", "mainloop", "matmul", "matmul_kernel"]
@@ -95,9 +97,7 @@ def test_parquet_of_a_checked_query(relabelled: Connection, tmp_path: Path) -> N
            "program_version = (SELECT min(program_version) FROM program_version "
            "WHERE program = 'matmul') ORDER BY value")
     relabelled.close()
-    r = CliRunner().invoke(main, ["export", path, str(out), "--format", "parquet", "--query",
-                                  sql])
-    assert r.exit_code == 0, r.output
+    _export(path, str(out), "--format", "parquet", "--query", sql)
     t = pq.read_table(out)
     assert t.column_names == ["launch", "value"] and t.num_rows == 20
     durs = sorted(float(x["end"] - x["start"]) for x in _recorded_launches()
@@ -124,9 +124,7 @@ def test_perfetto_trace_places_proton_scopes_per_cta_and_warp(tmp_path: Path) ->
     run = db.ingest(trace, src).run_id
     path, out = db.store.path, tmp_path / "scopes.json"
     db.close()
-    r = CliRunner().invoke(main, ["export", path, "--run", run[:8], "--format", "perfetto",
-                                  str(out)])
-    assert r.exit_code == 0, r.output
+    _export(path, "--run", run[:8], "--format", "perfetto", str(out))
     doc = json.loads(out.read_text())
     events = check_chrome_trace(doc)  # an instrumentation run has no kernel launches
     with gzip.open(trace, "rt") as fh:
@@ -159,9 +157,7 @@ def test_hatchet_children_sum_to_the_kernel_with_unattributed(tmp_path: Path) ->
         db.ingest(ln / "layernorm.source.csv", ln / "kernels" / "layernorm.py",
                   {"variant": "csv", "target": "sm_90"})
     out = tmp_path / "tree.json"
-    r = CliRunner().invoke(main, ["export", str(path), str(out), "--format", "hatchet",
-                                  "--version", "variant=csv"])
-    assert r.exit_code == 0, r.output
+    _export(str(path), str(out), "--format", "hatchet", "--version", "variant=csv")
     doc = json.loads(out.read_text())
     gf = GraphFrame.from_literal(doc)
     df = gf.dataframe.reset_index()
@@ -207,9 +203,7 @@ def test_perfetto_trace_of_several_runs_with_host_ops(tmp_path: Path) -> None:
             "s.clock = 'host') AS h FROM run r")}
     assert len(runs) == 2 and all(k > 0 and h > 0 for k, h in want.values())
     out = tmp_path / "two.json"
-    r = CliRunner().invoke(main, ["export", str(path), str(out), "--format", "perfetto",
-                                  "--run", runs[0][:8], "--run", runs[1][:8]])
-    assert r.exit_code == 0, r.output
+    _export(str(path), str(out), "--format", "perfetto", "--run", runs[0][:8], "--run", runs[1][:8])
     doc = json.loads(out.read_text())
     events = check_chrome_trace(doc)
     assert [x["run_id"] for x in doc["otherData"]["argusdb_runs"]] == runs

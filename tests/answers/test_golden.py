@@ -14,7 +14,6 @@ Run with ``ARGUS_WRITE_GOLDEN=1`` to write the golden files anew after a deliber
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 import argusdb
-from argusdb import demo
+from argusdb import demo, environment
 from argusdb.answers.diff import diff
 from argusdb.answers.trajectory import trajectory
 from argusdb.cli import main
@@ -83,7 +82,7 @@ def _readable(text: str) -> None:
 
 def _golden(name: str, text: str) -> None:
     path = GOLDEN / name
-    if os.environ.get("ARGUS_WRITE_GOLDEN"):
+    if environment.WRITE_GOLDEN.get():
         path.write_text(text, encoding="utf-8")
     assert text == path.read_text(encoding="utf-8")
 

@@ -87,6 +87,7 @@ def battery(full_store: Store, full_built: tuple[Any, dict[str, str]],
     return hand + _generated(full_store)
 
 
+@pytest.mark.slow
 def test_battery_score(battery: list[dict[str, str]], full_store: Store, dist_store: Store,
                        argus_demo_store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     assert [q["sql"] for q in battery if q["verdict"] == "unfit"] == []

@@ -14,9 +14,8 @@ DATA = ROOT / "tests" / "data" / "gpu" / "xlayer"
 PROGRAM = str(ROOT / "tools" / "h200" / "xlayer" / "tp_block.py")
 
 
-def test_ingest_diff_trace(tmp_path: Path) -> None:
-    r = CliRunner()
-    store = str(tmp_path / "s.duckdb")
+def _ingest_both(r: CliRunner, store: str) -> dict[str, str]:
+    """``argus launch ingest`` of the serial and the overlapped 2-rank launch: each version."""
     versions = {}
     for v in ("serial", "overlap"):
         out = r.invoke(main, ["launch", "ingest", store, str(DATA / f"xl-{v}-events-1"),
@@ -26,6 +25,13 @@ def test_ingest_diff_trace(tmp_path: Path) -> None:
         doc = json.loads(out.output)
         assert doc["world_size"] == 2 and len(doc["runs"]) == 2
         versions[v] = doc["runs"][0]["program_version"]
+    return versions
+
+
+def test_ingest_diff_trace(tmp_path: Path) -> None:
+    r = CliRunner()
+    store = str(tmp_path / "s.duckdb")
+    versions = _ingest_both(r, store)
     out = r.invoke(main, ["launch", "diff", store, "--from", versions["serial"], "--to",
                           versions["overlap"], "--json"])
     assert out.exit_code == 0, out.output
@@ -43,13 +49,7 @@ def test_launch_diff_takes_the_selectors_of_argus_diff(tmp_path: Path) -> None:
     the text table carries units."""
     r = CliRunner()
     store = str(tmp_path / "s.duckdb")
-    versions = {}
-    for v in ("serial", "overlap"):
-        out = r.invoke(main, ["launch", "ingest", store, str(DATA / f"xl-{v}-events-1"),
-                              "--program", PROGRAM, "--option", f"version={v}",
-                              "--option", "target=sm_90", "--json"])
-        assert out.exit_code == 0, out.output
-        versions[v] = json.loads(out.output)["runs"][0]["program_version"]
+    versions = _ingest_both(r, store)
     by_option = r.invoke(main, ["launch", "diff", store, "--from", "version=serial", "--to",
                                 "version=overlap", "--json"])
     by_prefix = r.invoke(main, ["launch", "diff", store, "--from", versions["serial"][:8],

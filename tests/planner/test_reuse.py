@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from argusdb import demo
+from argusdb.ingest import IngestResult
 from argusdb.observe.planner import plan
 from argusdb.observe.planner.profiler_host import TableCounter
 from argusdb.store.embedded import Store
@@ -119,26 +120,32 @@ def test_counters_from_a_multi_pass_replay_are_reused_alone_not_as_a_simultaneou
 
 
 GPU = ROOT / "tests" / "data" / "gpu"
+KERNEL = ROOT / "argusdb" / "demo" / "kernels" / "softmax.py"
+
+
+def _parent_and_variant(store: Store) -> tuple[IngestResult, IngestResult]:
+    """The softmax's clean timing run and its forced-wait variant's, recorded on the H200."""
+    from argusdb.collectors.regions import ProgramSource
+    from argusdb.ingest import ingest_path
+
+    parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
+                         ProgramSource.from_path(KERNEL))
+    variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
+                          ProgramSource("softmax.py", (GPU / "variants" /
+                                                       "softmax.default.fw_load.py").read_text()))
+    return parent, variant
 
 
 def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
                                                           table: TableCounter) -> None:
     """Parent and forced-wait variant timings recorded on the H200 (branch gpu's recording),
     with the variant bound to its parent the way the runner binds it."""
-    from argusdb.collectors.regions import ProgramSource
-    from argusdb.ingest import ingest_path
-
-    kernel = ROOT / "argusdb" / "demo" / "kernels" / "softmax.py"
-    parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
-                         ProgramSource.from_path(kernel))
-    variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
-                          ProgramSource("softmax.py", (GPU / "variants" /
-                                                       "softmax.default.fw_load.py").read_text()))
+    parent, variant = _parent_and_variant(store)
     store.sql("UPDATE program_version SET parent_version = ?, transform = ?, "
               "transform_task_id = 'p-earlier.forced_wait' WHERE program_version = ?",
               [parent.program_version, "forced_wait:softmax/softmax_fwd/load",
                variant.program_version])
-    p = plan(kernel, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
+    p = plan(KERNEL, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
              counter=table)
     timing_parent, timing_variant = p.by_action("cupti_timing")
     assert timing_parent.reuse is not None and timing_parent.reuse["run_id"] == parent.run_id
@@ -154,20 +161,12 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
 
 
 def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCounter) -> None:
-    from argusdb.collectors.regions import ProgramSource
-    from argusdb.ingest import ingest_path
-
-    kernel = ROOT / "argusdb" / "demo" / "kernels" / "softmax.py"
-    parent = ingest_path(store, GPU / "softmax.default.run1.cupti.jsonl",
-                         ProgramSource.from_path(kernel))
-    variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
-                          ProgramSource("softmax.py", (GPU / "variants" /
-                                                       "softmax.default.fw_load.py").read_text()))
+    parent, variant = _parent_and_variant(store)
     store.sql("UPDATE program_version SET parent_version = ?, transform = ? "
               "WHERE program_version = ?",
               [parent.program_version, "forced_wait:softmax/softmax_fwd/other",
                variant.program_version])
-    p = plan(kernel, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
+    p = plan(KERNEL, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
              counter=table)
     assert p.by_action("cupti_timing")[1].reuse is None
     assert p.by_action("forced_wait")[0].reuse is None

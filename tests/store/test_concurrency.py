@@ -85,14 +85,17 @@ def _exercise(store: str, tmp_path: Path, reopen: bool) -> dict[str, float]:
     return {"wall_s": wall, "reads": reads}
 
 
+@pytest.mark.slow
 def test_writers_into_one_embedded_store(tmp_path: Path) -> None:
     _exercise(str(tmp_path / "many.duckdb"), tmp_path, reopen=True)
 
 
+@pytest.mark.slow
 def test_writers_into_one_shared_store(shared_uri: str, tmp_path: Path) -> None:
     _exercise(shared_uri, tmp_path, reopen=False)
 
 
+@pytest.mark.slow
 def test_same_bytes_from_many_writers_land_once(shared_uri: str, tmp_path: Path) -> None:
     """Four processes ingest the same four recordings at once: each run lands exactly once."""
     folder = tmp_path / "rec"

@@ -37,6 +37,7 @@ def _opts() -> list[str]:
     return [a for k, v in demo.OPTIONS.items() for a in ("--option", f"{k}={v}")]
 
 
+@pytest.mark.slow
 def test_ingest_into_a_lake_larger_than_its_memory_limit(shared_uri: str) -> None:
     """4 M evidence rows in the lake, an ingest limited to 64 MB of DuckDB memory: it lands
     (a working copy of the lake would need several times the limit) and is answered."""

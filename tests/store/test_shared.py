@@ -176,6 +176,7 @@ def test_copy_round_trip_is_lossless(pg: str, tmp_path: Path) -> None:
 KILLS = int(os.environ.get("ARGUS_KILLS", "3"))
 
 
+@pytest.mark.slow
 def test_kill_9_during_shared_ingests(shared_uri: str, tmp_path: Path) -> None:
     """Writers killed at random points: no partial run, nothing committed before is lost."""
     folder = tmp_path / "rec"

@@ -51,6 +51,7 @@ def _check_times(times: list[list[Any]], store: str, mode: str, cwd: Path) -> No
     assert slow == [], f"{len(slow)} past {BOUND_S} s twice, slowest {max(slow)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["api-rw", "api-ro", "cli"])
 def test_corpus_writes_nothing_crashes_never_and_stays_in_time(hostile_store: str, mode: str,
                                                               tmp_path: Path) -> None:
@@ -92,6 +93,7 @@ def test_answers_are_streamed_and_capped(hostile_store: str) -> None:
         assert time.monotonic() - t0 < 5  # the stream stops: 10^8 rows are never made
 
 
+@pytest.mark.slow
 def test_no_thread_per_connection(hostile_store: str) -> None:
     argusdb.connect(hostile_store, read_only=True).close()
     n = threading.active_count()

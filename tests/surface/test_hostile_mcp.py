@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -102,6 +103,7 @@ async def _corpus(store: str, errlog: Path) -> tuple[list[str], list[tuple[float
     return bad, times
 
 
+@pytest.mark.slow
 def test_mcp_corpus_writes_nothing_and_stays_in_time(hostile_store: str,
                                                     tmp_path: Path) -> None:
     before = fingerprint(hostile_store)
@@ -242,6 +244,7 @@ async def _long_lived(store: str, n: int) -> dict[str, Any]:
     return sample
 
 
+@pytest.mark.slow
 def test_long_lived_server_keeps_threads_and_memory_flat(hostile_store: str) -> None:
     n = 2000
     s = anyio.run(_long_lived, hostile_store, n)

@@ -8,7 +8,7 @@
 #
 # WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson), cupti130/ and cupti134/ (see bench/gpu).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WHL=$(cd "${1:?wheels dir}" && pwd)
 OUT=${2:?out dir}
 WORK=/tmp/observe

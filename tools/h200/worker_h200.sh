@@ -5,7 +5,7 @@
 #
 #   bash tools/h200/worker_h200.sh WHEELS_DIR OUT_DIR      (writes OUT_DIR/worker.tar.gz)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WHL=$(cd "${1:?wheels dir}" && pwd)
 OUT=${2:?out dir}
 WORK=/tmp/worker

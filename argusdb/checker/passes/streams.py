@@ -230,17 +230,10 @@ def semi_join(an: Analysis, sc: Scope, c: exp.In, alias: str, uf: sx.UnionFind,
     target = rewrite(an, sc, col, alias, uf, mapping, set())
     if target is None:
         return None
-    query = c.args["query"]
-    sub = query.this if isinstance(query, exp.Subquery) else query
-    if not isinstance(sub, exp.Query) or correlated_to(an, sc, sub):
+    lits = _returned(an, sc, c.args["query"])
+    if lits is None:
         return None
-    values = an.meta.values(sub.sql(dialect="duckdb"))
-    if values is None:
-        return None
-    lits: list[exp.Expression] = [
-        exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
-        for v in values if v is not None]
-    node = exp.In(this=exp.column(target.names[0]), expressions=lits or [exp.Null()])
+    node = exp.In(this=exp.column(target.names[0]), expressions=lits)
     used.add(target.names[0])
     return Pred(node, [target.names[0]])
 
@@ -258,9 +251,15 @@ def listed(an: Analysis, sc: Scope, c: exp.Expression) -> exp.Expression | None:
         col, query = c.right, c.left
     else:
         return None
+    lits = _returned(an, sc, query) if isinstance(col, exp.Column) else None
+    return None if lits is None else exp.In(this=col.copy(), expressions=lits)
+
+
+def _returned(an: Analysis, sc: Scope, query: exp.Expression) -> list[exp.Expression] | None:
+    """The values an uncorrelated subquery returns, as literals of an IN list (``NULL``, which
+    matches nothing, where it returns none); None where they cannot be known."""
     sub = query.this if isinstance(query, exp.Subquery) else query
-    if not isinstance(col, exp.Column) or not isinstance(sub, exp.Query) \
-            or an.meta is None or correlated_to(an, sc, sub):
+    if not isinstance(sub, exp.Query) or an.meta is None or correlated_to(an, sc, sub):
         return None
     values = an.meta.values(sub.sql(dialect="duckdb"))
     if values is None:
@@ -268,7 +267,7 @@ def listed(an: Analysis, sc: Scope, c: exp.Expression) -> exp.Expression | None:
     lits: list[exp.Expression] = [
         exp.Literal.string(v) if isinstance(v, str) else exp.Literal.number(v)
         for v in values if v is not None]
-    return exp.In(this=col.copy(), expressions=lits or [exp.Null()])
+    return lits or [exp.Null()]
 
 
 def correlated_to(an: Analysis, sc: Scope, sub: Any) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from argusdb.checker.context import Combination
 from argusdb.checker.rules import MixingRule, shown
+from argusdb.schema.sqltext import literal
 
 
 class VersionMixed(MixingRule):
@@ -39,7 +40,8 @@ class VersionMixed(MixingRule):
         sigs = sorted(c.props.signals)
         each = f" (one per signal: {', '.join(sigs[:4])}{', ...' if len(sigs) > 4 else ''})"
         compare = (f"compare versions region by region with version_diff("
-                   f"'{sigs[0] if sigs else 'duration'}', '{values[0]}', '{values[1]}')"
+                   f"{literal(sigs[0] if sigs else 'duration')}, {literal(values[0])}, "
+                   f"{literal(values[1])})"
                    f"{each if len(sigs) > 1 else ''}")
         if c.intervals:  # intervals of two versions never share a timeline
             compare = ("compare the versions' steps and collectives with argus diff "
@@ -47,4 +49,4 @@ class VersionMixed(MixingRule):
         return (f"{c.what()} combines evidence of {len(values)} program versions "
                 f"({shown(values, 4)}) as if from one program",
                 f"group or partition by program_version (or run_id), filter one version "
-                f"(WHERE program_version = '{values[0]}'), or {compare}")
+                f"(WHERE program_version = {literal(values[0])}), or {compare}")

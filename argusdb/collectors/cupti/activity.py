@@ -17,7 +17,6 @@ domain was enabled, as in Triton's launches under cupti-python's runtime tracing
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,9 +27,9 @@ from argusdb.collectors.base import (
     Artefact,
     Interference,
     evidence_batch,
+    json_lines,
     kernel_launch_batch,
     launch_shapes,
-    open_text,
 )
 from argusdb.collectors.validate import INT32_MAX, Unique, int_field, interval, ns_timestamp
 from argusdb.errors import InputError
@@ -95,34 +94,26 @@ class ActivityJsonlReader:
         """The activity records; a file argusdb wrote (its first line the :data:`HEADER`)
         must end with the :data:`TRAILER` and its count, else it was cut short."""
         framed, count, trailer = False, 0, None
-        with open_text(path) as fh:
-            for i, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(str(path), f"line {i + 1} is not a JSON record ({exc.msg})",
-                                     "the file is truncated or corrupt; record it again") from exc
-                if not isinstance(rec, dict) or "kind" not in rec:
-                    raise InputError(str(path), f"line {i + 1} has no 'kind' field",
-                                     "pass a cupti-python activity JSONL file")
-                if trailer is not None:
-                    raise InputError(str(path), f"line {i + 1}: a record after the trailer "
-                                     f"(line {trailer})", "pass the file as argusdb wrote it")
-                if rec["kind"] == HEADER["kind"] and not count and not framed:
-                    framed = True
-                    continue
-                if rec["kind"] == TRAILER:
-                    said = rec.get("records")
-                    if said != count:
-                        raise InputError(str(path), f"line {i + 1}: its trailer counts {said!r} "
-                                         f"records, the file holds {count}",
-                                         "the file is truncated or was edited; record it again")
-                    trailer = i + 1
-                    continue
-                count += 1
-                yield i, _checked(path, i, rec)
+        for i, rec in json_lines(path, "record it again"):
+            if "kind" not in rec:
+                raise InputError(str(path), f"line {i + 1} has no 'kind' field",
+                                 "pass a cupti-python activity JSONL file")
+            if trailer is not None:
+                raise InputError(str(path), f"line {i + 1}: a record after the trailer "
+                                 f"(line {trailer})", "pass the file as argusdb wrote it")
+            if rec["kind"] == HEADER["kind"] and not count and not framed:
+                framed = True
+                continue
+            if rec["kind"] == TRAILER:
+                said = rec.get("records")
+                if said != count:
+                    raise InputError(str(path), f"line {i + 1}: its trailer counts {said!r} "
+                                     f"records, the file holds {count}",
+                                     "the file is truncated or was edited; record it again")
+                trailer = i + 1
+                continue
+            count += 1
+            yield i, _checked(path, i, rec)
         if framed and trailer is None:
             raise InputError(str(path), f"ends after {count} records without the trailer that "
                              "argusdb writes last: the file was cut short",

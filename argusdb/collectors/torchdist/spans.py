@@ -15,19 +15,18 @@ Example:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from argusdb.collectors.base import Artefact, Interference, normalize_target, open_text
+from argusdb.collectors.base import Artefact, Interference, json_lines, normalize_target
 from argusdb.collectors.comms import DistRows, elem_bytes, message_bytes, normalize_op
 from argusdb.errors import InputError
 
 ADAPTER_VERSION = "torchdist.spans/1"
 _ROLES = ("step", "compute", "communication")
+_REMEDY = "pass a spans file written by argusdb.observe.launch.recorder"
 
 
 class SpansReader:
@@ -39,29 +38,13 @@ class SpansReader:
         first = head.lstrip().split(b"\n", 1)[0]
         return first.startswith(b"{") and b'"ARGUS_SPANS"' in first
 
-    def _lines(self, path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-        with open_text(path) as fh:
-            for i, line in enumerate(fh):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(str(path), f"line {i + 1} is not JSON ({exc.msg})",
-                                     "the file is truncated; record the launch again") from exc
-                if not isinstance(rec, dict):
-                    raise InputError(str(path), f"line {i + 1} is not a JSON object",
-                                     "pass a spans file written by argusdb.observe.launch.recorder")
-                yield i, rec
-
     def read(self, path: Path) -> Artefact:
         head: dict[str, Any] | None = None
         rows = DistRows(None)
-        for i, rec in self._lines(path):
+        for i, rec in json_lines(path, _REMEDY):
             if head is None:
                 if rec.get("kind") != "ARGUS_SPANS":
-                    raise InputError(str(path), "line 1 is not an ARGUS_SPANS header",
-                                     "pass a spans file written by argusdb.observe.launch.recorder")
+                    raise InputError(str(path), "line 1 is not an ARGUS_SPANS header", _REMEDY)
                 head = rec
                 rows.rank = _int(rec.get("rank"), path, "rank")
                 continue

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
 from argusdb.observe.launch.hooks import SPEC_ENV
 
 __all__ = ["SPEC_ENV", "boot_dir", "command_env", "read_launches", "write_spec"]
@@ -47,8 +48,9 @@ def command_env(spec_path: Path, base: Mapping[str, str]) -> dict[str, str]:
     env = dict(base)
     root = str(Path(__file__).resolve().parents[3])  # the folder that holds argusdb/
     parts = [str(boot_dir())]
-    if base.get("ARGUS_GPU_SITE"):
-        parts.append(base["ARGUS_GPU_SITE"])
+    site = environment.GPU_SITE.get(base)
+    if site:
+        parts.append(site)
     parts += [p for p in base.get("PYTHONPATH", "").split(os.pathsep) if p]
     parts.append(root)
     env.update({"PYTHONPATH": os.pathsep.join(parts), SPEC_ENV: str(spec_path),

@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
 from argusdb.observe.launch.binary import (
     _plain,
     binary_field,
@@ -70,7 +71,7 @@ __all__ = ["SPEC_ENV", "State", "_variant_statement", "binary_field", "binary_ha
            "binary_info", "binary_matches", "install", "install_from_env", "interpreter_key",
            "load_variant", "specialization"]
 
-SPEC_ENV = "ARGUS_LAUNCH_SPEC"
+SPEC_ENV = environment.LAUNCH_SPEC.name
 
 _TL = threading.local()
 

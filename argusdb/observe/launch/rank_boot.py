@@ -17,6 +17,8 @@ import runpy
 import sys
 from pathlib import Path
 
+from argusdb import environment
+
 
 def main(argv: list[str]) -> None:
     if not argv:
@@ -30,11 +32,10 @@ def main(argv: list[str]) -> None:
                              "[ARGS...]")
         argv = argv[1:]
     prog = argv[0]
-    mode = os.environ.get("ARGUS_DIST_MODE", "events")
-    out = Path(os.environ.get("ARGUS_DIST_OUT", "."))
-    stem = os.environ.get("ARGUS_DIST_STEM",
-                          prog.rsplit(".", 1)[-1] if module else Path(prog).stem)
-    group = os.environ.get("ARGUS_LAUNCH_GROUP") or os.environ.get("TORCHELASTIC_RUN_ID", "local")
+    mode = environment.DIST_MODE.get() or "events"
+    out = Path(environment.DIST_OUT.get() or ".")
+    stem = environment.DIST_STEM.get() or (prog.rsplit(".", 1)[-1] if module else Path(prog).stem)
+    group = environment.LAUNCH_GROUP.get() or os.environ.get("TORCHELASTIC_RUN_ID", "local")
     # the launcher stops a launch past its time limit through these (torchrun starts each
     # worker in a session of its own)
     out.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
+
 #: Collectives of ``torch.distributed`` the recorder wraps: name → (input arg, output arg) index
 #: of the tensors whose element counts are the 'in' and 'out' message sizes.
 COLLECTIVES: dict[str, tuple[int, int]] = {
@@ -240,7 +242,7 @@ def install(mode: str, out: Path, stem: str, launch_group: str) -> Any:
             tmp.unlink()
         atexit.register(finish)
         return prof
-    rec = Recorder(out, stem, mode, launch_group, os.environ.get("ARGUS_STEP_MARK", "step"))
+    rec = Recorder(out, stem, mode, launch_group, environment.STEP_MARK.get() or "step")
     rf = torch.autograd.profiler.record_function
     enter, exit_ = rf.__enter__, rf.__exit__
 

@@ -31,6 +31,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from argusdb import environment
+
 #: Chip name CUPTI uses for the H200 / H100 (compute capability 9.0).
 CHIPS = {"sm_90": "GH100"}
 _RANGE_PROFILER = 0
@@ -219,8 +221,9 @@ def _dist_version(dist: str) -> str | None:
 
 def _libcupti_candidates() -> list[str]:
     out = []
-    if os.environ.get("ARGUS_LIBCUPTI"):
-        out.append(os.environ["ARGUS_LIBCUPTI"])
+    own = environment.LIBCUPTI.get()
+    if own:
+        out.append(own)
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if root:
             out += [f"{root}/lib64/libcupti.so", f"{root}/lib/libcupti.so",

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
 from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.observe.launch.torchrun import TorchrunCommand, parse
 from argusdb.observe.planner.plan import Plan, PlanError, Task
@@ -194,9 +195,8 @@ def plan_torchrun(region_id: str, signals: list[str], command: list[str], cwd: P
         PlanError: unknown signal or region.
     """
     cmd = parse(command)
-    import os
 
-    step_mark = step_mark or os.environ.get("ARGUS_STEP_MARK") or "step"
+    step_mark = step_mark or environment.STEP_MARK.get() or "step"
     names = list(dict.fromkeys(s.strip() for s in signals if s.strip()))
     if not names:
         raise PlanError("no signals requested: name at least one, e.g. --signals "

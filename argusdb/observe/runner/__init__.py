@@ -47,6 +47,7 @@ from graphlib import TopologicalSorter
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
 from argusdb.collectors.regions import ProgramSource, parse_regions
 from argusdb.errors import ArgusError, InputError, VariantMismatch
 from argusdb.ingest import ingest_path, program_version_id
@@ -63,11 +64,9 @@ __all__ = ["TaskResult", "VariantMismatch", "command_backend", "execute"]
 def command_backend(request: dict[str, Any], tasks: list[dict[str, Any]] | None = None
                     ) -> Backend:
     """Replay of recorded task folders from ``ARGUS_REPLAY``, else the command on this GPU."""
-    import os
-
     from argusdb.observe.runner.command import CommandBackend, CommandReplayBackend
 
-    replay = os.environ.get("ARGUS_REPLAY")
+    replay = environment.REPLAY.get()
     if replay:
         return CommandReplayBackend(Path(replay))
     backend = CommandBackend(list(request["command"]), Path(request.get("cwd") or "."))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from argusdb import environment
 from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.observe.gpu import has_gpu
@@ -234,7 +235,7 @@ class LiveBackend:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         # The worker loads the version's text from its work folder: the kernel's own folder
         # goes on the path so its sibling imports resolve.
-        parts = [os.environ.get("ARGUS_GPU_SITE", ""),
+        parts = [environment.GPU_SITE.get() or "",
                  str(self.source_dir) if self.source_dir else "", env.get("PYTHONPATH", "")]
         env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
         return env
@@ -308,7 +309,7 @@ class LiveBackend:
 
 def default_backend() -> Backend:
     """Replay from ``ARGUS_REPLAY`` when set, else the local GPU."""
-    replay = os.environ.get("ARGUS_REPLAY")
+    replay = environment.REPLAY.get()
     if replay:
         return ReplayBackend(Path(replay))
     if not has_gpu():

@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from argusdb import environment
 from argusdb.errors import CommandFailed, InputError
 from argusdb.observe.runner.backends import Collected, Job
 from argusdb.observe.runner.command import RESULT, CommandBackend, collected, every_warp
@@ -216,7 +217,7 @@ class ReplayedCommandBackend:
 
     def _env(self) -> dict[str, str]:
         root = str(Path(__file__).resolve().parents[3])  # the folder that holds argusdb/
-        parts = [os.environ.get("ARGUS_GPU_SITE", ""), root, os.environ.get("PYTHONPATH", "")]
+        parts = [environment.GPU_SITE.get() or "", root, os.environ.get("PYTHONPATH", "")]
         return dict(os.environ, PYTHONUNBUFFERED="1",
                     PYTHONPATH=os.pathsep.join(p for p in parts if p))
 

@@ -38,6 +38,11 @@ def build(store: Store, data: Path) -> dict[str, str]:
     return versions
 
 
+def _rounded(row: dict[str, object]) -> str:
+    """A row as one JSON line, its floats to 0.1 (microseconds)."""
+    return json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in row.items()})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("data", type=Path)
@@ -56,13 +61,13 @@ def main() -> None:
                 "median(overlap_ns)/1e3 AS overlap_us, median(exposed_comm_ns)/1e3 AS exposed_us "
                 "FROM step_overlap s JOIN program_version o USING (program_version) "
                 "WHERE s.timing_clean AND s.step >= 1 GROUP BY ALL ORDER BY 1 DESC"):
-            print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()}))
+            print(_rounded(r))
         print("\n## per launch (median over both ranks' steps >= 1)")
         for r in st.rows(
                 "SELECT launch_group, median(step_ns)/1e3 AS step_us, "
                 "median(exposed_comm_ns)/1e3 AS exposed_us FROM step_overlap "
                 "WHERE timing_clean AND step >= 1 GROUP BY ALL ORDER BY 1"):
-            print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in r.items()}))
+            print(_rounded(r))
         print("\n## exposed communication derived from the forced-synchronous variant")
         for r in st.rows(
                 "SELECT o.options->>'$.version' AS version, e.rank, round(e.value/1e3, 1) AS us, "
