@@ -95,7 +95,8 @@ def test_answers_are_streamed_and_capped(hostile_store: str) -> None:
 
 @pytest.mark.slow
 def test_no_thread_per_connection(hostile_store: str) -> None:
-    argusdb.connect(hostile_store, read_only=True).close()
+    with argusdb.connect(hostile_store, read_only=True) as db:  # the first query starts the
+        db.query("SELECT 1 AS one")                               # process's one watchdog
     n = threading.active_count()
     for _ in range(100):
         with argusdb.connect(hostile_store, read_only=True) as db:
