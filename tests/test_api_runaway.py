@@ -84,7 +84,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_bomb_series_on_one_read_write_connection(store: Path) -> None:
-    rounds = 3
+    rounds = 4
     proc = subprocess.run([sys.executable, "-c", _SERIES, str(store), json.dumps(BOMBS),
                            str(rounds)], cwd=ROOT, capture_output=True, text=True, timeout=550)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -97,11 +97,14 @@ def test_bomb_series_on_one_read_write_connection(store: Path) -> None:
     assert out["answered"] == 300 and out["one"] == [{"one": 1}]
     (rss0, threads0), (rss_end, threads_end) = out["start"], out["end"]
     assert threads_end <= threads0 + 1, out
-    # Memory does not grow with the number of runaway queries: after the third round about
-    # what it was after the first (what DuckDB's worker thread holds of the last one).
-    first, last = out["rounds"][0][0], out["rounds"][-1][0]
-    assert last <= first * 1.1 + 64 * 2**20, out["rounds"]
-    assert rss_end <= max(first, rss0) * 1.1 + 64 * 2**20, out
+    # Memory does not grow with the number of runaway queries: after the last round about
+    # what it was after the rounds before it (what DuckDB's worker thread holds of the last
+    # one). The first round is a warm-up: where a stopped bomb leaves DuckDB's buffers
+    # depends on how far it got in its second, so one later round may sit higher than it.
+    rss = [r for r, _ in out["rounds"]]
+    before = max(rss[1:-1])
+    assert rss[-1] <= before * 1.1 + 64 * 2**20, out["rounds"]
+    assert rss_end <= max(before, rss0) * 1.1 + 64 * 2**20, out
     print(f"\nRSS {rss0 / 2**20:.0f} -> {rss_end / 2**20:.0f} MiB, threads {threads0} -> "
           f"{threads_end}; rounds {[round(r / 2**20) for r, _ in out['rounds']]} MiB; "
           f"bombs {[round(b['s'], 1) for b in out['bombs']]} s")
