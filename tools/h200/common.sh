@@ -8,6 +8,15 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WHL=$(cd "${1:?wheels dir}" && pwd)
 OUT=${2:?out dir}
 
+# requests REQUESTS_FILE: REQS (the file, absolute), NAME (its stem) and an emptied WORK=/tmp/NAME
+# (OUT made too), for the scripts that observe the requests of a list.
+requests() {
+  REQS=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  NAME=$(basename "$REQS" .txt)
+  WORK=/tmp/$NAME
+  rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
+}
+
 # wall T0: seconds since T0 (a `date +%s.%N`), to two places.
 wall() { python3 -c "print(round($(date +%s.%N) - $1, 2))"; }
 

@@ -12,11 +12,8 @@
 # MODES: "replay no-replay" (default) or one of them. WHEELS_DIR as for observe_programs.sh.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
-REQS=$(cd "$(dirname "${3:?requests file}")" && pwd)/$(basename "$3")
+requests "${3:?requests file}"
 MODES=${4:-"replay no-replay"}
-NAME=$(basename "$REQS" .txt)
-WORK=/tmp/$NAME
-rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
 wheel_site
 copy_programs
 where "$WORK"

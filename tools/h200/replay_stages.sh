@@ -17,10 +17,7 @@
 # capture bytes; Proton traces gzipped) and prints the summary.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
-REQS=$(cd "$(dirname "${3:?requests file}")" && pwd)/$(basename "$3")
-NAME=$(basename "$REQS" .txt)
-WORK=/tmp/$NAME
-rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
+requests "${3:?requests file}"
 wheel_site
 copy_programs
 where "$WORK"
