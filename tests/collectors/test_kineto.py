@@ -7,7 +7,6 @@ from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from argusdb.collectors import detect
@@ -19,6 +18,7 @@ from argusdb.collectors.kineto.trace import counter_signal
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
 from argusdb.store.embedded import Store
+from tests.collectors.batches import tables
 from tests.collectors.refusal import refused
 from tests.conftest import DATA
 
@@ -27,13 +27,6 @@ TRITON = KINETO / "triton_example.json.gz"
 SIMPLE_ADD = KINETO / "benchmark_result_493459_1694039959_trace.json.gz"
 CUPTI_PROFILER = KINETO / "benchmark_result_924719_1679055439_trace.json.gz"
 H200 = DATA / "proton" / "torch_trace.json"
-
-
-def tables(art: Artefact) -> dict[str, pa.Table]:
-    out: dict[str, list[pa.RecordBatch]] = {}
-    for name, batch in art.batches():
-        out.setdefault(name, []).append(batch)
-    return {k: pa.Table.from_batches(v) for k, v in out.items()}
 
 
 def read(path: Path) -> Artefact:

@@ -7,24 +7,16 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-import pyarrow as pa
-
 from argusdb.collectors import detect
-from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
+from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA
 from argusdb.collectors.nsys import NsysSqliteReader
 from argusdb.ingest import ingest_path
 from argusdb.store.embedded import Store
+from tests.collectors.batches import tables
 from tests.collectors.refusal import refused
 from tests.conftest import DATA
 
 EXPORT = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
-
-
-def tables(art: Artefact) -> dict[str, pa.Table]:
-    out: dict[str, list[pa.RecordBatch]] = {}
-    for name, batch in art.batches():
-        out.setdefault(name, []).append(batch)
-    return {k: pa.Table.from_batches(v) for k, v in out.items()}
 
 
 def test_kernels_devices_and_export_metadata() -> None:

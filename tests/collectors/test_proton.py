@@ -7,7 +7,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from argusdb.collectors import detect
@@ -17,18 +16,12 @@ from argusdb.collectors.proton.hatchet import metric_signal
 from argusdb.collectors.regions import ProgramSource
 from argusdb.ingest import ingest_path
 from argusdb.store.embedded import Store
+from tests.collectors.batches import tables
 from tests.collectors.refusal import refused
 from tests.conftest import DATA
 
 PROTON = DATA / "proton"
 PROBE = ProgramSource.from_path(PROTON / "proton_probe.py")
-
-
-def tables(art: Artefact) -> dict[str, pa.Table]:
-    out: dict[str, list[pa.RecordBatch]] = {}
-    for name, batch in art.batches():
-        out.setdefault(name, []).append(batch)
-    return {k: pa.Table.from_batches(v) for k, v in out.items()}
 
 
 def evidence(name: str) -> tuple[Artefact, list[dict[str, object]]]:
