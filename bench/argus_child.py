@@ -2,8 +2,8 @@
 
 The peak is the child's ``VmHWM``, read by the child itself as it exits (a ``getrusage`` of
 children reports the larger of the child's peak and the parent's RSS at fork, see
-``bench/bench_big.py``). Shared by the memory benches (``bench_nsys_memory.py``,
-``bench_trace_memory.py``).
+``bench/bench_big.py``). Shared, with the table columns of its results, by the memory benches
+(``bench_nsys_memory.py``, ``bench_trace_memory.py``).
 
 Example:
     >>> got = ingest_child(Path("/tmp/s.duckdb"), [Path("/tmp/x.sqlite")])
@@ -65,3 +65,24 @@ def ingest_child(store: Path, paths: list[Path], *extra: str) -> dict[str, float
         rows = sum(n for r in json.loads(out.read_text())["runs"] for n in r["rows"].values())
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": peak,
             "rows": rows}
+
+
+#: The header of the columns :func:`ingest_cells` writes.
+INGEST_HEADER = f"{'ingest peak MiB':>16} {'ingest s':>9} {'CPU s':>7} {'s/GB':>6} {'rows':>10}"
+
+
+def ingest_cells(got: dict[str, float], gb: float) -> str:
+    """An :func:`ingest_child` result as the columns of :data:`INGEST_HEADER` (``gb``: the
+    input's size, for seconds per GB)."""
+    return (f"{got['peak_mib']:>16.0f} {got['wall_s']:>9.1f} {got['cpu_s']:>7.1f} "
+            f"{got['wall_s'] / gb:>6.0f} {got['rows']:>10,}")
+
+
+def ingest_once(store: Path, path: Path) -> dict[str, float]:
+    """:func:`ingest_child` of ``path`` into the new ``store``, then both removed (the next,
+    larger input needs the room)."""
+    got = ingest_child(store, [path])
+    path.unlink()
+    for f in store.parent.glob(f"{store.name}*"):
+        f.unlink()
+    return got

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.argus_child import ingest_child  # noqa: E402
+from bench.argus_child import INGEST_HEADER, ingest_cells, ingest_once  # noqa: E402
 
 SOURCE = ROOT / "tests" / "data" / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
 
@@ -96,7 +96,7 @@ def main() -> None:
         return
     print(f"load {os.getloadavg()[0]:.1f}; source {SOURCE.name}")
     print(f"{'launches':>10} {'export MB':>10} {'make s':>7} {'read peak MiB':>14} "
-          f"{'ingest peak MiB':>16} {'ingest s':>9} {'CPU s':>7} {'s/GB':>6} {'rows':>10}")
+          f"{INGEST_HEADER}")
     with tempfile.TemporaryDirectory(dir=args.tmp) as d:
         sizes = args.kernels or [kernels_for(mb, Path(d)) for mb in (args.mb or [25, 100])]
         for k in sizes:
@@ -111,14 +111,9 @@ def main() -> None:
                                      capture_output=True, text=True, check=True,
                                      env={**os.environ, "PYTHONPATH": str(ROOT)})
                 read = f"{json.loads(out.stdout.strip().splitlines()[-1])['peak_mib']:.0f}"
-            store = Path(d) / f"s{k}.duckdb"
-            got = ingest_child(store, [export])
-            print(f"{n:>10,} {gb * 1e3:>10.1f} {made:>7.1f} {read:>14} "
-                  f"{got['peak_mib']:>16.0f} {got['wall_s']:>9.1f} {got['cpu_s']:>7.1f} "
-                  f"{got['wall_s'] / gb:>6.0f} {got['rows']:>10,}", flush=True)
-            export.unlink()
-            for f in Path(d).glob(f"s{k}.duckdb*"):
-                f.unlink()
+            got = ingest_once(Path(d) / f"s{k}.duckdb", export)
+            print(f"{n:>10,} {gb * 1e3:>10.1f} {made:>7.1f} {read:>14} {ingest_cells(got, gb)}",
+                  flush=True)
     print(f"load {os.getloadavg()[0]:.1f}")
 
 

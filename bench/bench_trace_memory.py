@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.argus_child import ingest_child  # noqa: E402
+from bench.argus_child import INGEST_HEADER, ingest_cells, ingest_once  # noqa: E402
 from bench.synth_kineto import SRC, write_replicated_trace  # noqa: E402
 
 
@@ -90,8 +90,7 @@ def main() -> None:
     print(f"source: {SRC.name}; events: {a.events}; batch_rows={a.batch_rows}; "
           f"load {os.getloadavg()[0]:.1f}")
     print(f"{'factor':>6} {'file MB':>8} {'kernels':>9} {'read: traced peak MB':>20} "
-          f"{'read: RSS growth MB':>19} {'ingest peak MiB':>15} {'ingest s':>8} "
-          f"{'CPU s':>6} {'s/GB':>5} {'rows':>9}")
+          f"{'read: RSS growth MB':>19} {INGEST_HEADER}")
     with tempfile.TemporaryDirectory(dir=a.tmp) as tmp:
         factors = a.factors or [factor_for(mb, only, Path(tmp)) for mb in (a.mb or [])] \
             or [10, 100]
@@ -103,15 +102,10 @@ def main() -> None:
                 read = json.loads(subprocess.run(
                     [sys.executable, __file__, "--child", str(path), "--batch-rows",
                      str(a.batch_rows)], check=True, capture_output=True, text=True).stdout)
-            ing = ingest_child(Path(tmp) / f"s{factor}.duckdb", [path])
-            gb = stats["bytes"] / 1e9
+            ing = ingest_once(Path(tmp) / f"s{factor}.duckdb", path)
             print(f"{factor:>6} {stats['bytes'] / 2**20:>8.1f} {stats['kernels']:>9,} "
                   f"{read['traced_peak_mb']:>20.2f} {read['rss_growth_mb']:>19.1f} "
-                  f"{ing['peak_mib']:>15.0f} {ing['wall_s']:>8.1f} {ing['cpu_s']:>6.1f} "
-                  f"{ing['wall_s'] / gb:>5.0f} {ing['rows']:>9,}", flush=True)
-            path.unlink()
-            for f in Path(tmp).glob(f"s{factor}.duckdb*"):
-                f.unlink()
+                  f"{ingest_cells(ing, stats['bytes'] / 1e9)}", flush=True)
     print(f"load {os.getloadavg()[0]:.1f}")
 
 

@@ -44,3 +44,15 @@ def store(tmp_path: Path) -> Iterator[Store]:
     st = open_store(tmp_path / "t.duckdb", create=True)
     yield st
     st.close()
+
+
+@pytest.fixture(scope="module")
+def softmax_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store file holding the demo's recorded softmax timing, made through ``argusdb.api``
+    (once per test module)."""
+    from argusdb.api import connect
+
+    path = tmp_path_factory.mktemp("softmax") / "softmax.duckdb"
+    with connect(path, create=True) as con:
+        con.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", program=KERNELS / "softmax.py")
+    return path

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEMO, KERNELS, ROOT
+from tests.conftest import ROOT
 
 BOMBS = [
     # recursive string doubling (2^40 characters if it ran to its end)
@@ -72,20 +72,10 @@ print(json.dumps(out))
 '''
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from argusdb.api import connect
-
-    db = tmp_path_factory.mktemp("runaway") / "r.duckdb"
-    with connect(db, create=True) as con:
-        con.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", program=KERNELS / "softmax.py")
-    return db
-
-
 @pytest.mark.slow
-def test_bomb_series_on_one_read_write_connection(store: Path) -> None:
+def test_bomb_series_on_one_read_write_connection(softmax_db: Path) -> None:
     rounds = 4
-    proc = subprocess.run([sys.executable, "-c", _SERIES, str(store), json.dumps(BOMBS),
+    proc = subprocess.run([sys.executable, "-c", _SERIES, str(softmax_db), json.dumps(BOMBS),
                            str(rounds)], cwd=ROOT, capture_output=True, text=True, timeout=550)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)

@@ -59,6 +59,11 @@ _PROP_COLUMNS = (("versions", "program_version"), ("classes", "evidence_class"),
                  ("units", "unit"), ("granularities", "_granularity"), ("devices", "device"),
                  ("clocks", "_clock"), ("aligned_clocks", "_aligned_clock"),
                  ("samplers", "_sampler"))
+#: Properties whose rows are mixed as soon as they hold two values, and the Props set of each
+#: (the others: ``Props.mixed``).
+_MIXED_WHEN_TWO = {"version": "versions", "scope": "scopes", "granularity": "granularities",
+                   "unit": "units", "device": "devices", "clock": "clocks",
+                   "aligned_clock": "aligned_clocks", "sampler": "samplers"}
 
 
 @dataclass
@@ -130,8 +135,9 @@ class Props:
 
     def mixed(self, prop: str) -> bool:
         """Whether these rows differ in ``prop`` in the way its rule refuses."""
-        if prop == "version":
-            return len(self.versions) > 1
+        attr = _MIXED_WHEN_TWO.get(prop)
+        if attr is not None:
+            return len(getattr(self, attr)) > 1
         if prop == "standing":
             # a conflict is between runs: inside one run, clean counters next to its own
             # perturbed timing are not a splice (a row's sample holds its smallest and its
@@ -141,20 +147,6 @@ class Props:
             return len(self.passes) > 1 and len(self.signals) > 1
         if prop == "class":
             return "derived" in self.classes and bool(self.classes - {"derived"})
-        if prop == "scope":
-            return len(self.scopes) > 1
-        if prop == "granularity":
-            return len(self.granularities) > 1
-        if prop == "unit":
-            return len(self.units) > 1
-        if prop == "device":
-            return len(self.devices) > 1
-        if prop == "clock":
-            return len(self.clocks) > 1
-        if prop == "aligned_clock":
-            return len(self.aligned_clocks) > 1
-        if prop == "sampler":
-            return len(self.samplers) > 1
         raise ValueError(prop)
 
     def to_json(self) -> dict[str, Any]:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 
@@ -103,6 +106,22 @@ def _attach_error(lu: LakeUri, exc: Exception) -> StoreError:
     return StoreError(f"{lu.uri}: cannot open the shared store ({_first(exc)}); {fix}.")
 
 
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+@contextmanager
+def closed_on_failure(lu: LakeUri, opened: _Closable) -> Iterator[None]:
+    """Close ``opened`` when the block fails; a DuckDB error becomes the attach's StoreError."""
+    try:
+        yield
+    except BaseException as exc:
+        opened.close()
+        if isinstance(exc, duckdb.Error):
+            raise _attach_error(lu, exc) from exc
+        raise
+
+
 def _snapshot_opt(as_of: str) -> str:
     spec = as_of.strip()
     if spec.isdigit():
@@ -127,7 +146,7 @@ def _connect(lu: LakeUri, read_only: bool, as_of: str | None, create: bool, pin:
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                              "autoload_known_extensions": False,
                                              "allow_community_extensions": False})
-    try:
+    with closed_on_failure(lu, con):
         con.execute("SET enable_progress_bar = false")
         con.execute(f"SET disabled_compression_methods = {_q(NOT_TRIED_COMPRESSION)}")
         for f in extension_files():
@@ -139,12 +158,6 @@ def _connect(lu: LakeUri, read_only: bool, as_of: str | None, create: bool, pin:
                 as_of = str(int(row[0]))
                 con.execute("DETACH lake")
                 _attach(con, lu, True, as_of, False)
-    except duckdb.Error as exc:
-        con.close()
-        raise _attach_error(lu, exc) from exc
-    except BaseException:
-        con.close()
-        raise
     return con, as_of
 
 

@@ -85,8 +85,8 @@ from argusdb.store.faults import first_line as _first
 from argusdb.store.guard import READS
 from argusdb.store.lake import (
     LakeUri,
-    _attach_error,
     _lake_connect,
+    closed_on_failure,
     connect_pinned,
 )
 from argusdb.store.versions import parse_version, schema_tables
@@ -138,14 +138,8 @@ def _open(lu: LakeUri, create: bool, read_only: bool, as_of: str | None,
         con = _lake_connect(lu, read_only, as_of, create)
     st = SharedStore(lu, con, read_only or as_of is not None, lock_timeout)
     st.as_of = as_of
-    try:
+    with closed_on_failure(lu, st):
         st.open_lake(create and as_of is None)
-    except duckdb.Error as exc:
-        st.close()
-        raise _attach_error(lu, exc) from exc
-    except BaseException:
-        st.close()
-        raise
     return st
 
 

@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from argusdb.collectors.regions import ProgramSource
-from argusdb.observe.runner.gpu_tools import save_asm
+from argusdb.observe.runner.gpu_tools import interpreter_index_shim, save_asm
 from argusdb.observe.transforms.forced_wait import forced_wait
 from experiments.ab import harness
 from experiments.ab.evidence import EvidenceStore
@@ -211,21 +211,5 @@ def _compile_sm90_files(path: str, cfg: harness.Config, out: str, tag: str) -> d
 def interpret_env() -> None:
     """The CPU dry mode: Triton's interpreter, with the numpy >= 2.4 index shim."""
     os.environ["TRITON_INTERPRET"] = "1"
-    interpreter_shim()
+    interpreter_index_shim()
 
-
-def interpreter_shim() -> None:
-    """Let Triton 3.6's interpreter run ``range()`` over runtime ints with numpy >= 2.4 (it
-    turns a 1-element array into an index with ``int(array)``, which numpy 2.4 refuses)."""
-    import triton.runtime.interpreter as interp
-
-    if getattr(interp, "_argus_ab_shimmed", False):
-        return
-    orig = interp._patch_lang_tensor
-
-    def patched(tensor: Any, scope: Any) -> None:
-        orig(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    interp._patch_lang_tensor = patched
-    interp._argus_ab_shimmed = True

@@ -68,3 +68,15 @@ def rows(store: Store, table: str, run_id: str, rows: list[dict[str, Any]]) -> N
     """Rows of another table (instruction, inline_site, kernel_launch) of a run."""
     for r in rows:
         insert(store, table, {"run_id": run_id, **r})
+
+
+def collective(store: Store, run_id: str, seq: int, start_ns: int, end_ns: int,
+               **extra: Any) -> None:
+    """One collective of a run (rank 0's 1000-byte bfloat16 all-reduce on a CUDA-event clock,
+    unless ``extra`` says otherwise)."""
+    insert(store, "collective", {
+        "run_id": run_id, "rank": 0, "pg": "0", "pg_ranks": "[0, 1]", "seq": seq,
+        "op": "allreduce", "dtype": "bfloat16", "elem_bytes": 2, "in_nelems": 500,
+        "out_nelems": 500, "group_size": 2, "bytes": 1000, "start_ns": start_ns,
+        "end_ns": end_ns, "dur_ns": end_ns - start_ns, "clock": "cuda_event",
+        "track": "stream:1", "kernel": None, "step": None, "src_row": seq, **extra})

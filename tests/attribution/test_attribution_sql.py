@@ -7,6 +7,8 @@ a library line shared by two regions, a PC resolved by a listing, and rows with 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from scipy.stats import entropy
 
@@ -18,6 +20,15 @@ from tests.conftest import KERNELS
 
 K = "softmax_fwd"
 R = "softmax/softmax_fwd"
+
+
+def _at(pc: int, source_file: str | None, source_line: int | None, value: float,
+        signal: str = "inst_executed", **extra: Any) -> dict[str, Any]:
+    """An observed row of the kernel at ``pc`` (and, where given, its source line)."""
+    row = {"kernel": K, "pc": pc, "signal": signal, "value": value, **extra}
+    if source_file is not None:
+        row.update(source_file=source_file, source_line=source_line)
+    return row
 
 
 @pytest.fixture
@@ -36,20 +47,14 @@ def seeded(store: Store) -> Store:
         {"kernel": K, "pc": 96, "sass": "FADD", "source_file": "softmax.py", "source_line": 16}])
     seed.run(store, "r1", "v1")
     seed.evidence(store, "r1", [
-        {"kernel": K, "pc": 0, "source_file": "softmax.py", "source_line": 9,
-         "signal": "inst_executed", "value": 10},
-        {"kernel": K, "pc": 16, "source_file": "standard.py", "source_line": 191,
-         "signal": "inst_executed", "value": 20},
-        {"kernel": K, "pc": 32, "source_file": "standard.py", "source_line": 263,
-         "signal": "inst_executed", "value": 30},
-        {"kernel": K, "pc": 32, "source_file": "standard.py", "source_line": 263,
-         "signal": "warp_stall_samples", "value": 6, "unit": "samples"},
-        {"kernel": K, "pc": 48, "source_file": "softmax.py", "source_line": 2,
-         "signal": "inst_executed", "value": 5},
-        {"kernel": K, "pc": 64, "signal": "inst_executed", "value": 7},
-        {"kernel": K, "pc": 96, "signal": "inst_executed", "value": 4},
-        {"kernel": K, "pc": 112, "source_file": "softmax.py", "source_line": 19,
-         "signal": "avg_threads_executed", "value": 32, "unit": "threads"}])
+        _at(0, "softmax.py", 9, 10),
+        _at(16, "standard.py", 191, 20),
+        _at(32, "standard.py", 263, 30),
+        _at(32, "standard.py", 263, 6, "warp_stall_samples", unit="samples"),
+        _at(48, "softmax.py", 2, 5),
+        _at(64, None, None, 7),
+        _at(96, None, None, 4),
+        _at(112, "softmax.py", 19, 32, "avg_threads_executed", unit="threads")])
     materialize.ensure_fresh(store)
     return store
 
@@ -125,12 +130,9 @@ def test_region_rows_carry_value_weighted_entropy_and_lineage(seeded: Store) -> 
 def test_mapping_run_sets_the_split_and_adding_it_refreshes(seeded: Store) -> None:
     seed.run(seeded, "r2", "v1")
     seed.evidence(seeded, "r2", [
-        {"kernel": K, "pc": 16, "source_file": "standard.py", "source_line": 191,
-         "signal": "inst_executed", "value": 60},
-        {"kernel": K, "pc": 128, "source_file": "softmax.py", "source_line": 19,
-         "signal": "inst_executed", "value": 20},
-        {"kernel": K, "pc": 32, "source_file": "standard.py", "source_line": 263,
-         "signal": "inst_executed", "value": 999}])
+        _at(16, "standard.py", 191, 60),
+        _at(128, "softmax.py", 19, 20),
+        _at(32, "standard.py", 263, 999)])
     # attribution of v1 is stale; derivation is not (v1 is no variant, parent or launch)
     assert materialize.stale(seeded) == (["v1"], False)
     report = materialize.ensure_fresh(seeded)
@@ -189,10 +191,8 @@ def test_read_only_store_refuses_to_serve_stale_rows(seeded: Store, tmp_path) ->
 def test_runs_added_later_are_built_incrementally_and_match_a_full_build(seeded: Store) -> None:
     seed.run(seeded, "r2", "v1")
     seed.evidence(seeded, "r2", [
-        {"kernel": K, "pc": 16, "source_file": "standard.py", "source_line": 191,
-         "signal": "inst_executed", "value": 60},
-        {"kernel": K, "pc": 32, "source_file": "standard.py", "source_line": 263,
-         "signal": "inst_executed", "value": 9}])
+        _at(16, "standard.py", 191, 60),
+        _at(32, "standard.py", 263, 9)])
     current = materialize._attribution_state(seeded)
     assert materialize._plan(seeded, current) == {"v1": ["r2"]}  # not the whole version
     materialize.ensure_fresh(seeded)
@@ -214,8 +214,7 @@ def test_a_new_version_is_attributed_by_its_own_spans_alone(seeded: Store) -> No
     seed.version(seeded, "v2", moved)
     seed.run(seeded, "r9", "v2")
     seed.evidence(seeded, "r9", [
-        {"kernel": K, "pc": 0, "source_file": "softmax.py", "source_line": 17,
-         "signal": "inst_executed", "value": 8}])   # line 15 of v1, in reduce
+        _at(0, "softmax.py", 17, 8)])   # line 15 of v1, in reduce
     before = seeded.rows("SELECT * FROM region_attribution ORDER BY ALL")
     assert materialize._plan(seeded, materialize._attribution_state(seeded)) == {"v2": None}
     materialize.ensure_fresh(seeded)

@@ -225,56 +225,32 @@ def build_dist(path: Path) -> dict[str, str]:
     return ids
 
 
-def _build(factory: pytest.TempPathFactory, name: str,
-           build: Callable[[Path], dict[str, str]]) -> tuple[Path, dict[str, str]]:
-    path = factory.mktemp(f"checker_{name}") / f"{name}.duckdb"
-    return path, build(path)
-
-
 def _read_only(path: Path) -> Iterator[Store]:
     st = open_store(path, read_only=True)
     yield st
     st.close()
 
 
-@pytest.fixture(scope="session")
-def dist_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    return _build(tmp_path_factory, "dist", build_dist)
+def _store_fixtures(name: str, build: Callable[[Path], dict[str, str]]) -> tuple[Any, Any]:
+    """The session fixtures ``<name>_built`` (a store made once by ``build``: its path and ids)
+    and ``<name>_store`` (that store opened read-only)."""
+
+    @pytest.fixture(scope="session", name=f"{name}_built")
+    def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+        path = tmp_path_factory.mktemp(f"checker_{name}") / f"{name}.duckdb"
+        return path, build(path)
+
+    @pytest.fixture(scope="session", name=f"{name}_store")
+    def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+        yield from _read_only(request.getfixturevalue(f"{name}_built")[0])
+
+    return built, store
 
 
-@pytest.fixture(scope="session")
-def dist_store(dist_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
-    yield from _read_only(dist_built[0])
-
-
-@pytest.fixture(scope="session")
-def samplers_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    return _build(tmp_path_factory, "samplers", build_samplers)
-
-
-@pytest.fixture(scope="session")
-def samplers_store(samplers_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
-    yield from _read_only(samplers_built[0])
-
-
-@pytest.fixture(scope="session")
-def argus_demo_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    return _build(tmp_path_factory, "argus_demo", build_argus_demo)
-
-
-@pytest.fixture(scope="session")
-def argus_demo_store(argus_demo_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
-    yield from _read_only(argus_demo_built[0])
-
-
-@pytest.fixture(scope="session")
-def full_built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    return _build(tmp_path_factory, "full", build_full)
-
-
-@pytest.fixture(scope="session")
-def full_store(full_built: tuple[Path, dict[str, str]]) -> Iterator[Store]:
-    yield from _read_only(full_built[0])
+dist_built, dist_store = _store_fixtures("dist", build_dist)
+samplers_built, samplers_store = _store_fixtures("samplers", build_samplers)
+argus_demo_built, argus_demo_store = _store_fixtures("argus_demo", build_argus_demo)
+full_built, full_store = _store_fixtures("full", build_full)
 
 
 @pytest.fixture(scope="session")

@@ -40,13 +40,23 @@ def codes(sql: str, proton: tuple[Store, dict[str, str]]) -> list[str]:
     return [f.code for f in checked.check(sql.format(**ids), st)]
 
 
-def test_per_warp_scope_values_against_proton_totals_are_refused(
-        proton: tuple[Store, dict[str, str]]) -> None:
-    sql = ("SELECT t.cta, t.warp, t.value / h.value AS share FROM evidence t "
-           "JOIN evidence h ON t.kernel = h.kernel AND t.scope_path = h.scope_path "
-           "WHERE t.run_id = '{RT}' AND h.run_id = '{RH}' AND t.signal = 'scope_cycles' "
-           "AND h.signal = 'scope_cycles'")
-    assert codes(sql, proton) == ["AR05"]
+@pytest.mark.parametrize(("sql", "refused_by"), [
+    # per-warp scope values against Proton's per-scope totals: a scope mix
+    pytest.param("SELECT t.cta, t.warp, t.value / h.value AS share FROM evidence t "
+                 "JOIN evidence h ON t.kernel = h.kernel AND t.scope_path = h.scope_path "
+                 "WHERE t.run_id = '{RT}' AND h.run_id = '{RH}' "
+                 "AND t.signal = 'scope_cycles' AND h.signal = 'scope_cycles'", ["AR05"],
+                 id="per_warp_against_totals"),
+    # instrumented cycles against the clean trace's durations: perturbed next to clean timing
+    # (and per-warp rows next to kernel-wide ones)
+    pytest.param("SELECT c.kernel, c.value, t.value FROM evidence c JOIN evidence t "
+                 "ON c.program_version = t.program_version "
+                 "WHERE c.run_id = '{RC}' AND c.signal = 'duration' AND t.run_id = '{RT}' "
+                 "AND t.signal = 'scope_cycles'", ["AR02", "AR05"],
+                 id="instrumented_against_clean"),
+])
+def test_refused(sql: str, refused_by: list[str], proton: tuple[Store, dict[str, str]]) -> None:
+    assert codes(sql, proton) == refused_by
 
 
 def test_per_warp_values_averaged_per_scope_first_are_accepted(
@@ -76,12 +86,3 @@ def test_aggregates_within_one_scope_level_are_accepted(
     # without the class filter the attribution's region sums of the same cycles join in
     # (scope_path NULL, per CTA): a double count, refused
     assert "AR05" in codes(sql.replace("AND t.evidence_class = 'observed' ", ""), proton)
-
-
-def test_instrumented_cycles_against_clean_trace_are_refused(
-        proton: tuple[Store, dict[str, str]]) -> None:
-    sql = ("SELECT c.kernel, c.value, t.value FROM evidence c JOIN evidence t "
-           "ON c.program_version = t.program_version "
-           "WHERE c.run_id = '{RC}' AND c.signal = 'duration' AND t.run_id = '{RT}' "
-           "AND t.signal = 'scope_cycles'")
-    assert "AR02" in codes(sql, proton)

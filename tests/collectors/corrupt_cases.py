@@ -40,6 +40,8 @@ PCS = DATA / "proton" / "pcs.hatchet"
 INSTR_TREE = DATA / "proton" / "instr_tree.hatchet"
 NSYS = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
 NCU_REP = DATA / "ncu" / "softmax.ncu-rep"
+#: The Nsight Systems export's first kernel row, the one its cases change.
+FIRST_KERNEL = "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"
 
 Mutate = Callable[[bytes], bytes]
 
@@ -377,17 +379,14 @@ CASES: list[Case] = [
          "'cycles' is '12', not a number"),
     # Nsight Systems SQLite export
     Case("nsys-end-before-start", NSYS, None, "ends before it starts",
-         sql=['UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 '
-              "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"]),
+         sql=[f'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5 {FIRST_KERNEL}']),
     Case("nsys-start-string", NSYS, None, "not an integer",
-         sql=["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' "
-              "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"]),
+         sql=[f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' {FIRST_KERNEL}"]),
     Case("nsys-grid-string", NSYS, None, "not a non-negative integer",
-         sql=["UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'big' "
-              "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"]),
+         sql=[f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 'big' {FIRST_KERNEL}"]),
     Case("nsys-kernel-twice", NSYS, None, "repeats another kernel row",
-         sql=["INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL "
-              "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"]),
+         sql=[f"INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL "
+              f"{FIRST_KERNEL}"]),
     Case("nsys-truncated", NSYS, cut(0.5), "cannot be read as an SQLite database|malformed|"
          "truncated"),
     # Nsight Compute report (read through ncu where it is installed)

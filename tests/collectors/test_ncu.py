@@ -18,6 +18,7 @@ from argusdb.collectors.regions import ProgramSource
 from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.store.embedded import Store
+from tests.collectors.batches import tables as artefact_tables
 from tests.conftest import DATA, DEMO, KERNELS
 
 SOURCE = DEMO / "softmax" / "softmax.source.csv"
@@ -26,11 +27,7 @@ SASS = DEMO / "softmax" / "softmax.sass"
 
 
 def tables(path: Path) -> dict[str, pa.Table]:
-    art = detect(path).read(path)
-    out: dict[str, list[pa.RecordBatch]] = {}
-    for name, batch in art.batches():
-        out.setdefault(name, []).append(batch)
-    return {k: pa.Table.from_batches(v) for k, v in out.items()}
+    return artefact_tables(detect(path).read(path))
 
 
 def signal(ev: pa.Table, name: str) -> pa.Table:

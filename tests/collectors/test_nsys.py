@@ -7,25 +7,16 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 
-import pyarrow as pa
-import pytest
-
 from argusdb.collectors import detect
-from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA, Artefact
+from argusdb.collectors.base import EVIDENCE_SCHEMA, KERNEL_LAUNCH_SCHEMA
 from argusdb.collectors.nsys import NsysSqliteReader
-from argusdb.errors import InputError
 from argusdb.ingest import ingest_path
 from argusdb.store.embedded import Store
+from tests.collectors.batches import tables
+from tests.collectors.refusal import refused
 from tests.conftest import DATA
 
 EXPORT = DATA / "nsys" / "perlmutter-cloverleaf-cuda.sqlite"
-
-
-def tables(art: Artefact) -> dict[str, pa.Table]:
-    out: dict[str, list[pa.RecordBatch]] = {}
-    for name, batch in art.batches():
-        out.setdefault(name, []).append(batch)
-    return {k: pa.Table.from_batches(v) for k, v in out.items()}
 
 
 def test_kernels_devices_and_export_metadata() -> None:
@@ -99,19 +90,13 @@ def test_ingest_records_the_run(store: Store) -> None:
                    "timing_clean": True, "gpus": 4}
 
 
-def _no_run(store: Store) -> bool:
-    return store.rows("SELECT count(*) AS n FROM run")[0]["n"] == 0
-
-
 def test_sqlite_that_is_not_an_export(tmp_path: Path, store: Store) -> None:
     db = tmp_path / "other.sqlite"
     with sqlite3.connect(db) as con:
         con.execute("CREATE TABLE t (x INTEGER)")
-    with pytest.raises(InputError) as err:
-        ingest_path(store, db)
-    assert err.value.path == str(db) and "not an Nsight Systems export" in err.value.problem
-    assert "nsys export --type sqlite" in err.value.fix
-    assert _no_run(store)
+    err = refused(store, db)
+    assert err.path == str(db) and "not an Nsight Systems export" in err.problem
+    assert "nsys export --type sqlite" in err.fix
 
 
 def test_export_without_kernel_table(tmp_path: Path, store: Store) -> None:
@@ -119,19 +104,15 @@ def test_export_without_kernel_table(tmp_path: Path, store: Store) -> None:
     shutil.copy(EXPORT, db)
     with sqlite3.connect(db) as con:
         con.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
-    with pytest.raises(InputError, match="no CUPTI_ACTIVITY_KIND_KERNEL table") as err:
-        ingest_path(store, db)
-    assert "--trace=cuda" in err.value.fix
-    assert _no_run(store)
+    err = refused(store, db, "no CUPTI_ACTIVITY_KIND_KERNEL table")
+    assert "--trace=cuda" in err.fix
 
 
 def test_truncated_export(tmp_path: Path, store: Store) -> None:
     db = tmp_path / "cut.sqlite"
     db.write_bytes(EXPORT.read_bytes()[:600_000])
-    with pytest.raises(InputError) as err:
-        ingest_path(store, db)
-    assert err.value.path == str(db) and "truncated or corrupt" in err.value.fix
-    assert _no_run(store)
+    err = refused(store, db)
+    assert err.path == str(db) and "truncated or corrupt" in err.fix
 
 
 def test_export_with_missing_kernel_columns(tmp_path: Path, store: Store) -> None:
@@ -140,7 +121,5 @@ def test_export_with_missing_kernel_columns(tmp_path: Path, store: Store) -> Non
         con.execute("CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT)")
         con.execute("CREATE TABLE StringIds (id INTEGER, value TEXT)")
         con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER)")
-    with pytest.raises(InputError, match=r"lacks columns \['deviceId'") as err:
-        ingest_path(store, db)
-    assert err.value.path == str(db)
-    assert _no_run(store)
+    err = refused(store, db, r"lacks columns \['deviceId'")
+    assert err.path == str(db)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.attribution import seed
 
@@ -21,17 +18,13 @@ def _span(st: Store, run: str, kind: str, role: str, name: str, a: int, b: int,
 
 def _coll(st: Store, run: str, rank: int, seq: int, a: int, b: int, op: str = "allreduce",
           step: int | None = None) -> None:
-    seed.insert(st, "collective", {
-        "run_id": run, "rank": rank, "pg": "0", "pg_ranks": "[0, 1]", "seq": seq, "op": op,
-        "dtype": "bfloat16", "elem_bytes": 2, "in_nelems": 500, "out_nelems": 500,
-        "group_size": 2, "bytes": 1000, "start_ns": a, "end_ns": b, "dur_ns": b - a,
-        "clock": "cuda_event", "track": "stream:1", "kernel": None, "step": step,
-        "src_row": seq})
+    seed.collective(st, run, seq, a, b, rank=rank, op=op, step=step)
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    st = open_store(tmp_path / "s.duckdb", create=True)
+def store(store: Store) -> Store:
+    """Two ranks' spans and collectives (on the fresh store of tests/conftest.py)."""
+    st = store
     st.insert_row("program_version", {"program_version": "v1", "program": "p"})
     for rank, run in enumerate(("r0", "r1")):
         seed.run(st, run, "v1", collector="torchdist", timing_clean=True, signature="none")
@@ -46,8 +39,7 @@ def store(tmp_path: Path) -> Store:
     # rank 1: the same instances on a clock 1000 ns behind, ending 10 and 30 ns off
     _coll(st, "r1", 1, 0, 1050, 1210)
     _coll(st, "r1", 1, 1, 1295, 1350)
-    yield st
-    st.close()
+    return st
 
 
 def test_union_merges_overlapping_and_touching(store: Store) -> None:

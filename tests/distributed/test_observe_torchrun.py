@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -19,14 +20,39 @@ SMALL = ["--steps", "5", "--warmup", "1", "--tokens", "64", "--hidden", "32", "-
          "--chunks", "2"]
 
 
-def torchrun(n: int, *extra: str, version: str = "serial") -> list[str]:
+def launcher(n: int, *args: str) -> list[str]:
+    """A ``torch.distributed.run`` command of ``n`` ranks on this node."""
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n),
-            "--standalone", *extra, "tp_block.py", "--version", version, *SMALL]
+            "--standalone", *args]
+
+
+def torchrun(n: int, *extra: str, version: str = "serial") -> list[str]:
+    return launcher(n, *extra, "tp_block.py", "--version", version, *SMALL)
 
 
 def observe(args: list[str], command: list[str]) -> tuple[int, str]:
     out = CliRunner().invoke(main, ["observe", *args, "--", *command])
     return out.exit_code, out.output
+
+
+def report(out: str) -> dict[str, Any]:
+    """The ``--json`` report in an observe's output (after what the launch printed)."""
+    rep: dict[str, Any] = json.loads(out[out.index('{"ok"'):])
+    return rep
+
+
+def failed_step_time(region: str, store: Path, command: list[str]) -> dict[str, Any]:
+    """The first failed task of observing ``step_time`` of ``region`` into ``store`` (exit 1)."""
+    code, out = observe(["--region", region, "--signals", "step_time", "--store", str(store),
+                         "--json"], command)
+    assert code == 1, out
+    failed: dict[str, Any] = report(out)["failed"][0]
+    return failed
+
+
+def stores_no_run(store: Path) -> bool:
+    with open_store(store, read_only=True) as st:
+        return st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
 
 
 @pytest.fixture(autouse=True)
@@ -100,7 +126,7 @@ def test_two_ranks_live_on_gloo(tmp_path: Path) -> None:
                          "--store", str(store), "--option", "version=serial", "--json"],
                         torchrun(2))
     assert code == 0, out
-    rep = json.loads(out[out.index('{"ok"'):])
+    rep = report(out)
     assert rep["ok"] and not rep["failed"]
     d = rep["distributed"]["signals"]
     assert all(v["verdict"] == "sufficient" for v in d.values())
@@ -184,7 +210,7 @@ def test_four_ranks_live_kernel_duration_is_insufficient_without_cuda(tmp_path: 
     code, out = observe(["--region", "tp_block/bias_gelu_kernel", "--signals",
                          "duration,step_time", "--store", str(store), "--json"], torchrun(4))
     assert code == 1, out  # one asked signal could not be answered here
-    rep = json.loads(out[out.index('{"ok"'):])
+    rep = report(out)
     sig = rep["distributed"]["signals"]
     assert sig["duration"]["verdict"] == "insufficient"
     assert "no NVIDIA GPU" in sig["duration"]["why"] and sig["duration"]["per_rank"] == []
@@ -203,16 +229,9 @@ def test_a_failing_program_stores_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("raise SystemExit('bad input shape')\n")
     store = tmp_path / "s.duckdb"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1",
-           "--standalone", str(bad)]
-    code, out = observe(["--region", "bad/step", "--signals", "step_time", "--store",
-                         str(store), "--json"], cmd)
-    assert code == 1, out
-    rep = json.loads(out[out.index('{"ok"'):])
-    assert rep["failed"][0]["action"] == "dist_events"
-    assert "torchrun exited" in rep["failed"][0]["error"]
-    with open_store(store, read_only=True) as st:
-        assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
+    failed = failed_step_time("bad/step", store, launcher(1, str(bad)))
+    assert failed["action"] == "dist_events" and "torchrun exited" in failed["error"]
+    assert stores_no_run(store)
 
 
 #: An ordinary data-parallel loop, not written for argusdb: gradients all-reduced per step,
@@ -245,12 +264,11 @@ def test_an_unseen_module_program_with_its_own_step_name(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ARGUS_STEP_MARK", "train_step")
     store = tmp_path / "s.duckdb"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "3",
-           "--standalone", "-m", "dpjob.loop"]
+    cmd = launcher(3, "-m", "dpjob.loop")
     code, out = observe(["--region", "loop/work", "--signals", "duration,collective_bytes",
                          "--store", str(store), "--json"], cmd)
     assert code == 0, out
-    rep = json.loads(out[out.index('{"ok"'):])
+    rep = report(out)
     sig = rep["distributed"]["signals"]
     assert [r["rank"] for r in sig["duration"]["per_rank"]] == [0, 1, 2]
     assert all(r["name"] == "work" and r["n"] == 5 for r in sig["duration"]["per_rank"])
@@ -281,7 +299,7 @@ def test_replayed_2xh200_launches_answer_kernel_duration_and_exposed_communicati
                          str(store), "--option", "version=overlap", "--option", "target=sm_90",
                          "--json"], torchrun(2, version="overlap"))
     assert code == 0, out
-    rep = json.loads(out[out.index('{"ok"'):])
+    rep = report(out)
     sig = rep["distributed"]["signals"]
     dur = sig["duration"]
     assert dur["launch_group"] == "xl-overlap-cupti-1" and dur["verdict"] == "sufficient"
@@ -304,13 +322,9 @@ def test_a_replay_of_another_world_size_is_refused_and_nothing_stored(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARGUS_DIST_REPLAY", str(replay_dir(tmp_path, "serial")))
     store = tmp_path / "s.duckdb"
-    code, out = observe(["--region", "tp_block/step", "--signals", "step_time", "--store",
-                         str(store), "--json"], torchrun(4))
-    assert code == 1, out
-    rep = json.loads(out[out.index('{"ok"'):])
-    assert "launched with 2 ranks, not 4" in rep["failed"][0]["error"]
-    with open_store(store, read_only=True) as st:
-        assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
+    failed = failed_step_time("tp_block/step", store, torchrun(4))
+    assert "launched with 2 ranks, not 4" in failed["error"]
+    assert stores_no_run(store)
 
 
 @pytest.mark.slow
@@ -322,13 +336,7 @@ def test_a_launch_past_its_time_limit_is_stopped_with_its_ranks(
                     "time.sleep(600)\n")
     monkeypatch.setenv("ARGUS_DIST_TIMEOUT_S", "25")
     store = tmp_path / "s.duckdb"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--standalone", str(hang)]
-    code, out = observe(["--region", "hang/step", "--signals", "step_time", "--store",
-                         str(store), "--json"], cmd)
-    assert code == 1, out
-    rep = json.loads(out[out.index('{"ok"'):])
-    assert "ran past 25 s" in rep["failed"][0]["error"]
+    assert "ran past 25 s" in failed_step_time("hang/step", store, launcher(2, str(hang)))["error"]
     pids = [int(f.name[3:]) for f in tmp_path.rglob("pid*")]
     assert len(pids) >= 2  # both ranks had started (25 s: rank start-up under load takes >12 s) ...
     import os
@@ -338,8 +346,7 @@ def test_a_launch_past_its_time_limit_is_stopped_with_its_ranks(
     for pid in pids:  # ... and none of them is left running
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    with open_store(store, read_only=True) as st:
-        assert st.rows("SELECT count(*) AS n FROM run") == [{"n": 0}]
+    assert stores_no_run(store)
 
 
 def test_a_bad_time_limit_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

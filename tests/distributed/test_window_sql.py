@@ -3,13 +3,9 @@ no step marker, on seeded kernel records and spans (input + query + expected row
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from argusdb.answers.exposure import exposure, find_period, found_steps
-from argusdb.store import open_store
 from argusdb.store.embedded import Store
 from tests.attribution import seed
 
@@ -21,17 +17,15 @@ def _kernel(st: Store, run: str, name: str, i: int, a: int, b: int, stream: int)
 
 
 def _coll(st: Store, run: str, seq: int, a: int, b: int, nbytes: int) -> None:
-    seed.insert(st, "collective", {
-        "run_id": run, "rank": 0, "pg": "0", "pg_ranks": "[0, 1]", "seq": seq,
-        "op": "allreduce", "dtype": "float32", "elem_bytes": 4, "in_nelems": nbytes // 4,
-        "out_nelems": nbytes // 4, "group_size": 2, "bytes": nbytes, "start_ns": a, "end_ns": b,
-        "dur_ns": b - a, "clock": "perf_counter", "track": "host", "kernel": None,
-        "step": -1, "src_row": seq})
+    seed.collective(st, run, seq, a, b, dtype="float32", elem_bytes=4, in_nelems=nbytes // 4,
+                    out_nelems=nbytes // 4, bytes=nbytes, clock="perf_counter", track="host",
+                    step=-1)
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    st = open_store(tmp_path / "s.duckdb", create=True)
+def store(store: Store) -> Store:
+    """Kernel records and spans of rank 0 (on the fresh store of tests/conftest.py)."""
+    st = store
     st.insert_row("program_version", {"program_version": "v1", "program": "p"})
     for run, collector in (("k0", "kineto"), ("s0", "torchdist")):
         seed.run(st, run, "v1", collector=collector, timing_clean=True, signature="none")
@@ -52,8 +46,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
         t = 100 * s
         _coll(st, "s0", 2 * s, t, t + 30, 64)
         _coll(st, "s0", 2 * s + 1, t + 40, t + 50, 192)
-    yield st
-    st.close()
+    return st
 
 
 def test_window_of_kernel_records_counts_compute_on_every_stream(store: Store) -> None:

@@ -123,8 +123,10 @@ GPU = ROOT / "tests" / "data" / "gpu"
 KERNEL = ROOT / "argusdb" / "demo" / "kernels" / "softmax.py"
 
 
-def _parent_and_variant(store: Store) -> tuple[IngestResult, IngestResult]:
-    """The softmax's clean timing run and its forced-wait variant's, recorded on the H200."""
+def _parent_and_variant(store: Store, region: str, task_id: str | None = None
+                        ) -> tuple[IngestResult, IngestResult]:
+    """The softmax's clean timing run and its forced-wait variant's, recorded on the H200, with
+    the variant bound to its parent as a forced wait at ``region`` (made by task ``task_id``)."""
     from argusdb.collectors.regions import ProgramSource
     from argusdb.ingest import ingest_path
 
@@ -133,6 +135,9 @@ def _parent_and_variant(store: Store) -> tuple[IngestResult, IngestResult]:
     variant = ingest_path(store, GPU / "softmax.default.fw_load.cupti.jsonl",
                           ProgramSource("softmax.py", (GPU / "variants" /
                                                        "softmax.default.fw_load.py").read_text()))
+    store.sql("UPDATE program_version SET parent_version = ?, transform = ?, transform_task_id = ? "
+              "WHERE program_version = ?",
+              [parent.program_version, f"forced_wait:{region}", task_id, variant.program_version])
     return parent, variant
 
 
@@ -140,11 +145,8 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
                                                           table: TableCounter) -> None:
     """Parent and forced-wait variant timings recorded on the H200 (branch gpu's recording),
     with the variant bound to its parent the way the runner binds it."""
-    parent, variant = _parent_and_variant(store)
-    store.sql("UPDATE program_version SET parent_version = ?, transform = ?, "
-              "transform_task_id = 'p-earlier.forced_wait' WHERE program_version = ?",
-              [parent.program_version, "forced_wait:softmax/softmax_fwd/load",
-               variant.program_version])
+    parent, variant = _parent_and_variant(store, "softmax/softmax_fwd/load",
+                                          "p-earlier.forced_wait")
     p = plan(KERNEL, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
              counter=table)
     timing_parent, timing_variant = p.by_action("cupti_timing")
@@ -161,11 +163,7 @@ def test_forced_wait_variant_timing_in_the_store_is_reused(store: Store,
 
 
 def test_a_variant_of_another_region_is_not_reused(store: Store, table: TableCounter) -> None:
-    parent, variant = _parent_and_variant(store)
-    store.sql("UPDATE program_version SET parent_version = ?, transform = ? "
-              "WHERE program_version = ?",
-              [parent.program_version, "forced_wait:softmax/softmax_fwd/other",
-               variant.program_version])
+    _parent_and_variant(store, "softmax/softmax_fwd/other")
     p = plan(KERNEL, "softmax/softmax_fwd/load", ["exposed_latency"], store=store,
              counter=table)
     assert p.by_action("cupti_timing")[1].reuse is None

@@ -12,24 +12,15 @@ from click.testing import CliRunner
 from argusdb.api import connect
 from argusdb.cli import main
 from argusdb.errors import QueryFailed
-from tests.conftest import DEMO, KERNELS
 
 QUESTIONS = ["SELECT get_type(run_seq) AS t FROM run",
              "SELECT variant_normalize(1::VARIANT) AS v",
              "SELECT 1::VARIANT AS v"]
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("arrow") / "a.duckdb"
-    with connect(path, create=True) as con:
-        con.ingest(DEMO / "softmax" / "softmax.cupti.jsonl", program=KERNELS / "softmax.py")
-    return path
-
-
 @pytest.mark.parametrize("sql", QUESTIONS)
-def test_an_answer_arrow_cannot_carry_is_an_argusdb_error(db: Path, sql: str) -> None:
-    with connect(db, read_only=True) as con:
+def test_an_answer_arrow_cannot_carry_is_an_argusdb_error(softmax_db: Path, sql: str) -> None:
+    with connect(softmax_db, read_only=True) as con:
         with pytest.raises(QueryFailed, match=r"cannot be handed over.*Unsupported Arrow type"
                            ) as err:
             con.query(sql)
@@ -38,7 +29,7 @@ def test_an_answer_arrow_cannot_carry_is_an_argusdb_error(db: Path, sql: str) ->
                          ).to_pylist() == [{"t": "BIGINT"}]
     # The CLI prints rows without Arrow: it answers, or refuses with an argusdb error (exit 2)
     # naming DuckDB's reason; never a traceback.
-    res = CliRunner().invoke(main, ["query", str(db), sql])
+    res = CliRunner().invoke(main, ["query", str(softmax_db), sql])
     assert res.exit_code in (0, 2) and isinstance(res.exception, SystemExit | None), res.output
     assert "Traceback" not in res.output
     if res.exit_code == 2:

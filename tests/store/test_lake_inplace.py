@@ -100,21 +100,21 @@ def test_lost_commit_acknowledgement_is_reported_stored(shared_uri: str, tmp_pat
         assert isinstance(opened, SharedStore)
         st = opened
 
-        def lost_after(con: duckdb.DuckDBPyConnection) -> None:
-            st.commit_hook = None
-            con.execute("COMMIT")
-            raise duckdb.IOException("IO Error: server closed the connection unexpectedly")
+        def lose_connection(ending: str) -> None:
+            """The next commit ends with ``ending`` (COMMIT or ROLLBACK), then loses its
+            connection; the commits after it are left alone."""
 
-        st.commit_hook = lost_after
+            def lost(con: duckdb.DuckDBPyConnection) -> None:
+                st.commit_hook = None
+                con.execute(ending)
+                raise duckdb.IOException("IO Error: server closed the connection unexpectedly")
+
+            st.commit_hook = lost
+
+        lose_connection("COMMIT")
         r = ingest_path(st, recording(4, tmp_path))
         assert st.commit_hook is None and not r.already
-
-        def lost_before(con: duckdb.DuckDBPyConnection) -> None:
-            st.commit_hook = None
-            con.execute("ROLLBACK")
-            raise duckdb.IOException("IO Error: server closed the connection unexpectedly")
-
-        st.commit_hook = lost_before
+        lose_connection("ROLLBACK")
         r2 = ingest_path(st, recording(5, tmp_path))
         assert not r2.already
     with open_store(shared_uri, read_only=True) as st:

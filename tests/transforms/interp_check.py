@@ -19,8 +19,9 @@ from pathlib import Path
 assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
 
 from argusdb.collectors.regions import ProgramSource  # noqa: E402
+from argusdb.observe.runner.gpu_tools import interpreter_index_shim  # noqa: E402
 from argusdb.observe.transforms import forced_wait, proton_scopes  # noqa: E402
-from tests.transforms.kernels import KERNELS, interpreter_index_shim, load  # noqa: E402
+from tests.transforms.kernels import KERNELS, load  # noqa: E402
 
 CASES = [
     ("softmax", "load", {"rows": 16, "cols": 100}, {}),

@@ -83,22 +83,3 @@ def sm90_sass(text: str, program: str, name: str, tmp: Path) -> str:
     return subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True,
                           check=True).stdout
 
-
-def interpreter_index_shim() -> None:
-    """Let Triton 3.6's interpreter run range() over runtime ints with numpy >= 2.4.
-
-    The interpreter turns a 1-element array into an index with ``int(array)``, which numpy 2.4
-    refuses; this makes it take the element instead (same value).
-    """
-    import triton.runtime.interpreter as interp
-
-    if getattr(interp, "_argus_shimmed", False):
-        return
-    orig = interp._patch_lang_tensor
-
-    def patched(tensor: Any, scope: Any) -> None:
-        orig(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    interp._patch_lang_tensor = patched
-    interp._argus_shimmed = True

@@ -10,14 +10,9 @@
 # WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson) and cupti130/ (cupti-python 13.0.1,
 # pyelftools); see bench/gpu/README.md.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
+source "$(dirname "$0")/common.sh"
 shift 2
-for w in argus cupti130; do
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
-done
+install_wheels argus cupti130
 export PYTHONPATH="$ROOT:/tmp/site_argus:/tmp/site_cupti130" PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader

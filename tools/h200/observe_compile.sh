@@ -14,21 +14,11 @@
 # WHEELS_DIR holds argus/ and cupti130/ as for observe_programs.sh. Each step has a time limit
 # (the whole script stays within ~330 s on the H200; 2026-12-03: 210 s).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
+source "$(dirname "$0")/common.sh"
 WORK=/tmp/compile
 T0=$(date +%s.%N)
-rm -rf "$WORK" /tmp/progs_compile /tmp/progs_tuned /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT"
-for w in argus cupti130; do
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
-done
-python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/argus_wheel "$ROOT" || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_argusdb \
-  /tmp/argus_wheel/argusdb-*.whl || exit 1
-export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
-export PYTHONUNBUFFERED=1
+rm -rf "$WORK" /tmp/progs_compile /tmp/progs_tuned && mkdir -p "$WORK" "$OUT"
+wheel_site
 cp -r "$ROOT/tests/data/programs/compiled_mlp" /tmp/progs_compile
 cp -r "$ROOT/tests/data/programs/compiled_tuned" /tmp/progs_tuned
 cd /tmp/progs_compile
@@ -36,7 +26,7 @@ sha256sum ./*.py > "$WORK/programs.before.sha256"
 python3 -c "import argusdb, torch, triton; print('argusdb from', argusdb.__file__, 'torch',
 torch.__version__, 'triton', triton.__version__)" | tee "$WORK/where.txt"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
-echo "setup_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")" | tee -a "$WORK/walls.txt"
+echo "setup_s=$(wall "$T0")" | tee -a "$WORK/walls.txt"
 S="duration,inst_executed,warp_stall_samples,exposed_latency"
 R=gelu/gelu_kernel/load
 STORE="$WORK/observe.duckdb"
@@ -47,8 +37,7 @@ observe() {  # name, time limit (s), region, command...
   timeout -k 3 "$limit" python3 -m argusdb observe --region "$region" --signals "$S" \
     --store "$STORE" --json -- "$@" > "$WORK/$name.json" 2> "$WORK/$name.log"
   local rc=$?
-  echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-    | tee -a "$WORK/walls.txt"
+  echo "$name rc=$rc wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
   tail -n 14 "$WORK/$name.log"
 }
 observe compiled 100 "$R" python3 mlp.py
@@ -107,8 +96,7 @@ diffs() {  # program (the kernel region's file stem and kernel), name, eager has
     t0=$(date +%s.%N)
     timeout 60 python3 -m argusdb diff "$STORE" --region "$region" --from "binary=$3" \
       --to "binary=$4" "${sigs[@]}" > "$WORK/diff.$2.${region##*/}.txt" 2>&1
-    echo "diff $region rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-      | tee -a "$WORK/walls.txt"
+    echo "diff $region rc=$? wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
     cat "$WORK/diff.$2.${region##*/}.txt"
   done
 }
@@ -147,4 +135,4 @@ python3 "$ROOT/tools/h200/compile_bundles.py" "$WORK" compiled eager tuned tuned
 rm -rf "$STORE" "$STORE.wal" "$STORE.runs"
 tar czf "$OUT/compile.tar.gz" -C /tmp compile
 ls -la "$OUT"
-echo "total_s=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")"
+echo "total_s=$(wall "$T0")"

@@ -8,15 +8,10 @@
 #
 # WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson), cupti130/ and cupti134/ (see bench/gpu).
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
+source "$(dirname "$0")/common.sh"
 WORK=/tmp/observe
 mkdir -p "$WORK" "$OUT"
-for w in argus cupti130 cupti134; do
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
-done
+install_wheels argus cupti130 cupti134
 export PYTHONPATH="$ROOT:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130 PYTHONUNBUFFERED=1
 cd "$ROOT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$WORK/nvidia-smi.csv"

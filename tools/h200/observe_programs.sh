@@ -14,18 +14,16 @@
 # WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson) and cupti130/ (cupti-python 13.0.1,
 # pyelftools); see bench/gpu/README.md.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
+source "$(dirname "$0")/common.sh"
 REQS=${3:-}
 [ -n "$REQS" ] && REQS=$(cd "$(dirname "$REQS")" && pwd)/$(basename "$REQS")
 WORK=/tmp/programs
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
-source "$ROOT/tools/h200/wheel_site.sh"
+wheel_site
+copy_programs
 cd /tmp/progs
 find . -name "*.py" | sort | xargs sha256sum > "$WORK/programs.before.sha256"
-python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
+where "$WORK"
 S="duration,inst_executed,warp_stall_samples,exposed_latency"
 # name, folder, region, signals ("-": the default), command
 DEFAULT_REQS="model model fused_norm/layernorm_fwd/load - python3 model.py
@@ -42,8 +40,7 @@ while read -r name dir region sig cmd; do
   python3 -m argusdb observe --region "$region" --signals "$S1" --store "$WORK/observe.duckdb" \
     --json -- $cmd > "$WORK/$name.json" 2> "$WORK/$name.log"
   rc=$?
-  echo "$name rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-    | tee -a "$WORK/walls.txt"
+  echo "$name rc=$rc wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
   tail -n 12 "$WORK/$name.log"
 done < <(if [ -n "$REQS" ]; then grep -v '^#' "$REQS"; else echo "$DEFAULT_REQS"; fi)
 if [ -z "$REQS" ]; then

@@ -11,25 +11,19 @@
 # REQUESTS_FILE: lines "name folder region signals command..." (folders of tests/data/programs/);
 # MODES: "replay no-replay" (default) or one of them. WHEELS_DIR as for observe_programs.sh.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
-REQS=$(cd "$(dirname "${3:?requests file}")" && pwd)/$(basename "$3")
+source "$(dirname "$0")/common.sh"
+requests "${3:?requests file}"
 MODES=${4:-"replay no-replay"}
-NAME=$(basename "$REQS" .txt)
-WORK=/tmp/$NAME
-rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
-source "$ROOT/tools/h200/wheel_site.sh"
-python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
+wheel_site
+copy_programs
+where "$WORK"
 while read -r name dir region sig cmd; do
   [ -z "$name" ] && continue
   cd "/tmp/progs/$dir"
   for run in 1 2; do  # the first compiles the program's kernels; the second finds them cached
     t0=$(date +%s.%N)
     $cmd > "$WORK/$name.alone.log" 2>&1
-    echo "$name alone$run rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-      | tee -a "$WORK/walls.txt"
+    echo "$name alone$run rc=$? wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
   done
   for mode in $MODES; do
     flag=""; [ "$mode" = "no-replay" ] && flag="--no-replay"
@@ -40,8 +34,7 @@ while read -r name dir region sig cmd; do
       --store "$WORK/$name.$mode.duckdb" --json -- $cmd > "$WORK/$name.$mode.json" \
       2> "$WORK/$name.$mode.log"
     rc=$?
-    echo "$name $mode rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-      | tee -a "$WORK/walls.txt"
+    echo "$name $mode rc=$rc wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
     tail -n 5 "$WORK/$name.$mode.log"
     mv "$WORK/$name.$mode.duckdb.runs" "$WORK/$name.$mode.runs" 2>/dev/null
   done

@@ -13,26 +13,15 @@
 # WHEELS_DIR holds argus/ (duckdb, sqlglot, ijson) and cupti130/ (cupti-python 13.0.1,
 # pyelftools); see bench/gpu/README.md. About 2 minutes on the H200.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
+source "$(dirname "$0")/common.sh"
 WORK=/tmp/xrank
 T0=$(date +%s.%N)
-wall() { python3 -c "print(round($(date +%s.%N) - $1, 2))"; }
-rm -rf "$WORK" /tmp/progs_xrank /tmp/site_argusdb /tmp/argus_wheel && mkdir -p "$WORK" "$OUT"
-for w in argus cupti130; do
-  [ -d "/tmp/site_$w" ] || python3 -m pip install -q --no-index --no-deps --no-compile \
-    --no-cache-dir --target "/tmp/site_$w" "$WHL/$w"/*.whl || exit 1
-done
-python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/argus_wheel "$ROOT" || exit 1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site_argusdb \
-  /tmp/argus_wheel/argusdb-*.whl || exit 1
-export PYTHONPATH="/tmp/site_argusdb:/tmp/site_argus" ARGUS_GPU_SITE=/tmp/site_cupti130
-export PYTHONUNBUFFERED=1 ARGUS_DIST_TIMEOUT_S=90
+rm -rf "$WORK" /tmp/progs_xrank && mkdir -p "$WORK" "$OUT"
+wheel_site
+export ARGUS_DIST_TIMEOUT_S=90
 cp -r "$ROOT/tests/data/programs/xrank" /tmp/progs_xrank
 cd /tmp/progs_xrank
-python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
+where "$WORK"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__,
 'nccl', '.'.join(map(str, torch.cuda.nccl.version())))" > "$WORK/versions.txt" 2>&1
 cat "$WORK/versions.txt"

@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 from argusdb.collectors.regions import ProgramSource  # noqa: E402
 from argusdb.observe.runner.gpu_tools import (  # noqa: E402
     Activity,
+    interpreter_index_shim,
     kernel_durations_us,
     load_module,
     ncu_path,
@@ -289,7 +290,7 @@ def step_timing(out: Path) -> None:
     if SMOKE:
         os.environ["TRITON_INTERPRET"] = "1"
         DEVICE = "cpu"
-        _interpreter_index_shim()
+        interpreter_index_shim()
     act = NoActivity() if SMOKE else Activity()
     b = Bench(out, act)
     summary: dict = {"checks": [], "timings": []}
@@ -325,17 +326,6 @@ def step_timing(out: Path) -> None:
     (out / "timing.json").write_text(json.dumps(summary, indent=1, default=str))
     step_probes(b)
 
-
-def _interpreter_index_shim() -> None:
-    # Triton 3.6's interpreter turns a 1-element array into an int with int(array), which
-    # numpy >= 2.4 refuses; only needed for CPU smoke runs.
-    import triton.runtime.interpreter as interp
-    orig = interp._patch_lang_tensor
-
-    def patched(tensor, scope):
-        orig(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-    interp._patch_lang_tensor = patched
 
 
 # ---------------------------------------------------------------- ncu (child = the profiled app)

@@ -16,16 +16,11 @@
 # "replay" or "replay,no-replay". Writes OUT/<REQUESTS_FILE name>.tar.gz (no reports, cubins,
 # capture bytes; Proton traces gzipped) and prints the summary.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
-REQS=$(cd "$(dirname "${3:?requests file}")" && pwd)/$(basename "$3")
-NAME=$(basename "$REQS" .txt)
-WORK=/tmp/$NAME
-rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
-source "$ROOT/tools/h200/wheel_site.sh"
-python3 -c "import argusdb; print('argusdb from', argusdb.__file__)" | tee "$WORK/where.txt"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$WORK/nvidia-smi.csv"
+source "$(dirname "$0")/common.sh"
+requests "${3:?requests file}"
+wheel_site
+copy_programs
+where "$WORK"
 stamp() { while IFS= read -r l; do printf '%s %s\n' "$(date +%s.%N)" "$l"; done; }
 while read -r name dir alone modes region sig cmd; do
   [ -z "$name" ] && continue
@@ -33,8 +28,7 @@ while read -r name dir alone modes region sig cmd; do
   for run in $(seq 1 "$alone"); do
     t0=$(date +%s.%N)
     $cmd > "$WORK/$name.alone.log" 2>&1
-    echo "$name alone$run rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-      | tee -a "$WORK/walls.txt"
+    echo "$name alone$run rc=$? wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
   done
   for mode in ${modes//,/ }; do
     flag=""; [ "$mode" = "no-replay" ] && flag="--no-replay"
@@ -47,8 +41,7 @@ while read -r name dir alone modes region sig cmd; do
       2> >(stamp >> "$WORK/$name.$mode.log")
     rc=$?
     echo "$(date +%s.%N) EXITED" >> "$WORK/$name.$mode.log"
-    echo "$name $mode rc=$rc wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-      | tee -a "$WORK/walls.txt"
+    echo "$name $mode rc=$rc wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
     sleep 0.2
     mv "$WORK/$name.$mode.duckdb.runs" "$WORK/$name.$mode.runs" 2>/dev/null
   done

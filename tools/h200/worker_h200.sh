@@ -5,13 +5,10 @@
 #
 #   bash tools/h200/worker_h200.sh WHEELS_DIR OUT_DIR      (writes OUT_DIR/worker.tar.gz)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-WHL=$(cd "${1:?wheels dir}" && pwd)
-OUT=${2:?out dir}
+source "$(dirname "$0")/common.sh"
 WORK=/tmp/worker
 mkdir -p "$WORK" "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site_cupti130 "$WHL/cupti130"/*.whl || exit 1
+install_wheels cupti130
 export PYTHONPATH="$ROOT:/tmp/site_cupti130" PYTHONUNBUFFERED=1
 cd "$ROOT"
 python3 - "$WORK" <<'PY'
@@ -29,8 +26,7 @@ run() {  # name, then worker arguments
   local name=$1; shift
   local t0; t0=$(date +%s.%N)
   python3 -m argusdb.observe.runner.worker "$@" --out "$WORK/$name" > "$WORK/$name.log" 2>&1
-  echo "$name rc=$? wall_s=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")" \
-    | tee -a "$WORK/walls.txt"
+  echo "$name rc=$? wall_s=$(wall "$t0")" | tee -a "$WORK/walls.txt"
   tail -n 2 "$WORK/$name.log"
 }
 run softmax.proton_instr proton_instr --source "$WORK/softmax/softmax.py" \

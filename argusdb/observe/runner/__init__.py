@@ -173,9 +173,13 @@ class _Run:
         res.program_version, res.gpu_s = self.parent.id, got.gpu_s
         res.detail.update({"kernel": self.harness.kernel, "config": self.config, **got.detail})
 
+    def variant_options(self) -> dict[str, str]:
+        """The options a transformed variant's version starts from: its parent's."""
+        return dict(self.parent.options)
+
     def transform(self, task: dict[str, Any], res: TaskResult) -> None:
         var = apply_transform(task["action"], self.src, task["params"])
-        v = _Version(var.source, {**self.parent.options,
+        v = _Version(var.source, {**self.variant_options(),
                                   **{k: str(x) for k, x in var.options.items()}},
                      self.parent.target, dict(var.options), self.parent, var.transform,
                      task["id"])
@@ -372,19 +376,12 @@ class _CommandRun(_Run):
         res.program_version, res.gpu_s = self.parent.id, got.gpu_s
         res.detail.update(d)
 
-    def transform(self, task: dict[str, Any], res: TaskResult) -> None:
+    def variant_options(self) -> dict[str, str]:
         """A variant of the found binary: its version names the parent's binary (the variant's
         own binary is compiled at run time and recorded by its collection)."""
-        var = apply_transform(task["action"], self.src, task["params"])
         opts = {k: v for k, v in self.parent.options.items() if k != "binary"}
         opts["parent_binary"] = self.parent.options.get("binary", "")
-        v = _Version(var.source, {**opts, **{k: str(x) for k, x in var.options.items()}},
-                     self.parent.target, dict(var.options), self.parent, var.transform,
-                     task["id"])
-        self.register(v)
-        self.versions[task["id"]] = v
-        res.program_version = v.id
-        res.detail.update({"transform": var.transform, "parent_version": self.parent.id})
+        return opts
 
     def stale_reuse(self, task: dict[str, Any]) -> str | None:
         reuse = task.get("reuse") or {}

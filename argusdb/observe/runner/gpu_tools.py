@@ -32,6 +32,27 @@ def load_module(path: Path, name: str) -> ModuleType:
     return mod
 
 
+
+def interpreter_index_shim() -> None:
+    """Let Triton 3.6's interpreter run ``range()`` over runtime ints with numpy >= 2.4.
+
+    The interpreter turns a 1-element array into an index with ``int(array)``, which numpy 2.4
+    refuses; this makes it take the element instead (same value). Needed only under
+    ``TRITON_INTERPRET=1`` (CPU dry and smoke runs); a second call changes nothing.
+    """
+    import triton.runtime.interpreter as interp
+
+    if getattr(interp, "_argus_shimmed", False):
+        return
+    orig = interp._patch_lang_tensor
+
+    def patched(tensor: Any, scope: Any) -> None:
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    interp._patch_lang_tensor = patched
+    interp._argus_shimmed = True
+
 def sync() -> None:
     """Wait for the GPU when torch has a CUDA device (no-op otherwise)."""
     import sys
