@@ -249,11 +249,11 @@ def _trajectory_chart(view: ProgramView, s: Series) -> str:
                 label="median, 95 % CI")
     for i, p in enumerate(s.points):
         if p.sufficiency == "insufficient" and p.median is not None:
-            share = "" if p.unattributed_share is None else f" ({p.unattributed_share:.0%} " \
-                "unattributed)"
+            share = "" if p.unattributed_share is None else \
+                f" ({fmt.percent(p.unattributed_share, 0)} unattributed)"
             ax.annotate(f"insufficient{share}", (i, p.median * k), textcoords="offset points",
                         xytext=(6, -14), color="#b00", fontsize=8)
-        if p.step_significant and p.median is not None:
+        if p.step_significant and p.median is not None and p.step_ratio is not None:
             cls = step_class(s.signal, s.unit, p.step_ratio, p.step_significant)
             ax.annotate(f"×{p.step_ratio:.3f}", (i, p.median * k), textcoords="offset points",
                         xytext=(6, 8), color=_STEP_COLORS.get(cls, "#333"))

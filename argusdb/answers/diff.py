@@ -7,6 +7,12 @@ interference signature), evidence class and scope
 It reports the medians, their ratio ``to / from``, a bootstrap CI of the ratio of medians, a
 two-sided Mann-Whitney U p-value and a **noise floor**.
 
+A ratio says how much a value grew only while both medians have one sign and the from median
+is not 0: a derived ``exposed_latency`` going from -95 ns to 50 ns has a "ratio" of -0.53 that
+means nothing. There the row has no ratio and no CI (``null`` in JSON, ``–`` on the screen),
+and its change is the difference ``to - from`` in the signal's unit (``higher by 145 ns``),
+significant on the rank test alone (a relative noise floor does not apply to it).
+
 The noise floor is the larger of ``min_effect`` (default 1 %) and the run-to-run spread of the
 median of any version of the same region measured in two or more runs of the same cohort
 (``(max - min) / median`` of the per-run medians): a systematic shift between two recordings of
@@ -34,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from argusdb.answers import notebook, stats
 from argusdb.answers.compat import match_cohorts
 from argusdb.answers.direction import step_class
+from argusdb.answers.format import percent
 from argusdb.answers.select import (
     Cohort,
     CohortKey,
@@ -102,10 +109,32 @@ class DiffRow:
     gaps: list[dict[str, Any]] = field(default_factory=list)
     #: The collector that sampled both sides' values (sample counts only, else empty).
     sampler: str = ""
+    #: ``to_median - from_median`` in ``unit``: the change where there is no ratio.
+    difference: float = math.nan
 
     def to_json(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
                 for k, v in asdict(self).items()}
+
+    def step(self) -> float:
+        """The change as a factor whatever the signs: ``1 + (to - from) / |from|`` (the ratio
+        when the from median is positive), above 1 when the value went up; ``±inf`` from a
+        from median of 0, 1 when both are 0."""
+        return step_of(self.from_median, self.to_median)
+
+
+def has_ratio(before: float, after: float) -> bool:
+    """Whether ``after / before`` says how much a value changed: ``before`` is not 0 and
+    ``after`` does not have the other sign (a ratio across a sign change means nothing)."""
+    return before != 0 and not (before < 0 < after or after < 0 < before)
+
+
+def step_of(before: float, after: float) -> float:
+    """``1 + (after - before) / |before|``: above 1 when the value went up (see
+    :meth:`DiffRow.step`)."""
+    if before == 0:
+        return 1.0 if after == 0 else math.copysign(math.inf, after)
+    return 1.0 + (after - before) / abs(before)
 
 
 @dataclass
@@ -163,7 +192,7 @@ class NoiseModel:
                     continue
                 s = stats.run_spread(medians)
                 if s > spreads.get((sig, k), (-1.0, ""))[0]:
-                    spreads[(sig, k)] = (s, f"run-to-run spread {s:.2%} of version {v} "
+                    spreads[(sig, k)] = (s, f"run-to-run spread {percent(s)} of version {v} "
                                             f"({len(medians)} runs)")
         return spreads
 
@@ -173,29 +202,49 @@ class NoiseModel:
         spread, source = self._spreads.get((signal, key), (0.0, ""))
         if spread > self.min_effect:
             return spread, source
-        return self.min_effect, f"minimum effect {self.min_effect:.2%}" + (
+        return self.min_effect, f"minimum effect {percent(self.min_effect)}" + (
             f" (above the {source})" if source else " (no version has repeated runs)")
 
 
-def _verdict(t: stats.RatioTest, floor: float, alpha: float) -> tuple[bool, str]:
+def _verdict(t: stats.RatioTest, floor: float, alpha: float, unit: str | None = None
+             ) -> tuple[bool, str]:
+    if not has_ratio(t.from_median, t.to_median):
+        return _verdict_without_ratio(t, alpha, unit)
     if math.isnan(t.p_value):
         return False, "not significant: fewer than 2 repeats on a side"
-    if not math.isfinite(t.ratio):
-        if math.isnan(t.ratio):
-            return False, f"not significant: both medians are 0, no ratio (p={t.p_value:.3g})"
-        if t.p_value >= alpha:
-            return False, (f"not significant: p={t.p_value:.3g} >= {alpha} (the from median "
-                           "is 0, no ratio)")
-        return True, (f"{'higher' if t.ratio > 0 else 'lower'} than a from median of 0 (no "
-                      f"ratio; p={t.p_value:.3g})")
     if t.p_value >= alpha:
         return False, f"not significant: p={t.p_value:.3g} >= {alpha}"
     if t.ci_low <= 1.0 <= t.ci_high:
         return False, f"not significant: CI [{t.ci_low:.4f}, {t.ci_high:.4f}] contains 1"
-    if abs(t.ratio - 1.0) < floor:
-        return False, (f"not significant: |ratio - 1| = {abs(t.ratio - 1):.2%} is within the "
-                       f"noise floor {floor:.2%}")
-    return True, f"{'lower' if t.ratio < 1 else 'higher'} by {abs(t.ratio - 1):.2%}"
+    change = abs(t.ratio - 1.0)
+    if change < floor:
+        return False, (f"not significant: |ratio - 1| = {percent(change)} is within the "
+                       f"noise floor {percent(floor)}")
+    return True, f"{'lower' if t.to_median < t.from_median else 'higher'} by {percent(change)}"
+
+
+def _verdict_without_ratio(t: stats.RatioTest, alpha: float, unit: str | None
+                           ) -> tuple[bool, str]:
+    """The verdict of medians that have no ratio (:func:`has_ratio`): the difference, in
+    ``unit``, significant on the rank test alone.
+
+    >>> t = stats.RatioTest(-0.53, -0.6, -0.4, 0.001, -95.0, 50.0)
+    >>> _verdict_without_ratio(t, 0.05, "ns")
+    (True, 'higher by 145 ns (the sign changed: no ratio; p=0.001)')
+    """
+    from argusdb.answers.format import quantity
+
+    if t.from_median == 0 == t.to_median:
+        return False, "not significant: both medians are 0, no ratio"
+    why = "the from median is 0" if t.from_median == 0 else "the sign changed"
+    delta = t.to_median - t.from_median
+    by = f"{'higher' if delta > 0 else 'lower'} by {quantity(abs(delta), unit)}"
+    if math.isnan(t.p_value):
+        return False, f"not significant: fewer than 2 repeats on a side ({by}; {why}: no ratio)"
+    if t.p_value >= alpha:
+        return False, (f"not significant: p={t.p_value:.3g} >= {alpha} ({by}; {why}: no "
+                       f"ratio)")
+    return True, f"{by} ({why}: no ratio; p={t.p_value:.3g})"
 
 
 def diff(db: Connection, region: str, before: str | VersionRef, after: str | VersionRef,
@@ -261,15 +310,18 @@ def diff(db: Connection, region: str, before: str | VersionRef, after: str | Ver
             xa, xb = a.samples, b.samples
             t = stats.ratio_test(xa, xb)
             floor, source = noise.floor(sig, a.key)
-            significant, verdict = _verdict(t, floor, alpha)
+            significant, verdict = _verdict(t, floor, alpha, a.unit)
+            ratio, lo, hi = ((t.ratio, t.ci_low, t.ci_high)
+                             if has_ratio(t.from_median, t.to_median) else (math.nan,) * 3)
             result.rows.append(DiffRow(
                 region, sig, a.unit, ref_a.program_version, ref_b.program_version,
-                t.from_median, t.to_median, t.ratio,
-                t.ci_low, t.ci_high, t.p_value, significant, verdict, floor, source,
+                t.from_median, t.to_median, ratio,
+                lo, hi, t.p_value, significant, verdict, floor, source,
                 len(xa), len(xb), a.runs, b.runs, a.key.standing,
                 f"{a.signature} -> {b.signature}" if a.signature != b.signature
                 else a.signature,
-                a.key.evidence_class, a.key.scope_text(), sampler=a.key.sampler))
+                a.key.evidence_class, a.key.scope_text(), sampler=a.key.sampler,
+                difference=t.to_median - t.from_median))
             _judge_sufficiency(result.rows[-1], coverage, region, sig, a, b)
     if refusals:
         raise QueryRefused(refusals)
@@ -323,8 +375,20 @@ def regressions(result: DiffResult, threshold: float = 0.0) -> list[DiffRow]:
     from argusdb.answers.direction import step_class
 
     return [r for r in result.rows
-            if step_class(r.signal, r.unit, r.ratio, r.significant) == "worse"
-            and math.isfinite(r.ratio) and abs(r.ratio - 1.0) >= threshold]
+            if step_class(r.signal, r.unit, r.step(), r.significant) == "worse"
+            and math.isfinite(r.step()) and abs(r.step() - 1.0) >= threshold]
+
+
+def change(row: DiffRow) -> str:
+    """A row's change in a few characters: the ratio (``0.9315x``), or where it has none the
+    difference with its unit (``+145 ns``)."""
+    from argusdb.answers import format as fmt
+
+    if math.isfinite(row.ratio):
+        return f"{fmt.ratio(row.ratio)}x"
+    if math.isnan(row.difference):
+        return fmt.MISSING
+    return f"{'+' if row.difference > 0 else ''}{fmt.quantity(row.difference, row.unit)}"
 
 
 def screen_rows(rows: list[DiffRow], limit: int = SCREEN_ROWS) -> list[DiffRow]:
@@ -337,7 +401,9 @@ def screen_rows(rows: list[DiffRow], limit: int = SCREEN_ROWS) -> list[DiffRow]:
 
     def rank(ir: tuple[int, DiffRow]) -> tuple[int, int, float, bool, int]:
         i, r = ir
-        change = abs(math.log(r.ratio)) if r.ratio and math.isfinite(r.ratio) and r.ratio > 0 \
+        step = r.step()
+        # a change without a ratio (a sign change, a from median of 0) ranks as a large one
+        change = abs(math.log(step)) if 0 < step < math.inf else math.inf if step != 1 \
             else 0.0
         zero = not (r.from_median or r.to_median)  # values before zeros
         return (r.signal not in order, order.get(r.signal, 0), -change, zero, i)
@@ -383,7 +449,7 @@ def _diff_html(d: DiffResult) -> str:
     every = d.rows
     shown = screen_rows(every)
     cols, rows, right = human_table(d, shown)
-    colours = [notebook.COLOURS.get(step_class(r.signal, r.unit, r.ratio, r.significant),
+    colours = [notebook.COLOURS.get(step_class(r.signal, r.unit, r.step(), r.significant),
                                     "") for r in shown]
     head = (f"<p><b>{html.escape(d.region_id)}</b>: {html.escape(d.from_ref.label)} → "
             f"{html.escape(d.to_ref.label)}</p>")

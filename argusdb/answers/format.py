@@ -10,7 +10,11 @@ place and ``2.563e+04`` in another. The rules:
 - a number without a unit keeps thousands separators (``40,198,144``) and never goes to
   exponent notation (``0.0000084`` rather than ``8.4e-06``);
 - a missing value (None, NaN) is one mark, :data:`MISSING`, wherever it appears;
-- a p-value below 0.0001 is ``< 0.0001``; a share (0..1) is a percentage (``0.1 %``);
+- a p-value below 0.0001 is ``< 0.0001``; a share (0..1) is a percentage (``0.1 %``), and
+  every percentage has a space before its sign (``6.85 %``, :func:`percent`);
+- a signal name longer than its column is cut in the middle
+  (:func:`argusdb.answers.names.screen_names`), where it stays distinct from the other names;
+  ``--json`` and ``--detail`` keep it whole;
 - lists and mappings are joined as text (``a, b``; ``key=value``), never printed as reprs.
 
 Machine output (``--json``, ``--csv``) keeps full precision and does not come through here.
@@ -20,8 +24,10 @@ Example:
     ('25.63 µs', '1.204 ms', '40.2 M inst')
     >>> number(4.16399e+07), number(8.412e-06), number(None), p_value(3.5e-21)
     ('41,639,900', '0.000008412', '–', '< 0.0001')
-    >>> share(0.001), text({"standing": "clean", "runs": ["875ae300", "c0275cdd"]})
-    ('0.1 %', 'standing=clean, runs=875ae300, c0275cdd')
+    >>> share(0.001), percent(-0.0685), quantity(68157440, "sector")
+    ('0.1 %', '-6.85 %', '68.16 M sector')
+    >>> text({"standing": "clean", "runs": ["875ae300", "c0275cdd"]})
+    'standing=clean, runs=875ae300, c0275cdd'
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ MISSING = "–"
 #: Lines an answer's default (screen) view may take; longer answers say "+ N more" and show
 #: every row with ``--all`` (``--json`` and ``--csv`` always have every row).
 SCREEN_LINES = 60
+#: Columns an answer's default (screen) view may take: long names are cut to fit
+#: (:func:`argusdb.answers.names.screen_names`); ``--json`` and ``--detail`` keep them whole.
+SCREEN_WIDTH = 120
 #: Signals an answer shows first, in this order (report, diff, trajectory).
 HEADLINE = ("duration", "scope_cycles", "exposed_latency", "exposed_communication",
             "inst_executed", "thread_inst_executed", "warp_stall_samples", "pc_samples",
@@ -49,9 +58,13 @@ _TIME = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _TIME_STEPS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
 #: SI prefixes of counts, largest first.
 _COUNT_STEPS = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-#: Units that are counts of things (scaled by SI prefixes).
+#: Units that are counts of things (scaled by SI prefixes); Nsight Compute names them in the
+#: singular (``sector``, ``cycle``, ``block``).
 _COUNTS = {"inst", "count", "samples", "cycles", "bytes", "B", "warps", "ctas", "launches",
-           "sectors", "requests", "transactions"}
+           "sectors", "requests", "transactions", "sector", "cycle", "warp", "block",
+           "request", "thread", "threads", "branches", "wavefronts", "byte"}
+#: Units of bytes: a prefix joins them as ``MB``.
+_BYTES = ("bytes", "byte", "B")
 #: Counts at or above this are shown with an SI prefix; below it, digits with separators.
 _SI_FROM = 1e5
 
@@ -122,9 +135,9 @@ def quantity(v: Any, unit: str | None) -> str:
     if u in _COUNTS:
         for size, prefix in _COUNT_STEPS:
             if abs(x) >= max(size, _SI_FROM):
-                tail = f"{prefix}B" if u in ("bytes", "B") else f"{prefix} {u}"
+                tail = f"{prefix}B" if u in _BYTES else f"{prefix} {u}"
                 return f"{_significant(x / size)} {tail}"
-        return f"{number(v)} {'B' if u == 'bytes' else u}"
+        return f"{number(v)} {'B' if u in _BYTES else u}"
     if u in ("%", "pct", "percent"):
         return f"{number(round(x, 2))} %"
     if u in ("share", "fraction"):
@@ -149,7 +162,7 @@ def axis_unit(largest: float, unit: str | None) -> tuple[float, str | None]:
     if u in _COUNTS:
         for size, prefix in _COUNT_STEPS:
             if x >= max(size, _SI_FROM):
-                return 1 / size, f"{prefix}B" if u in ("bytes", "B") else f"{prefix} {u}"
+                return 1 / size, f"{prefix}B" if u in _BYTES else f"{prefix} {u}"
     return 1.0, unit
 
 
@@ -209,6 +222,14 @@ def share(v: Any) -> str:
     if 0 < x < 0.05:
         return "< 0.1 %"
     return f"{x:.1f} %"
+
+
+def percent(fraction: Any, decimals: int = 2) -> str:
+    """A relative change or a threshold (a fraction: 0.0685) as a percentage with
+    ``decimals`` decimals, in the style of every other percentage (``6.85 %``)."""
+    if missing(fraction):
+        return MISSING
+    return f"{float(fraction) * 100:.{decimals}f} %"
 
 
 def text(v: Any) -> str:

@@ -199,7 +199,8 @@ def report(db: Connection, region: str, versions: list[str] | None = None, *,
                 verdict, reason = "insufficient", insufficient_reason(gaps)
             notes = []
             if share:
-                notes.append(f"{share:.1%} of the kernel's {sig} is in _unattributed")
+                notes.append(f"{fmt.percent(share, 1)} of the kernel's {sig} is in "
+                             f"_unattributed")
             if ent > 0:
                 notes.append(f"association entropy {ent:.3f} bits: the value is a contribution "
                              f"estimate of instructions shared with other regions, split by "

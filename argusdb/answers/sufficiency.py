@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from argusdb.answers import MAX_ENTROPY_BITS as _MAX_ENTROPY_BITS
+from argusdb.answers.format import percent
 from argusdb.answers.format import share as share_text
 from argusdb.answers.select import lit
 from argusdb.errors import ArgusError, NoEvidence, QueryRefused, UsageError
@@ -232,8 +233,9 @@ class Coverage:
             elif share is not None and share > self.max_unattributed:
                 out.append(Gap(
                     "unattributed",
-                    f"{share:.1%} of {kernel}'s {signal} went to {kernel}/_unattributed "
-                    f"(lines with no region), above the {self.max_unattributed:.0%} threshold: "
+                    f"{percent(share, 1)} of {kernel}'s {signal} went to {kernel}/_unattributed "
+                    f"(lines with no region), above the {percent(self.max_unattributed, 0)} "
+                    f"threshold: "
                     f"this region's value is a share of what could be placed, not of the "
                     f"kernel",
                     f"ingest the TTGIR (and SASS) of the same compile with the same --program "

@@ -7,6 +7,11 @@ claims. :func:`summarise` folds them for a person:
 - **one line per version and signal** (and cohort, where a signal has two): the value with its
   unit, the evidence class, the cohort (standing and collection), the number of values and a
   verdict;
+- **at most** :data:`~argusdb.answers.format.SCREEN_WIDTH` **columns**: a version whose lines
+  share one cohort names it once in its title, else each line names its cohort by a letter
+  that a legend under the table spells out; a signal name longer than the room left is shown
+  without its Nsight Compute section (``SM_A.TriageCompute.``) and cut in the middle
+  (:func:`argusdb.answers.names.screen_names`);
 - a signal measured per scope (per CTA and warp) or per launch is a **distribution**: n,
   median, p10–p90 and min–max (the claims' values, or one claim's repeats);
 - **stall reasons** (``stall_*``) are grouped by the collector that sampled them (Nsight
@@ -37,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from argusdb.answers import format as fmt
+from argusdb.answers.names import screen_names
 from argusdb.answers.select import lit
 
 if TYPE_CHECKING:
@@ -51,6 +57,10 @@ LIMIT = 12
 TOP_STALLS = 5
 #: Width that the stall-reason and verdict lines wrap at.
 WIDTH = 100
+#: The narrowest a signal column is cut to (the other columns are never cut).
+MIN_SIGNAL = 20
+#: Letters that name a version's cohorts when its lines have more than one.
+COHORT_KEYS = "abcdefghijklmnopqrstuvwxyz"
 #: How collectors are named in the stall-reason lines (run kind -> words).
 COLLECTION = {"ncu.source_csv": "Nsight Compute warp-state samples",
               "proton.pcsampling": "Proton PC samples", "proton.hatchet": "Proton PC samples"}
@@ -126,9 +136,11 @@ COLUMNS = ("signal", "value", "class", "cohort", "n", "p10 – p90", "min – ma
 RIGHT = (False, True, False, False, True, True, True, False)
 
 
-def table_rows(lines: list[Line]) -> list[list[str]]:
+def table_rows(lines: list[Line], names: dict[str, str] | None = None,
+               cohorts: dict[str, str] | None = None) -> list[list[str]]:
     """The signal table's cells of ``lines`` (:data:`COLUMNS`): a distribution's value is its
-    median, its n names the scopes, its spread shows p10–p90 and min–max."""
+    median, its n names the scopes, its spread shows p10–p90 and min–max. ``names`` and
+    ``cohorts`` give what a signal's and a cohort's cells show (default: them in full)."""
     rows = []
     for ln in lines:
         med, p10, p90, lo, hi = ln.spread()
@@ -137,10 +149,40 @@ def table_rows(lines: list[Line]) -> list[list[str]]:
         if len(ln.claims) > 1:
             value = f"median {value}"
         n = f"{ln.n:,} {_scope_names(ln.claims)}" if len(ln.claims) > 1 else f"{ln.n:,}"
-        rows.append([ln.signal, value, ln.evidence_class, ln.cohort, n,
+        rows.append([(names or {}).get(ln.signal, ln.signal), value, ln.evidence_class,
+                     (cohorts or {}).get(ln.cohort, ln.cohort), n,
                      fmt.span(p10, p90, ln.unit) if many else "",
                      fmt.span(lo, hi, ln.unit) if many else "", ln.verdict()])
     return rows
+
+
+def cohort_keys(lines: list[Line]) -> dict[str, str]:
+    """The letter that names each cohort of ``lines`` in the table, in order of first
+    appearance (``a``, ``b``, ...; past ``z``, numbers); empty when they share one."""
+    every = list(dict.fromkeys(ln.cohort for ln in lines))
+    if len(every) < 2:
+        return {}
+    return {c: COHORT_KEYS[i] if i < len(COHORT_KEYS) else str(i + 1)
+            for i, c in enumerate(every)}
+
+
+def screen_table(lines: list[Line], width: int = fmt.SCREEN_WIDTH, indent: str = "  ",
+                 among: list[str] | None = None) -> list[str]:
+    """The signal table of ``lines`` as text at most ``width`` columns wide (with ``indent``):
+    cohorts by their letters (:func:`cohort_keys`; no cohort column when they share one), the
+    signal names cut to the room the other columns leave (at least :data:`MIN_SIGNAL`) and
+    distinct from ``among`` (the version's signals not shown)."""
+    keys = cohort_keys(lines)
+    full = table_rows(lines, cohorts=keys or {ln.cohort: "" for ln in lines})
+    header = list(COLUMNS)
+    # the room the other columns leave the signal's (as fmt.layout lays them out)
+    kept = [i for i in range(1, len(header)) if any(r[i] for r in full)]
+    others = sum(max(len(header[i]), *(len(r[i]) for r in full)) + 2 for i in kept)
+    room = max(MIN_SIGNAL, width - len(indent) - others)
+    names = screen_names([ln.signal for ln in lines], room, among or [])
+    for row, ln in zip(full, lines, strict=True):
+        row[0] = names[ln.signal]
+    return [indent + row for row in fmt.layout([header, *full], right=list(RIGHT))]
 
 
 def html(rep: Report, *, limit: int = LIMIT, top_stalls: int = TOP_STALLS) -> str:
@@ -236,21 +278,31 @@ def summarise(db: Connection, rep: Report, *, all_rows: bool = False, limit: int
         by_version[c.program_version].append(c)
     versions = [v for v in rep.versions if v["program_version"] in by_version]
     stalls = stall_breakdown(db, rep.region_id, [str(v["program_version"]) for v in versions])
-    out = [f"{rep.region_id}: {fmt.count(len(versions), 'version')}, "
-           f"{fmt.count(len(rep.claims), 'claim')} (--all: every signal and stall reason; "
-           f"--detail: every claim; --json: every field)"]
+    out = textwrap.wrap(
+        f"{rep.region_id}: {fmt.count(len(versions), 'version')}, "
+        f"{fmt.count(len(rep.claims), 'claim')} (--all: every signal and stall reason; "
+        f"--detail: every claim; --json: every field, names in full)", fmt.SCREEN_WIDTH,
+        subsequent_indent="  ", break_on_hyphens=False)
     by_id = {str(v["program_version"]): v for v in rep.versions}
     for v in versions:
         ver = str(v["program_version"])
         claims = by_version[ver]
         lines = lines_of([c for c in claims if not c.signal.startswith("stall_")])
         shown = lines if all_rows else lines[:limit]
-        out += ["", _version_title(v, by_id)]
+        keys = cohort_keys(shown)
+        title = _version_title(v, by_id)
+        if shown and not keys:  # one cohort: said once
+            title += f"; cohort {shown[0].cohort}"
+        out += ["", *textwrap.wrap(title, fmt.SCREEN_WIDTH, subsequent_indent="  ",
+                                   break_on_hyphens=False)]
         if shown:  # a report of stall reasons only has no signal table
-            out += ["  " + row for row in fmt.layout([list(COLUMNS), *table_rows(shown)],
-                                                     right=list(RIGHT))]
+            out += screen_table(shown, among=[c.signal for c in claims])
+        if keys:
+            out += textwrap.wrap("cohort " + "; ".join(f"{k}: {c}" for c, k in keys.items()),
+                                 WIDTH, initial_indent="  ", subsequent_indent="    ",
+                                 break_on_hyphens=False)
         if len(shown) < len(lines):
-            out.append(f"  + {len(lines) - len(shown)} more signals (--all)")
+            out.append(f"  + {len(lines) - len(shown):,} more signals (--all)")
         asked = {c.signal for c in claims}  # the report's signals (--signal narrows them)
         for kind, every in sorted(stalls.get(ver, {}).items()):  # by collection
             reasons = [r for r in every if r[0] in asked]

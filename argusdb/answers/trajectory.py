@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from argusdb.answers import notebook, stats
-from argusdb.answers.diff import ALPHA, MIN_EFFECT, NoiseModel, _verdict
+from argusdb.answers.diff import ALPHA, MIN_EFFECT, NoiseModel, _verdict, has_ratio
 from argusdb.answers.direction import step_class
 from argusdb.answers.select import (
     CohortKey,
@@ -218,13 +218,17 @@ def trajectory(db: Connection, regions: list[str] | None, versions: list[str | V
                                                               s.ci_high, co.runs)
                 if first is None:
                     first = s.median
-                p.ratio_to_first = s.median / first if first else None
+                # no ratio across a sign change (see argusdb.answers.diff.has_ratio)
+                p.ratio_to_first = s.median / first if has_ratio(first, s.median) else None
                 if prev is not None:
                     t = stats.ratio_test(prev, co.samples)
                     floor, _ = noise.floor(sig, key)
-                    p.step_significant, p.step_verdict = _verdict(t, floor, alpha)
+                    p.step_significant, p.step_verdict = _verdict(t, floor, alpha, unit)
+                    ratio, lo, hi = ((t.ratio, t.ci_low, t.ci_high)
+                                     if has_ratio(t.from_median, t.to_median)
+                                     else (None, math.nan, math.nan))
                     p.step_ratio, p.step_ci_low, p.step_ci_high, p.step_p_value = (
-                        t.ratio, t.ci_low, t.ci_high, t.p_value)
+                        ratio, lo, hi, t.p_value)
                     if gaps or not prev_ok:
                         why = insufficient_reason(gaps) if gaps else (
                             "the previous point's evidence has a gap")

@@ -13,6 +13,7 @@ from argusdb.answers.diff import (
     ALPHA,
     MIN_EFFECT,
     SCREEN_ROWS,
+    change,
     diff,
     human_table,
     regressions,
@@ -138,7 +139,7 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
         # signals judged alike (same noise floor and cohort) share one line
         alike: dict[str, list[str]] = {}
         for r in every:
-            alike.setdefault(f"noise floor {r.noise_floor:.2%} ({r.noise_source}); "
+            alike.setdefault(f"noise floor {fmt.percent(r.noise_floor)} ({r.noise_source}); "
                              f"{fmt.signature(r.standing)} ({fmt.signature(r.signature)}), "
                              f"{r.evidence_class}, {r.scope}", []).append(r.signal)
         for how, sigs in alike.items():
@@ -151,8 +152,8 @@ def command(store: str, region: str, before: str, after: str, signals: tuple[str
         click.echo("\nper step and per collective (timing-clean launches; ratio = to/from):")
         print_step_diff(coll)
     for r in worse:
-        click.echo(f"regression: {r.signal} {r.verdict} ({r.ratio:.4f}x, threshold "
-                   f"{fail_on:.0%})", err=True)
+        click.echo(f"regression: {r.signal} {r.verdict} ({change(r)}, threshold "
+                   f"{fmt.percent(fail_on, 0)})", err=True)
     if worse:
         sys.exit(REGRESSION_EXIT)
 

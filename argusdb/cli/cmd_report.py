@@ -55,9 +55,11 @@ def command(store: str, region: str, versions: tuple[str, ...], signals: tuple[s
             scopes: tuple[str, ...], timeout_s: float, as_json: bool, as_csv: bool) -> None:
     """Report the claims about REGION: value with its unit, evidence class, cohort, verdict.
 
-    The default view fits a screen: one line per version and signal, signals measured per
-    scope or per launch as n, median, p10-p90 and min-max, stall reasons grouped by the
-    collector that sampled them with the top ones shown. --all shows every signal and reason,
+    The default view fits a screen (120 columns, 60 lines): one line per version and signal,
+    signals measured per scope or per launch as n, median, p10-p90 and min-max, stall reasons
+    grouped by the collector that sampled them with the top ones shown; a cohort shared by a
+    version's lines is named in its title, else by a letter and a legend; long signal names
+    are cut in the middle (never two alike). --all shows every signal and reason,
     --detail (or --scope) every claim, --json every field of every claim (provenance, runs,
     tasks, notes, repeat statistics). A region (or every asked --signal) without evidence
     exits 3 with the 'argus observe' request that would produce it.

@@ -15,14 +15,25 @@ import pytest
 from click.testing import CliRunner
 
 import argusdb
+from argusdb import environment
 from argusdb.api import Connection
 from argusdb.cli import main
 from tests.conftest import DEMO, KERNELS
 from tests.runner.replay import PROGRAMS, RECORDED
 
+#: Golden answers (``ARGUS_WRITE_GOLDEN=1`` writes them anew: read the diff before committing).
+GOLDEN = Path(__file__).parent / "golden"
 MATMUL_TRACE = DEMO / "matmul" / "matmul.cupti.jsonl"
 SOFTMAX_TRACE = DEMO / "softmax" / "softmax.cupti.jsonl"
 MOVED_LINES = 3
+
+
+def match_golden(name: str, text: str) -> None:
+    """``text`` is the golden answer ``name`` (written anew under ``ARGUS_WRITE_GOLDEN=1``)."""
+    path = GOLDEN / name
+    if environment.WRITE_GOLDEN.get():
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
 
 
 def moved_source(tmp: Path) -> Path:

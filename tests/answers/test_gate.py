@@ -31,8 +31,8 @@ def _diff(store: str, before: str, after: str, *extra: str) -> tuple[int, str, s
 def test_a_slowdown_fails_the_gate_with_exit_4(store: str) -> None:
     code, out, err = _diff(store, "config=bn256_s3", "config=bk64_s3", "--fail-on", "regression")
     assert code == REGRESSION_EXIT == 4
-    assert "higher by 7.35%" in out
-    assert "regression: duration higher by 7.35% (1.0735x, threshold 0%)" in err
+    assert "higher by 7.35 %" in out
+    assert "regression: duration higher by 7.35 % (1.0735x, threshold 0 %)" in err
 
 
 @pytest.mark.parametrize(("threshold", "code"), [("regression=5", 4), ("regression=7.3", 4),

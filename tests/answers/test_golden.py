@@ -22,15 +22,15 @@ import pytest
 from click.testing import CliRunner
 
 import argusdb
-from argusdb import demo, environment
+from argusdb import demo
 from argusdb.answers.diff import diff
 from argusdb.answers.trajectory import trajectory
 from argusdb.cli import main
+from tests.answers.conftest import match_golden
 from tests.answers.test_h200_versions import KERNEL, build_store
 from tests.checker.conftest import build_dist
 from tests.conftest import DEMO, KERNELS
 
-GOLDEN = Path(__file__).parent / "golden"
 #: Lines an answer's screen view may take (stdout and stderr together).
 SCREEN = 60
 H200_VERSIONS = "config=bk32_s1;config=bk64_s3;config=bn256_s3"
@@ -80,29 +80,22 @@ def _readable(text: str) -> None:
     assert "? passes" not in text and "– – –" not in text
 
 
-def _golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if environment.WRITE_GOLDEN.get():
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8")
-
-
 def test_diff_is_the_golden_table(h200: str) -> None:
     text = _run("diff", h200, "--region", KERNEL, "--from", "config=bk64_s3", "--to",
                 "config=bn256_s3")
-    _golden("diff_h200.txt", text)
+    match_golden("diff_h200.txt", text)
     _readable(text)
     assert len(text.splitlines()) <= SCREEN
     # the duration of the clean runs, in µs, with its n; the verdict in words
     (dur,) = [ln for ln in text.split("--- stderr")[0].splitlines()
               if ln.startswith("duration")]
     assert "210.3 µs" in dur and "195.9 µs" in dur and "120/60" in dur
-    assert "lower by 6.85%" in dur
+    assert "lower by 6.85 %" in dur
 
 
 def test_trajectory_is_the_golden_table(h200: str) -> None:
     text = _run("trajectory", h200, "--versions", H200_VERSIONS)
-    _golden("trajectory_h200.txt", text)
+    match_golden("trajectory_h200.txt", text)
     _readable(text)
     out = text.split("--- stderr\n")[0].splitlines()
     # one series of three versions: bk32_s1 -> bk64_s3 -> bn256_s3, each step significant
@@ -117,7 +110,7 @@ def test_the_trajectory_of_thousands_of_series_fits_a_screen(layernorm_store: st
     per-CTA, per-warp scope_cycles of the Proton variant): before the screen view the table
     printed 51,727 lines."""
     text = _run("trajectory", layernorm_store, "--versions", LAYERNORM_VERSIONS)
-    _golden("trajectory_layernorm.txt", text)
+    match_golden("trajectory_layernorm.txt", text)
     _readable(text)
     assert len(text.splitlines()) <= SCREEN
     with argusdb.connect(layernorm_store, read_only=True) as db:
@@ -131,7 +124,7 @@ def test_the_trajectory_of_thousands_of_series_fits_a_screen(layernorm_store: st
 
 def test_a_trajectory_of_many_stepped_series_shows_the_headline_first(raw_pages: str) -> None:
     text = _run("trajectory", raw_pages, "--versions", "num_warps=4,num_warps=8")
-    _golden("trajectory_raw_pages.txt", text)
+    match_golden("trajectory_raw_pages.txt", text)
     _readable(text)
     lines = text.splitlines()
     assert len(lines) <= SCREEN
@@ -152,7 +145,7 @@ def test_a_trajectory_of_many_stepped_series_shows_the_headline_first(raw_pages:
 
 def test_launch_diff_is_the_golden_table_for_every_selector(dist: str) -> None:
     by_prefix = _run("launch", "diff", dist, "--from", "593565e8", "--to", "812dae0b")
-    _golden("launch_diff_dist.txt", by_prefix)
+    match_golden("launch_diff_dist.txt", by_prefix)
     _readable(by_prefix)
     by_option = _run("launch", "diff", dist, "--from", "version=serial", "--to",
                      "version=overlap")
@@ -185,7 +178,7 @@ def test_the_dashboard_is_the_golden_page(name: str, request: pytest.FixtureRequ
     with argusdb.connect(store, read_only=True) as db:
         page = build(db, tmp_path / "dash").read_text(encoding="utf-8")
     text = _page_text(page)
-    _golden(f"dashboard_{name}.txt", text)
+    match_golden(f"dashboard_{name}.txt", text)
     _readable(text)
     # every cell escaped ("&lt; 0.1 %"): the page's text is only what its tags hold
     assert "< 0.1 %" not in page and not re.search(r"<(?![a-zA-Z/!?])", page)

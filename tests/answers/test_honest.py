@@ -78,7 +78,7 @@ def test_report_is_insufficient_with_the_share_when_code_went_unattributed(
     assert claim.association_entropy == 0.0  # no sharing: entropy alone would say sufficient
     assert claim.verdict == "insufficient" and claim.unattributed_share == pytest.approx(want)
     assert {g["kind"] for g in claim.gaps} == {"unattributed", "call_sites"}
-    assert "42.8%" in claim.reason and "standard.py" in claim.reason
+    assert "42.8 %" in claim.reason and "standard.py" in claim.reason
     # The whole compile: call sites met the counters, nothing unattributed, no such gap.
     (claim,) = report(ln, MEAN, [full], signals=["inst_executed"]).claims
     assert claim.unattributed_share == 0.0 and claim.gaps == []

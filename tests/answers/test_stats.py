@@ -203,7 +203,8 @@ def test_diff_verdict_of_a_zero_from_median() -> None:
     up = stats.ratio_test([0.0] * 6, [3.0, 4.0, 5.0, 4.0, 3.0, 5.0])
     same = stats.ratio_test([0.0] * 6, [0.0] * 6)
     significant, verdict = _verdict(up, 0.02, 0.05)
-    assert significant and "from median of 0" in verdict
+    assert significant and "the from median is 0: no ratio" in verdict
+    assert verdict.startswith("higher by 4 ")
     significant, verdict = _verdict(same, 0.02, 0.05)
     assert not significant and "both medians are 0" in verdict
 

@@ -140,6 +140,6 @@ def test_diff_of_the_kernels_duration_finds_the_compiled_launches_slower(
     rows = _table(replayed["diff"]["gelu/gelu_kernel"])
     clean = rows["duration observed, clean"]
     assert clean[3:9] == ["16.27", "µs", "16.51", "µs", "1.0147", "[1.0049,"]
-    assert clean[-4:] == ["14/14", "higher", "by", "1.47%"]
+    assert clean[-5:] == ["14/14", "higher", "by", "1.47", "%"]
     replay = rows["duration observed, launch_replay+activity_tracing+cache:all"]
     assert replay[-6:] == ["21/21", "not", "significant:", "p=0.384", ">=", "0.05"]
