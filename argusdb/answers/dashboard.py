@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from argusdb.answers import format as fmt
+from argusdb.answers.claims import Claim
 from argusdb.answers.direction import step_class
-from argusdb.answers.report import Claim, report
+from argusdb.answers.report import report
 from argusdb.answers.select import VersionRef, versions_of_region
 from argusdb.answers.sufficiency import did_you_mean, observe_request
 from argusdb.answers.trajectory import Series, trajectory

@@ -37,7 +37,7 @@ import statistics
 import textwrap
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -46,8 +46,17 @@ from argusdb.answers.names import screen_names
 from argusdb.answers.select import lit
 
 if TYPE_CHECKING:
-    from argusdb.answers.report import Claim, Report
+    from argusdb.answers.claims import Claim
     from argusdb.api import Connection
+
+
+class Report(Protocol):
+    """What the screen views read of a :class:`argusdb.answers.report.Report`."""
+
+    region_id: str
+    versions: list[dict[str, Any]]
+    claims: list[Claim]
+    missing: list[dict[str, str]]
 
 #: Signals shown first, in this order; the others follow alphabetically.
 HEADLINE = fmt.HEADLINE
