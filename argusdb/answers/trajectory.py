@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from argusdb.answers import notebook, stats
 from argusdb.answers.diff import ALPHA, MIN_EFFECT, NoiseModel, _verdict, has_ratio
 from argusdb.answers.direction import step_class
+from argusdb.answers.names import screen_names
 from argusdb.answers.select import (
     CohortKey,
     VersionRef,
@@ -296,6 +297,10 @@ def _screen_rank(s: Series) -> tuple[bool, int, bool, float, bool]:
             -max(steps, default=0.0), zero)
 
 
+#: Characters of the signal column of a trajectory's screen (longer names are cut).
+SIGNAL_WIDTH = 32
+
+
 def human_table(t: Trajectory, *, all_series: bool = False,
                 lines: int | None = None) -> Screen:
     """The trajectory as a person reads it. Values carry their unit; a ``cohort`` column
@@ -321,6 +326,10 @@ def human_table(t: Trajectory, *, all_series: bool = False,
                        key=lambda s: (place[s.region_id], *_screen_rank(s)))
     keys = [(s.region_id, s.signal) for s in shown]
     two = len(set(keys)) < len(keys)
+    # a screen shows Nsight Compute's metric names short (--all and --json: in full)
+    names = ({s.signal: s.signal for s in shown} if all_series else
+             screen_names([s.signal for s in shown], SIGNAL_WIDTH,
+                          among=[s.signal for s in t.series]))
     cols = ["region", "signal", *(["cohort"] if two else []), "version", "lines", "n",
             "median", "95% CI", "step", "step verdict"]
     rows = []
@@ -333,7 +342,7 @@ def human_table(t: Trajectory, *, all_series: bool = False,
             where = f"{p.start_line}-{p.end_line}" if p.start_line else fmt.MISSING
             ci = (fmt.MISSING if fmt.missing(p.ci_low) or fmt.missing(p.ci_high)
                   else fmt.span(p.ci_low, p.ci_high, unit))
-            rows.append([s.region_id, s.signal, *([cohort] if two else []), p.label, where,
+            rows.append([s.region_id, names[s.signal], *([cohort] if two else []), p.label, where,
                          fmt.number(p.n), fmt.quantity(p.median, unit), ci,
                          fmt.ratio(p.step_ratio), fmt.text(p.step_verdict)])
     right = [False, False, *([False] if two else []), False, False, True, True, True, True,

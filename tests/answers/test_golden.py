@@ -136,6 +136,14 @@ def test_a_trajectory_of_many_stepped_series_shows_the_headline_first(raw_pages:
                          f"--json: every point)")
     body = [ln.split() for ln in lines[1:-1]]
     assert len(body) == 2 * shown
+    # Nsight Compute's long metric names are cut to the signal column; each still reads as
+    # exactly one of the trajectory's signals (the others are cut in the middle with '…')
+    from argusdb.answers.trajectory import SIGNAL_WIDTH
+    names = {s.signal for s in every.series}
+    for b in body:
+        assert len(b[1]) <= SIGNAL_WIDTH
+        cut = re.compile(".*".join(map(re.escape, b[1].split("…"))) + "$")
+        assert sum(bool(cut.search(n)) for n in names) >= 1, b[1]
     # duration leads, in two named cohorts (clean timing and the ncu replay's duration)
     assert [b[1] for b in body[:4]] == ["duration"] * 4
     assert lines[0].split()[2] == "cohort" and "clean" in body[0] and "observed," in body[0]
