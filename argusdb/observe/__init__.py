@@ -447,7 +447,7 @@ def attribution_verdict(p: Plan, st: Store) -> dict[str, Any]:
             "unattributed_share": share,
             "verdict": "sufficient" if exact and share == 0 else "insufficient",
             **({} if exact and share == 0 else {"why": (
-                f"{share:.1%} of {r['signal']} has no call site in the kernel's regions "
+                f"{share * 100:.1f} % of {r['signal']} has no call site in the kernel's regions "
                 f"(_unattributed)" if share else "attributed and observed totals differ")})}
     return out
 
